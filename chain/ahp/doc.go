@@ -1,0 +1,29 @@
+// Package ahp holds the Agent Hooks Protocol wire model shared by every part of hookproxy:
+// JSON-RPC envelopes, the event envelope, canonical messages and parts, capabilities,
+// effects and the accumulated chain state. It knows no provider JSON and performs no I/O.
+//
+// The protocol text lives in ../shared/ahp/SPEC-DIGEST.md and seed-composition.txt; field
+// names here are the protocol's own.
+package ahp
+
+// ProtocolVersion is the only snapshot this implementation speaks (AHP-VER-001).
+const ProtocolVersion = "draft"
+
+// JSON-RPC method names (AHP-RPC-002).
+const (
+	MethodIntercept    = "hooks/intercept"
+	MethodObserve      = "hooks/observe"
+	MethodCapabilities = "hooks/capabilities"
+)
+
+// AHP-reserved and standard JSON-RPC error codes (SPEC-DIGEST §12).
+const (
+	CodeParseError                 = -32700
+	CodeInvalidRequest             = -32600
+	CodeMethodNotFound             = -32601
+	CodeInvalidParams              = -32602
+	CodeUnsupportedProtocolVersion = -32001
+	CodeUnsupportedEvent           = -32002
+	CodeBackendUnavailable         = -32003
+	CodeBackendInternalError       = -32004
+)

@@ -1,0 +1,92 @@
+package chain
+
+// This file declares the engine's public surface; the implementation lives beside it
+// (engine.go, staging.go, projection.go, observers.go).
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
+)
+
+// Outcome of one subscription at one boundary, as recorded in a Settlement.
+const (
+	OutcomeNoEffect  = "no_effect" // called, accepted, no effects
+	OutcomeAccepted  = "accepted"  // called, whole response accepted with effects
+	OutcomeFailed    = "failed"    // operational failure (policy applied)
+	OutcomeNotCalled = "not_called"
+	OutcomeObserved  = "observed" // delivered by hooks/observe after settlement
+)
+
+// Record is what happened to one matching subscription.
+type Record struct {
+	BackendID    string        `json:"backendId"`
+	Subscription int           `json:"subscription"` // index in the backend's subscriptions
+	Mode         string        `json:"mode"`
+	Outcome      string        `json:"outcome"`
+	Effects      []string      `json:"effects,omitempty"`     // accepted effect types, in order
+	FailureKind  string        `json:"failureKind,omitempty"` // transport.Kind*
+	Policy       string        `json:"failurePolicy,omitempty"`
+	Latency      time.Duration `json:"latency"`
+	Detail       string        `json:"-"` // local diagnostic; never sent to models or clients
+}
+
+// Denial says why an operation was refused.
+type Denial struct {
+	Reason    string
+	Code      string
+	BackendID string
+	Synthetic bool // fail-closed failure, not an explicit deny effect
+}
+
+// Settlement is the single result of one boundary's interceptor chain: what the host must
+// enforce (SPEC-DIGEST §8.4). Event is the effective event (accepted modifications applied).
+type Settlement struct {
+	Event        *ahp.Event
+	Permission   string // ahp.Permission*
+	Denial       *Denial
+	Flow         string // ahp.Flow*
+	StopReason   string
+	Candidate    *ahp.Candidate
+	Instructions []string
+	Injections   []ahp.Effect // accepted inject effects, in order
+	Messages     []string     // user-facing message effects, in order
+	Modified     bool         // the effective target differs from the original
+	Records      []Record
+	Interrupted  bool
+
+	wait func()
+}
+
+// Wait blocks until every observation this settlement's call dispatched has completed or
+// reached its bounded deadline. A hook call owns its deliveries: callers must call Wait
+// (typically deferred) so that no delivery outlives the call.
+func (s *Settlement) Wait() {
+	if s != nil && s.wait != nil {
+		s.wait()
+	}
+}
+
+// Refused reports whether the operation must not run (deny or fail-closed).
+func (s *Settlement) Refused() bool { return s.Permission == ahp.PermissionDeny }
+
+// Stopped reports whether flow stop was accepted.
+func (s *Settlement) Stopped() bool { return s.Flow == ahp.FlowStop }
+
+// Options configure a Chain. Zero values take the documented defaults.
+type Options struct {
+	// Source is the event source URI stamped on events the chain itself creates
+	// (hook.failure); boundary events carry the source their builder set.
+	Source string
+	// Policies builds in_process backends by policy name.
+	Policies map[string]transport.PolicyFactory
+	// ObserveTimeout bounds each observation delivery (default 5s).
+	ObserveTimeout time.Duration
+	// MaxReplyBytes caps a backend reply frame (default 4 MiB).
+	MaxReplyBytes int64
+	// Logger receives operational diagnostics (default: no-op).
+	Logger *zap.Logger
+}

@@ -1,0 +1,69 @@
+// Package transport delivers AHP JSON-RPC messages to one backend: over HTTP, over stdio
+// (persistent or per-event processes) or to an in-process interceptor. A transport moves
+// frames; it never interprets effects. Validation and staging of replies belong to chain.
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// Transport is one backend's delivery channel. Implementations are safe for concurrent use.
+type Transport interface {
+	// Intercept sends hooks/intercept with JSON-RPC id equal to id (the event id) and
+	// returns the raw JSON-RPC response frame. ctx carries the subscription deadline, which
+	// covers credential lookup, connect, write, read and retries.
+	Intercept(ctx context.Context, id string, params *ahp.InterceptParams) ([]byte, error)
+	// Observe sends the hooks/observe notification; no reply is read.
+	Observe(ctx context.Context, params *ahp.ObserveParams) error
+	// Close releases connections and stops processes.
+	Close() error
+}
+
+// PolicyFactory builds a built-in policy from its registration config.
+type PolicyFactory func(config json.RawMessage) (ahp.Interceptor, error)
+
+// Failure kinds of an operational failure, used in records, hook.failure and metrics.
+// The text never carries backend-supplied content or credentials.
+const (
+	KindTimeout     = "timeout"      // deadline exceeded
+	KindConnection  = "connection"   // refused, reset, DNS, TLS
+	KindHTTPStatus  = "http_status"  // non-200 for intercept, non-2xx for observe
+	KindRedirect    = "redirect"     // a redirect was answered; never followed
+	KindOversized   = "oversized"    // reply larger than the local limit
+	KindCredentials = "credentials"  // tokenEnv unset or empty
+	KindProcess     = "process"      // stdio launch failure, crash, non-zero exit, no reply
+	KindMalformed   = "malformed"    // not one UTF-8 JSON-RPC object, wrong framing, wrong id
+	KindRPCError    = "rpc_error"    // the backend answered with a JSON-RPC error
+	KindInvalid     = "invalid"      // the reply failed AHP validation (set by chain)
+	KindPolicy      = "policy_error" // an in-process policy returned an error
+	KindCancelled   = "cancelled"    // the enclosing operation was interrupted
+)
+
+// Error is an operational failure of one delivery.
+type Error struct {
+	Kind string
+	Err  error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Kind, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf returns the failure kind of err, or KindConnection for an unclassified error.
+func KindOf(err error) string {
+	var te *Error
+	if errors.As(err, &te) {
+		return te.Kind
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return KindTimeout
+	}
+	if errors.Is(err, context.Canceled) {
+		return KindCancelled
+	}
+	return KindConnection
+}

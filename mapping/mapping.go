@@ -1,0 +1,184 @@
+// Package mapping translates native model-API and tool-endpoint JSON to and from canonical
+// AHP content. Each native API has its own subpackage (openai, anthropic, mcp) implementing
+// Translator; this file holds the shapes they share.
+//
+// The canonical message list is the single source of truth for edits: the proxy settles a
+// boundary, takes the effective canonical list, and asks the translator to render it back
+// onto the original native body. Translators patch only what changed (gjson to read, sjson
+// to write), so unknown native fields and unchanged messages survive byte for byte.
+package mapping
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// Translator converts one native request/response API (for example OpenAI chat
+// completions) to canonical content and back. Implementations are stateless and safe for
+// concurrent use; per-request state lives in Request and Response.
+type Translator interface {
+	// Provider is the model.provider value ("openai", "anthropic").
+	Provider() string
+	// ToolPath is the event path of tool calls seen through this API
+	// ("hookproxy.openai.chat", "hookproxy.anthropic.messages", ...).
+	ToolPath() string
+
+	// DecodeRequest parses a native request body. A malformed body is a *BadRequest.
+	DecodeRequest(body []byte) (*Request, error)
+	// EncodeRequest renders the effective canonical list onto the original request body.
+	// When items equal req.Items the original bytes are returned unchanged.
+	EncodeRequest(req *Request, items []ahp.Message) ([]byte, error)
+
+	// DecodeResponse parses a complete (non-streamed or assembled) native response body.
+	DecodeResponse(body []byte) (*Response, error)
+	// EncodeResponse renders the effective assistant messages and finish reason onto the
+	// original response body. Tool calls are the tool_call parts of items (see ToolCall).
+	EncodeResponse(resp *Response, items []ahp.Message, finishReason string) ([]byte, error)
+	// SynthesizeResponse builds a complete native response for a request that was answered
+	// without calling the upstream (a supplied result or a flow stop).
+	SynthesizeResponse(req *Request, items []ahp.Message, finishReason string) ([]byte, error)
+
+	// NewAssembler returns a stream assembler that reads the provider's SSE events and
+	// yields the equivalent complete native response body.
+	NewAssembler() Assembler
+	// WriteStream re-emits a complete native response body as the provider's own SSE
+	// stream, flushing as it goes when w is an http.Flusher.
+	WriteStream(w io.Writer, body []byte) error
+
+	// ErrorBody renders an error in the provider's own error format (used for refusals,
+	// 400, 413 and 502 answers). code may be "".
+	ErrorBody(status int, errType, code, message string) []byte
+	// Stop reasons: the native finish reason for a turn that ended normally, and the one
+	// to use when hookproxy removed every tool call or stopped the flow.
+	TerminalFinishReason() string
+}
+
+// Assembler accumulates an SSE stream. Feed it every byte read from the upstream (in any
+// chunking); Body returns the complete native response once the stream has ended.
+type Assembler interface {
+	Write(p []byte) (int, error)
+	// Body returns the assembled response. err is a *UpstreamError when the stream carried
+	// an error event, and a plain error when the stream was malformed or incomplete.
+	Body() ([]byte, error)
+}
+
+// Request is a decoded native model request.
+type Request struct {
+	Model  string
+	Stream bool
+	// Params is every top-level native field except the message-bearing ones, as an opaque
+	// object (model, max_tokens, tools, ...).
+	Params json.RawMessage
+	// Items is the canonical message list the model will see (system/developer first).
+	Items []ahp.Message
+	// Gaps lists content the canonical view could not carry (server-held history, ...).
+	Gaps []ahp.Gap
+	// ToolResults are the tool results present in Items, in order.
+	ToolResults []ToolResult
+	// PromptStart is the index in Items where a trailing new user prompt begins, or -1 when
+	// the request does not end with a user prompt (for example it ends with tool results).
+	PromptStart int
+	// SessionHint is a native session identifier (metadata.user_id, user, ...) or "".
+	SessionHint string
+
+	// Original is the request body as received.
+	Original []byte
+	// Native is translator-private state (for example the raw JSON of each native message).
+	Native any
+}
+
+// ToolResult is one tool result found in a request, joined with the tool call it answers
+// when that call is in the same request's history.
+type ToolResult struct {
+	CallID    string
+	ItemIndex int             // index of the role-tool message in Request.Items
+	ToolName  string          // from the matching call, "" if not found
+	Input     json.RawMessage // the call's arguments object, nil if not found
+	IsError   bool
+	CallFound bool
+}
+
+// Response is a decoded native model response.
+type Response struct {
+	ID           string
+	Model        string
+	Items        []ahp.Message // assistant output: text, reasoning and tool_call parts
+	FinishReason string
+	Usage        *ahp.Usage
+
+	Original []byte
+	Native   any
+}
+
+// ToolCall is the decoded text of a tool_call part: the convention of SPEC-DIGEST §4.4,
+// a serialized {"id","name","input"} object in a text part with category "tool_call".
+type ToolCall struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// ToolCallPart builds the canonical part for a tool call.
+func ToolCallPart(partID string, call ToolCall) ahp.Part {
+	if len(call.Input) == 0 {
+		call.Input = json.RawMessage(`{}`)
+	}
+	b, _ := json.Marshal(call) // cannot fail: strings and a valid raw object
+	p := ahp.TextPart(partID, string(b))
+	p.Category = ahp.CategoryToolCall
+	return p
+}
+
+// ParseToolCall decodes a tool_call part. ok is false for any other part.
+func ParseToolCall(p *ahp.Part) (ToolCall, bool) {
+	if p.Category != ahp.CategoryToolCall || p.Text == nil {
+		return ToolCall{}, false
+	}
+	var c ToolCall
+	if err := json.Unmarshal([]byte(*p.Text), &c); err != nil || c.ID == "" || c.Name == "" {
+		return ToolCall{}, false
+	}
+	return c, true
+}
+
+// LocatedCall is a tool call with its position in a message list.
+type LocatedCall struct {
+	ToolCall
+	Item, Part int
+}
+
+// ToolCalls lists the tool calls in items, in order.
+func ToolCalls(items []ahp.Message) []LocatedCall {
+	var out []LocatedCall
+	for i := range items {
+		for j := range items[i].Parts {
+			if c, ok := ParseToolCall(&items[i].Parts[j]); ok {
+				out = append(out, LocatedCall{ToolCall: c, Item: i, Part: j})
+			}
+		}
+	}
+	return out
+}
+
+// BadRequest is a client body the translator cannot parse. The proxy answers 400 in the
+// provider's format and calls no hook.
+type BadRequest struct{ Reason string }
+
+func (e *BadRequest) Error() string { return "bad request: " + e.Reason }
+
+// UpstreamError is an error the upstream reported (an HTTP error body or an SSE error
+// event). The proxy passes it to the client unchanged and observes it as model.error.
+type UpstreamError struct {
+	Status  int
+	Type    string
+	Message string
+}
+
+func (e *UpstreamError) Error() string { return "upstream error: " + e.Type + ": " + e.Message }
+
+// ErrMalformed is wrapped by decode errors for upstream bodies that are not the
+// provider's JSON (the proxy answers 502).
+var ErrMalformed = errors.New("malformed upstream body")
