@@ -1,0 +1,317 @@
+// Package audit writes hookproxy's decision audit log: one JSON line per settled boundary,
+// saying which event was decided, which interceptors ran with what outcome, whether the
+// operation was refused (and whether that refusal was an explicit deny or a synthetic
+// fail-closed denial, AHP-FAIL-001), and how the proxy enforced the settlement.
+//
+// The record is deliberately typed so that it cannot carry credentials:
+//   - it has no field for headers, request parameters, native payloads or raw bodies, so
+//     there is nowhere for an Authorization or x-api-key header to go;
+//   - closed vocabularies (outcome, enforcement, permission, flow, effect types, failure
+//     kind and policy, event type) are named string types that encode only their known
+//     values; anything else is written as "unknown";
+//   - free-text identifiers and reasons are Text, which scrubs credential-shaped values
+//     (bearer/basic tokens, "authorization: ...", provider API keys, JWTs) and caps length
+//     whenever it is encoded, whatever the caller put in it;
+//   - canonical content is written only when the operator enables IncludeContent, and is
+//     scrubbed the same way.
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
+)
+
+// Record is one settled boundary. Field order is the order of the JSON line.
+type Record struct {
+	Time         time.Time     `json:"time"`
+	EventID      Text          `json:"eventId"`
+	EventType    EventType     `json:"eventType"`
+	Route        Text          `json:"route,omitempty"`
+	SessionID    Text          `json:"sessionId,omitempty"`
+	TurnID       Text          `json:"turnId,omitempty"`
+	CallID       Text          `json:"callId,omitempty"`
+	Model        Text          `json:"model,omitempty"`
+	Tool         Text          `json:"tool,omitempty"`
+	Interceptors []Interceptor `json:"interceptors"`
+	Permission   Permission    `json:"permission,omitempty"`
+	Flow         Flow          `json:"flow,omitempty"`
+	Denial       *Denial       `json:"denial,omitempty"`
+	Enforcement  Enforcement   `json:"enforcement"`
+	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
+	// otherwise, so a caller cannot turn content logging on by filling it in.
+	Content *Content `json:"content,omitempty"`
+}
+
+// Interceptor is what happened to one matching subscription at the boundary.
+type Interceptor struct {
+	BackendID     Text          `json:"backendId"`
+	Subscription  int           `json:"subscription"` // index in the backend's subscriptions
+	LatencyMs     float64       `json:"latencyMs"`
+	Outcome       Outcome       `json:"outcome"`
+	Effects       []EffectType  `json:"effects"` // accepted effect types, in order; [] when none
+	FailureKind   FailureKind   `json:"failureKind,omitempty"`
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+}
+
+// Denial says why the operation was refused. Synthetic is true for a fail-closed
+// operational failure and false for an explicit deny effect; AHP-FAIL-001 requires local
+// audit records to tell the two apart.
+type Denial struct {
+	Reason    Text `json:"reason"`
+	Code      Text `json:"code,omitempty"`
+	BackendID Text `json:"backendId,omitempty"`
+	Synthetic bool `json:"synthetic"`
+}
+
+// Content is the canonical, effective content of the boundary (opt-in).
+type Content struct {
+	Items []ahp.Message `json:"items,omitempty"`
+	// ToolInput is tool.input of tool.* events: what the agent asked to run.
+	ToolInput json.RawMessage `json:"toolInput,omitempty"`
+}
+
+// MarshalJSON writes a scrubbed copy: text parts and every string of the tool input go
+// through the credential scrubber, and tool-input members whose name marks a credential
+// are replaced whole. A tool input that is not valid JSON is left out rather than written
+// verbatim.
+func (c Content) MarshalJSON() ([]byte, error) {
+	type plain Content // no MarshalJSON: avoids recursion
+	out := plain{Items: scrubMessages(c.Items)}
+	if len(c.ToolInput) > 0 {
+		if in, ok := scrubJSON(c.ToolInput); ok {
+			out.ToolInput = in
+		}
+	}
+	return json.Marshal(out)
+}
+
+// Text is a free-text field of a record (identifiers, names, reasons). Its encoding is
+// scrubbed and bounded; see the package comment.
+type Text string
+
+// maxTextBytes bounds one Text field; denial reasons are the longest legitimate values.
+const maxTextBytes = 4096
+
+// MarshalText implements encoding.TextMarshaler with scrubbing.
+func (t Text) MarshalText() ([]byte, error) { return []byte(scrubText(string(t))), nil }
+
+// Redacted replaces every credential-shaped value.
+const Redacted = "[REDACTED]"
+
+// credentialPattern finds credential-shaped substrings. It is one alternation so a field
+// is scanned once:
+//   - "name: value" / "name=value" for header and parameter names that carry credentials;
+//   - HTTP auth schemes followed by a token (Bearer, Basic);
+//   - well-known key formats: OpenAI/Anthropic "sk-...", AWS access key ids, GitHub and
+//     Slack tokens, JWTs.
+var credentialPattern = regexp.MustCompile(`(?i)` +
+	`\b(?:proxy-authorization|authorization|x-api-key|x-goog-api-key|api[-_]?key|cookie|set-cookie|` +
+	`access[-_]?token|refresh[-_]?token|id[-_]?token|client[-_]?secret|api[-_]?secret|secret[-_]?key|password|passwd)` +
+	`\s*["']?\s*[:=]\s*(?:"[^"]*"|'[^']*'|(?:bearer|basic|token)\s+[^\s,;&"'})\]]+|[^\s,;&"'})\]]+)` +
+	`|\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}` +
+	`|\bsk-[A-Za-z0-9_-]{16,}` +
+	`|\bAKIA[0-9A-Z]{16}\b` +
+	`|\bgh[pousr]_[A-Za-z0-9]{20,}` +
+	`|\bxox[abprs]-[A-Za-z0-9-]{10,}` +
+	`|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)
+
+// scrubText removes credential-shaped values and bounds the length (on a rune boundary).
+func scrubText(s string) string {
+	if s == "" {
+		return s
+	}
+	s = credentialPattern.ReplaceAllString(s, Redacted)
+	if len(s) > maxTextBytes {
+		cut := maxTextBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…[truncated]"
+	}
+	return s
+}
+
+// credentialKey reports whether a JSON member name names a credential, so its value is
+// dropped whatever it looks like.
+func credentialKey(k string) bool {
+	k = strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(k))
+	switch k {
+	case "authorization", "proxyauthorization", "xapikey", "apikey", "xgoogapikey", "cookie",
+		"setcookie", "accesstoken", "refreshtoken", "idtoken", "token", "bearertoken",
+		"clientsecret", "apisecret", "secretkey", "password", "passwd", "secret", "privatekey":
+		return true
+	}
+	return false
+}
+
+func scrubMessages(items []ahp.Message) []ahp.Message {
+	if items == nil {
+		return nil
+	}
+	out := make([]ahp.Message, len(items))
+	for i, m := range items {
+		parts := make([]ahp.Part, len(m.Parts))
+		for j, p := range m.Parts {
+			if p.Text != nil {
+				t := scrubContent(*p.Text)
+				p.Text = &t
+			}
+			parts[j] = p
+		}
+		m.Parts = parts
+		out[i] = m
+	}
+	return out
+}
+
+// scrubContent is scrubText without the length bound: content is opt-in and its length is
+// the operator's choice.
+func scrubContent(s string) string { return credentialPattern.ReplaceAllString(s, Redacted) }
+
+// scrubJSON rewrites a JSON value with every string scrubbed and credential-named members
+// redacted. Numbers keep their exact text.
+func scrubJSON(raw json.RawMessage) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return nil, false
+	}
+	out, err := json.Marshal(scrubValue(v))
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+func scrubValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return scrubContent(x)
+	case []any:
+		for i := range x {
+			x[i] = scrubValue(x[i])
+		}
+		return x
+	case map[string]any:
+		for k, e := range x {
+			if credentialKey(k) {
+				x[k] = Redacted
+				continue
+			}
+			x[k] = scrubValue(e)
+		}
+		return x
+	default:
+		return v
+	}
+}
+
+// Closed vocabularies. Each type encodes only its listed values; any other value is
+// written as Unknown so that a mistaken assignment can never put free text in the log.
+
+// Unknown is written for a closed-vocabulary value outside its vocabulary.
+const Unknown = "unknown"
+
+// Outcome of one subscription (chain.Outcome*).
+type Outcome string
+
+const (
+	OutcomeNoEffect  Outcome = "no_effect"
+	OutcomeAccepted  Outcome = "accepted"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeNotCalled Outcome = "not_called"
+	OutcomeObserved  Outcome = "observed"
+)
+
+// MarshalText implements encoding.TextMarshaler.
+func (o Outcome) MarshalText() ([]byte, error) {
+	return closed(string(o), "no_effect", "accepted", "failed", "not_called", "observed"), nil
+}
+
+// Enforcement is how the proxy carried out the settlement toward the client.
+type Enforcement string
+
+const (
+	EnforcementForwarded Enforcement = "forwarded" // sent on unchanged
+	EnforcementRewritten Enforcement = "rewritten" // sent on with accepted modifications
+	EnforcementRefused   Enforcement = "refused"   // deny or fail-closed: native error answer
+	EnforcementSupplied  Enforcement = "supplied"  // return effect: answered without the upstream
+	EnforcementStopped   Enforcement = "stopped"   // flow stop
+)
+
+// MarshalText implements encoding.TextMarshaler.
+func (e Enforcement) MarshalText() ([]byte, error) {
+	return closed(string(e), "forwarded", "rewritten", "refused", "supplied", "stopped"), nil
+}
+
+// Permission is the settled permission (ahp.Permission*).
+type Permission string
+
+// MarshalText implements encoding.TextMarshaler.
+func (p Permission) MarshalText() ([]byte, error) {
+	return closed(string(p), ahp.PermissionNone, ahp.PermissionAllow, ahp.PermissionAsk, ahp.PermissionDeny), nil
+}
+
+// Flow is the settled flow (ahp.Flow*).
+type Flow string
+
+// MarshalText implements encoding.TextMarshaler.
+func (f Flow) MarshalText() ([]byte, error) {
+	return closed(string(f), ahp.FlowNone, ahp.FlowStop, ahp.FlowContinue), nil
+}
+
+// EffectType is one of the eight core effect types.
+type EffectType string
+
+// MarshalText implements encoding.TextMarshaler.
+func (e EffectType) MarshalText() ([]byte, error) {
+	return closed(string(e), ahp.EffectDeny, ahp.EffectAllow, ahp.EffectAsk, ahp.EffectModify,
+		ahp.EffectMessage, ahp.EffectReturn, ahp.EffectFlow, ahp.EffectInject), nil
+}
+
+// FailureKind is the operational failure kind (transport.Kind*).
+type FailureKind string
+
+// MarshalText implements encoding.TextMarshaler.
+func (k FailureKind) MarshalText() ([]byte, error) {
+	return closed(string(k), transport.KindTimeout, transport.KindConnection, transport.KindHTTPStatus,
+		transport.KindRedirect, transport.KindOversized, transport.KindCredentials, transport.KindProcess,
+		transport.KindMalformed, transport.KindRPCError, transport.KindInvalid, transport.KindPolicy,
+		transport.KindCancelled), nil
+}
+
+// FailurePolicy is the subscription's failure policy.
+type FailurePolicy string
+
+// MarshalText implements encoding.TextMarshaler.
+func (p FailurePolicy) MarshalText() ([]byte, error) {
+	return closed(string(p), "fail-open", "fail-closed"), nil
+}
+
+// EventType is one of the 32 AHP event names.
+type EventType string
+
+// MarshalText implements encoding.TextMarshaler.
+func (e EventType) MarshalText() ([]byte, error) {
+	if ahp.IsEventType(string(e)) {
+		return []byte(e), nil
+	}
+	return []byte(Unknown), nil
+}
+
+func closed(v string, vocabulary ...string) []byte {
+	for _, w := range vocabulary {
+		if v == w {
+			return []byte(v)
+		}
+	}
+	return []byte(Unknown)
+}

@@ -1,0 +1,358 @@
+package ahp
+
+import "encoding/json"
+
+// Capabilities and the manifest (SPEC-DIGEST §6; AHP-CAP-001, AHP-CAP-002).
+
+var (
+	coreEffects   = []string{EffectDeny, EffectAllow, EffectAsk, EffectModify, EffectMessage, EffectReturn, EffectFlow, EffectInject}
+	modifyTargets = []string{TargetInput, TargetOutput, TargetPrompt, TargetRequest, TargetResponse, TargetContent,
+		TargetInstructions, TargetSummary, TargetWorkspace}
+)
+
+// ValidateCapabilities validates a capability advertisement. With eventType set it must also
+// lie within that event's per-event bound (EventBounds): only the event's effects, its own
+// modify target and its flow operations. eventType "" checks the generic shape only.
+func ValidateCapabilities(eventType string, caps json.RawMessage) error {
+	x, err := decodeFrame(caps)
+	if err != nil {
+		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
+	}
+	v := &validator{}
+	if eventType != "" && !IsInterceptable(eventType) {
+		v.failf("$", "%q is not an interceptable event, so it has no capabilities", eventType)
+		return v.err()
+	}
+	v.capabilities("$", x, eventType)
+	return v.err()
+}
+
+// capabilities checks an advertisement; eventType, when interceptable, applies its bound.
+func (v *validator) capabilities(path string, x any, eventType string) {
+	c, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	bound, bounded := EventBounds[eventType]
+	var effects []string
+	if e, has := c["effects"]; !has {
+		// AHP-CAP-002: every interception advertises its effects; {} grants nothing.
+		v.failf(path, "\"effects\" is required")
+	} else if arr, ok := v.array(member(path, "effects"), e); ok {
+		ep := member(path, "effects")
+		seen := map[string]bool{}
+		for i, item := range arr {
+			ip := index(ep, i)
+			s, isStr := item.(string)
+			switch {
+			case !isStr:
+				v.failf(ip, "must be a string, not %s", jsonType(item))
+				continue
+			case seen[s]:
+				v.failf(ip, "duplicate effect %q", s)
+				continue
+			case !contains(coreEffects, s) && !reReverseDNS.MatchString(s):
+				v.failf(ip, "unknown effect %q", s)
+				continue
+			case bounded && !contains(bound.Effects, s):
+				v.failf(ip, "effect %q cannot be advertised for %s", s, eventType)
+			}
+			seen[s] = true
+			effects = append(effects, s)
+		}
+	}
+	has := func(e string) bool { return contains(effects, e) }
+
+	// The modify, flow and inject blocks exist exactly when their effect is advertised.
+	for _, blk := range []string{EffectModify, EffectFlow, EffectInject} {
+		_, present := c[blk]
+		if _, listed := c["effects"]; !listed {
+			continue
+		}
+		switch {
+		case has(blk) && !present:
+			v.failf(path, "%q is required when effects lists %q", blk, blk)
+		case present && !has(blk):
+			v.failf(member(path, blk), "is only allowed when effects lists %q", blk)
+		}
+	}
+	if m, present := c["modify"]; present {
+		v.modifyCaps(member(path, "modify"), m, bound.Target, bounded)
+	}
+	if f, present := c["flow"]; present {
+		v.flowCaps(member(path, "flow"), f, bound.FlowOps, bounded, eventType)
+	}
+	if in, present := c["inject"]; present {
+		v.injectCaps(member(path, "inject"), in)
+	}
+	if el, present := c["elicitation"]; present {
+		ep := member(path, "elicitation")
+		if m, ok := v.object(ep, el); ok {
+			for _, k := range []string{"form", "url"} {
+				if mode, has := m[k]; has {
+					v.object(member(ep, k), mode)
+				}
+			}
+		}
+	}
+}
+
+// modifyCaps checks {<target>: {replace, merge}}: at least one target, both booleans
+// present, at least one true (an all-false entry would advertise nothing), and only the
+// event's own target.
+func (v *validator) modifyCaps(path string, x any, target string, bounded bool) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	if len(m) == 0 {
+		v.failf(path, "must name at least one target")
+	}
+	for _, k := range sortedKeys(m) {
+		tp := member(path, k)
+		if bounded && k != target {
+			if target == "" {
+				v.failf(tp, "this event has no modification target")
+			} else {
+				v.failf(tp, "target %q cannot be advertised here (the event's target is %q)", k, target)
+			}
+			continue
+		}
+		if !contains(modifyTargets, k) {
+			// The generic shape leaves unknown target names open; they grant nothing.
+			continue
+		}
+		ops, ok := v.object(tp, m[k])
+		if !ok {
+			continue
+		}
+		v.required(tp, ops, "replace", "merge")
+		anyTrue := false
+		for _, op := range []string{"replace", "merge"} {
+			if b, has := ops[op]; has && v.boolean(member(tp, op), b) && b.(bool) {
+				anyTrue = true
+			}
+		}
+		if !anyTrue {
+			v.failf(tp, "must allow replace or merge")
+		}
+	}
+}
+
+// flowCaps checks {operations, remainingContinuations?, continuationCount?, maxContinuations?};
+// continue needs its allowance stated (remainingContinuations and continuationCount).
+func (v *validator) flowCaps(path string, x any, allowed []string, bounded bool, eventType string) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	hasContinue := false
+	if !v.required(path, m, "operations") {
+		return
+	}
+	op := member(path, "operations")
+	if arr, ok := v.array(op, m["operations"]); ok {
+		if len(arr) == 0 {
+			v.failf(op, "must name at least one operation")
+		}
+		seen := map[string]bool{}
+		for i, e := range arr {
+			ip := index(op, i)
+			s, ok := v.enum(ip, e, OpStop, OpContinue)
+			if !ok {
+				continue
+			}
+			if seen[s] {
+				v.failf(ip, "duplicate operation %q", s)
+			}
+			seen[s] = true
+			if bounded && !contains(allowed, s) {
+				v.failf(ip, "flow %q cannot be advertised for %s", s, eventType)
+			}
+			if s == OpContinue {
+				hasContinue = true
+			}
+		}
+	}
+	for _, k := range []string{"remainingContinuations", "continuationCount", "maxContinuations"} {
+		if n, has := m[k]; has {
+			v.integer(member(path, k), n, 0)
+		}
+	}
+	if hasContinue {
+		v.required(path, m, "remainingContinuations", "continuationCount")
+	}
+}
+
+// injectCaps checks {context: {append: true, deliverAt: [now|next_turn, ...]}}.
+func (v *validator) injectCaps(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	if !v.required(path, m, "context") {
+		return
+	}
+	cp := member(path, "context")
+	ctx, ok := v.object(cp, m["context"])
+	if !ok {
+		return
+	}
+	v.required(cp, ctx, "append", "deliverAt")
+	if a, has := ctx["append"]; has {
+		if b, isBool := a.(bool); !isBool || !b {
+			v.failf(member(cp, "append"), "must be true (injection only appends)")
+		}
+	}
+	if d, has := ctx["deliverAt"]; has {
+		dp := member(cp, "deliverAt")
+		if arr, ok := v.array(dp, d); ok {
+			if len(arr) == 0 {
+				v.failf(dp, "must name at least one delivery point")
+			}
+			seen := map[string]bool{}
+			for i, e := range arr {
+				if s, ok := v.enum(index(dp, i), e, DeliverNow, DeliverNextTurn); ok {
+					if seen[s] {
+						v.failf(index(dp, i), "duplicate %q", s)
+					}
+					seen[s] = true
+				}
+			}
+		}
+	}
+}
+
+// ValidateManifest validates a harness manifest (SPEC-DIGEST §6.5).
+func ValidateManifest(manifest json.RawMessage) error {
+	x, err := decodeFrame(manifest)
+	if err != nil {
+		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
+	}
+	v := &validator{}
+	v.manifest("$", x)
+	return v.err()
+}
+
+// manifest checks the nine required keys of a manifest. A manifest describes capabilities
+// and never asserts identity.
+func (v *validator) manifest(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "events", "gaps", "transports", "authentication", "toolPaths", "contentCategories",
+		"limits", "managedPolicy", "correlationIdentityFields")
+	v.forbidden(path, m, "in a manifest (discovery is not an identity assertion)", "identity")
+	if e, has := m["events"]; has {
+		v.manifestEvents(member(path, "events"), e)
+	}
+	if g, has := m["gaps"]; has {
+		v.gaps(member(path, "gaps"), g, false)
+	}
+	enumSet := func(key string, values ...string) {
+		x, has := m[key]
+		if !has {
+			return
+		}
+		kp := member(path, key)
+		for i, s := range v.uniqueStrings(kp, x, 0, 0) {
+			if !contains(values, s) {
+				v.failf(index(kp, i), "%q is not one of %v", s, values)
+			}
+		}
+	}
+	enumSet("transports", "http", "stdio", "in_process")
+	enumSet("authentication", "bearer", "oauth")
+	for _, k := range []string{"toolPaths", "contentCategories", "correlationIdentityFields"} {
+		if x, has := m[k]; has {
+			v.uniqueStrings(member(path, k), x, 0, 1)
+		}
+	}
+	if l, has := m["limits"]; has {
+		lp := member(path, "limits")
+		if limits, ok := v.object(lp, l); ok {
+			for _, k := range []string{"maxUploadBytes", "maxContinuations", "minTimeoutMs", "maxTimeoutMs"} {
+				if n, has := limits[k]; has {
+					v.integer(member(lp, k), n, 0)
+				}
+			}
+		}
+	}
+	if mp, has := m["managedPolicy"]; has {
+		pp := member(path, "managedPolicy")
+		if pol, ok := v.object(pp, mp); ok {
+			v.required(pp, pol, "scopes", "disableable")
+			managed := false
+			if s, has := pol["scopes"]; has {
+				for _, sc := range v.uniqueStrings(member(pp, "scopes"), s, 0, 0) {
+					if !contains([]string{"user", "project", "managed"}, sc) {
+						v.failf(member(pp, "scopes"), "%q is not user, project or managed", sc)
+					}
+					managed = managed || sc == "managed"
+				}
+			}
+			if d, has := pol["disableable"]; has && v.boolean(member(pp, "disableable"), d) && managed && d.(bool) {
+				v.failf(member(pp, "disableable"), "must be false when scopes include \"managed\"")
+			}
+		}
+	}
+}
+
+func (v *validator) manifestEvents(path string, x any) {
+	arr, ok := v.array(path, x)
+	if !ok {
+		return
+	}
+	for i, e := range arr {
+		ip := index(path, i)
+		m, ok := v.object(ip, e)
+		if !ok {
+			continue
+		}
+		v.required(ip, m, "event", "modes")
+		event := ""
+		if ev, has := m["event"]; has {
+			if s, isStr := ev.(string); isStr && IsEventType(s) {
+				event = s
+			} else {
+				v.failf(member(ip, "event"), "must be an event of the catalogue")
+			}
+		}
+		intercept := false
+		if md, has := m["modes"]; has {
+			mp := member(ip, "modes")
+			modes := v.uniqueStrings(mp, md, 1, 0)
+			for _, mode := range modes {
+				if mode != "observe" && mode != "intercept" {
+					v.failf(mp, "%q is not observe or intercept", mode)
+				}
+				intercept = intercept || mode == "intercept"
+			}
+		}
+		if intercept && event != "" && !IsInterceptable(event) {
+			v.failf(member(ip, "modes"), "%s is observe-only and cannot be intercepted", event)
+		}
+		caps, hasCaps := m["capabilities"]
+		if intercept && !hasCaps {
+			v.failf(ip, "\"capabilities\" is required when modes include intercept")
+		}
+		if !hasCaps {
+			continue
+		}
+		cp := member(ip, "capabilities")
+		bound := ""
+		if IsInterceptable(event) {
+			bound = event
+		}
+		v.capabilities(cp, caps, bound)
+		if !intercept {
+			// Observation grants no effect.
+			if c, ok := caps.(map[string]any); ok {
+				if eff, ok := c["effects"].([]any); ok && len(eff) > 0 {
+					v.failf(member(cp, "effects"), "must be empty when the event is only observed")
+				}
+			}
+		}
+	}
+}

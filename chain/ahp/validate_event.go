@@ -1,0 +1,1175 @@
+package ahp
+
+import "encoding/json"
+
+// Event validation (SPEC-DIGEST §2.2, §3, §3.1, §3.2). The envelope is open — unknown
+// top-level members are ignored (AHP-CORE-003) — but every nested protocol object is closed,
+// and each event type has its own required, forbidden and cross-field rules.
+
+// fieldCheck validates one event-specific member.
+type fieldCheck func(v *validator, path string, x any)
+
+// eventRule is the shape of one event type.
+type eventRule struct {
+	required  []string // event-specific members that must be present
+	forbidden []string // members of other events that must not appear
+	// messageItems: items is a model-visible slot (messages); otherwise bare parts.
+	messageItems bool
+	// closedTurn: the execution-event schemas close the turn object.
+	closedTurn bool
+	fields     map[string]fieldCheck
+	// check runs the cross-field rules after the members were checked.
+	check func(v *validator, path string, ev map[string]any)
+}
+
+var eventRules map[string]*eventRule
+
+func init() {
+	// Shared member checks.
+	model := func(v *validator, p string, x any) { v.model(p, x) }
+	attempt := func(v *validator, p string, x any) { v.attempt(p, x) }
+	execution := func(v *validator, p string, x any) { v.execution(p, x) }
+	errorInfo := func(v *validator, p string, x any) { v.errorInfo(p, x) }
+	call := func(v *validator, p string, x any) { v.identity(p, x) }
+	tool := func(v *validator, p string, x any) { v.tool(p, x) }
+	batch := func(v *validator, p string, x any) { v.batch(p, x) }
+	toolPath := func(v *validator, p string, x any) { v.str(p, x, 1) }
+	nonEmpty := func(v *validator, p string, x any) { v.str(p, x, 1) }
+	boolean := func(v *validator, p string, x any) { v.boolean(p, x) }
+	object := func(v *validator, p string, x any) { v.object(p, x) }
+	nonNegative := func(v *validator, p string, x any) { v.nonNegative(p, x) }
+	count := func(v *validator, p string, x any) { v.integer(p, x, 0) }
+	message := func(v *validator, p string, x any) { v.message(p, x, "") }
+	textParts := func(v *validator, p string, x any) { v.parts(p, x, true) }
+	attemptUsage := func(v *validator, p string, x any) { v.usage(p, x, false) }
+	turnUsage := func(v *validator, p string, x any) { v.usage(p, x, true) }
+	enum := func(values ...string) fieldCheck {
+		return func(v *validator, p string, x any) { v.enum(p, x, values...) }
+	}
+	finishOutcome := enum("completed", "failed", "cancelled", "max_iterations")
+	toolOutcome := enum("ok", "error", "denied", "cancelled", "timeout")
+	configChange := func(after bool) fieldCheck {
+		return func(v *validator, p string, x any) { v.configChange(p, x, after) }
+	}
+	task := func(v *validator, p string, x any) { v.task(p, x) }
+	workspace := func(v *validator, p string, x any) { v.workspace(p, x) }
+	toolFields := func(extra map[string]fieldCheck) map[string]fieldCheck {
+		m := map[string]fieldCheck{"call": call, "tool": tool, "path": toolPath, "batch": batch}
+		for k, f := range extra {
+			m[k] = f
+		}
+		return m
+	}
+
+	eventRules = map[string]*eventRule{
+		"session.start": {
+			required:     []string{"session", "trigger", "harness", "permissionMode", "manifest", "items"},
+			forbidden:    []string{"tool", "outcome"},
+			messageItems: true,
+			fields: map[string]fieldCheck{
+				"trigger":        enum("startup", "resume", "clear", "compact", "fork"),
+				"resumedFrom":    call,
+				"permissionMode": nonEmpty,
+				"harness":        func(v *validator, p string, x any) { v.harness(p, x) },
+				"manifest":       func(v *validator, p string, x any) { v.manifest(p, x) },
+			},
+			check: func(v *validator, p string, ev map[string]any) {
+				if t, _ := ev["trigger"].(string); t == "clear" || t == "fork" {
+					if _, has := ev["resumedFrom"]; !has {
+						v.failf(p, "\"resumedFrom\" is required when trigger is %q", t)
+					}
+				}
+			},
+		},
+		"session.end": {
+			required:  []string{"session", "outcome", "reason"},
+			forbidden: []string{"tool"},
+			fields: map[string]fieldCheck{
+				"outcome":  enum("completed", "cancelled", "error", "unknown"),
+				"reason":   nonEmpty,
+				"counters": func(v *validator, p string, x any) { v.counters(p, x) },
+			},
+		},
+		"config.change.before": {required: []string{"change"}, fields: map[string]fieldCheck{"change": configChange(false)}},
+		"config.change.after":  {required: []string{"change"}, fields: map[string]fieldCheck{"change": configChange(true)}},
+		"turn.start": {
+			required:     []string{"turn", "trigger", "items"},
+			messageItems: true,
+			closedTurn:   true,
+			fields: map[string]fieldCheck{
+				"trigger":      enum("user", "continuation", "hook", "external"),
+				"expandedFrom": nonEmpty,
+			},
+		},
+		"turn.finish.before": {
+			required:     []string{"turn", "outcome", "continuationCount", "items"},
+			messageItems: true,
+			closedTurn:   true,
+			fields: map[string]fieldCheck{
+				"outcome":           finishOutcome,
+				"continuationCount": count,
+				"lastAssistantItem": call,
+				"usage":             turnUsage,
+			},
+		},
+		"turn.end": {
+			required:     []string{"turn", "outcome", "continuationCount", "items"},
+			messageItems: true,
+			closedTurn:   true,
+			fields: map[string]fieldCheck{
+				"outcome":           finishOutcome,
+				"continuationCount": count,
+				"lastAssistantItem": call,
+				"usage":             turnUsage,
+				"error":             errorInfo,
+			},
+			check: func(v *validator, p string, ev map[string]any) {
+				if o, _ := ev["outcome"].(string); o == "completed" {
+					v.forbidden(p, ev, "when outcome is \"completed\"", "error")
+				}
+			},
+		},
+		"turn.progress": {
+			required:   []string{"turn", "item", "delta", "final"},
+			closedTurn: true,
+			fields:     map[string]fieldCheck{"item": call, "delta": message, "final": boolean},
+		},
+		"model.request.before": {
+			required:     []string{"model", "attempt", "params", "items"},
+			forbidden:    []string{"usage", "execution", "finishReason", "latencyMs", "error"},
+			messageItems: true,
+			closedTurn:   true,
+			fields:       map[string]fieldCheck{"model": model, "attempt": attempt, "params": object},
+		},
+		"model.response.after": {
+			required:     []string{"model", "attempt", "execution", "items", "finishReason"},
+			forbidden:    []string{"error"},
+			messageItems: true,
+			closedTurn:   true,
+			fields: map[string]fieldCheck{
+				"model": model, "attempt": attempt, "execution": execution, "usage": attemptUsage,
+				"finishReason": nonEmpty, "latencyMs": nonNegative,
+			},
+			check: func(v *validator, p string, ev map[string]any) {
+				// A supplied result fabricates no usage or latency.
+				if status, reason := executionOf(ev); status == ExecutionSkipped {
+					if reason != "" && reason != SkipSuppliedResult {
+						v.failf(member(member(p, "execution"), "reason"), "must be %q on model.response.after", SkipSuppliedResult)
+					}
+					v.forbidden(p, ev, "when the response was a supplied result (execution skipped)", "usage", "latencyMs")
+				}
+			},
+		},
+		"model.error": {
+			required:   []string{"model", "attempt", "execution", "error"},
+			forbidden:  []string{"finishReason"},
+			closedTurn: true,
+			fields: map[string]fieldCheck{
+				"model": model, "attempt": attempt, "execution": execution, "error": errorInfo,
+				"usage": attemptUsage, "latencyMs": nonNegative, "recovery": nonEmpty,
+			},
+			check: func(v *validator, p string, ev map[string]any) {
+				if status, _ := executionOf(ev); status != "" && status != ExecutionExecuted {
+					v.failf(member(member(p, "execution"), "status"), "must be %q on model.error", ExecutionExecuted)
+				}
+			},
+		},
+		"model.switch.before": {
+			required:   []string{"current", "proposed", "reason"},
+			forbidden:  []string{"previous"},
+			closedTurn: true,
+			fields: map[string]fieldCheck{
+				"current": model, "proposed": model, "reason": nonEmpty,
+				"pricing": func(v *validator, p string, x any) { v.pricing(p, x) },
+			},
+		},
+		"model.switch.after": {
+			required:   []string{"previous", "current", "reason"},
+			forbidden:  []string{"proposed"},
+			closedTurn: true,
+			fields:     map[string]fieldCheck{"previous": model, "current": model, "reason": nonEmpty},
+		},
+		"tool.before": {
+			required:  []string{"call", "tool", "path"},
+			forbidden: []string{"outcome", "execution", "durationMs", "fileChanges"},
+			fields:    toolFields(nil),
+		},
+		"tool.after": {
+			required:     []string{"outcome", "execution", "call", "tool", "path", "items"},
+			messageItems: true,
+			fields: toolFields(map[string]fieldCheck{
+				"outcome": toolOutcome, "execution": execution, "error": errorInfo, "durationMs": nonNegative,
+				"fileChanges": func(v *validator, p string, x any) {
+					if arr, ok := v.array(p, x); ok {
+						for i, e := range arr {
+							v.fileChange(index(p, i), e)
+						}
+					}
+				},
+			}),
+			check: func(v *validator, p string, ev map[string]any) {
+				outcome, _ := ev["outcome"].(string)
+				if outcome == "error" {
+					if _, has := ev["error"]; !has {
+						v.failf(p, "\"error\" is required when outcome is \"error\"")
+					}
+				} else if _, isStr := ev["outcome"].(string); isStr {
+					v.forbidden(p, ev, "unless outcome is \"error\"", "error")
+				}
+				v.deniedIsPolicySkip(p, ev, outcome)
+				if status, _ := executionOf(ev); status == ExecutionSkipped {
+					v.forbidden(p, ev, "when the call was not executed (execution skipped)", "durationMs", "fileChanges")
+				}
+			},
+		},
+		"tool.permission.request": {
+			required:   []string{"call", "tool", "path", "suggestions", "sandboxBypass"},
+			forbidden:  []string{"decision", "decidedBy", "outcome", "execution"},
+			closedTurn: true,
+			fields: toolFields(map[string]fieldCheck{
+				"suggestions": func(v *validator, p string, x any) {
+					if arr, ok := v.array(p, x); ok {
+						for i, e := range arr {
+							v.object(index(p, i), e)
+						}
+					}
+				},
+				"sandboxBypass": boolean,
+			}),
+		},
+		"tool.permission.resolved": {
+			required:   []string{"call", "tool", "path", "decision", "decidedBy"},
+			closedTurn: true,
+			fields: toolFields(map[string]fieldCheck{
+				"decision":  enum("allow", "deny"),
+				"decidedBy": enum("user", "policy", "hook", "auto", "classifier"),
+			}),
+		},
+		"tool.progress": {
+			required:   []string{"call", "tool", "path", "partialOutput", "backgrounded"},
+			forbidden:  []string{"outcome", "execution"},
+			closedTurn: true,
+			fields:     toolFields(map[string]fieldCheck{"partialOutput": message, "backgrounded": boolean}),
+		},
+		"tool.batch.after": {
+			required:   []string{"batch", "calls"},
+			closedTurn: true,
+			fields: map[string]fieldCheck{
+				"batch": call, // {id, synthesized?}: the aggregate boundary names only the batch
+				"calls": func(v *validator, p string, x any) { v.batchCalls(p, x) },
+			},
+		},
+		"context.compact.before": {
+			required:     []string{"trigger", "items"},
+			forbidden:    []string{"summary", "removed", "execution"},
+			messageItems: true,
+			closedTurn:   true,
+			fields: map[string]fieldCheck{
+				"trigger":      enum("auto", "manual", "hook"),
+				"instructions": textParts,
+				"tokenCounts": func(v *validator, p string, x any) {
+					if m := v.tokenCounts(p, x); m != nil {
+						v.forbidden(p, m, "before compaction ran", "after")
+					}
+				},
+			},
+		},
+		"context.compact.after": {
+			required:     []string{"summary", "removed", "execution"},
+			messageItems: true,
+			closedTurn:   true,
+			fields: map[string]fieldCheck{
+				"summary":   textParts,
+				"execution": execution,
+				"removed": func(v *validator, p string, x any) {
+					if arr, ok := v.array(p, x); ok {
+						for i, e := range arr {
+							ip := index(p, i)
+							if m, ok := v.object(ip, e); ok {
+								v.required(ip, m, "id")
+								v.closed(ip, m, "id")
+								if id, has := m["id"]; has {
+									v.str(member(ip, "id"), id, 1)
+								}
+							}
+						}
+					}
+				},
+				"tokenCounts": func(v *validator, p string, x any) { v.tokenCounts(p, x) },
+			},
+			check: func(v *validator, p string, ev map[string]any) {
+				if status, reason := executionOf(ev); status == ExecutionSkipped && reason != "" && reason != SkipSuppliedResult {
+					v.failf(member(member(p, "execution"), "reason"), "must be %q on context.compact.after", SkipSuppliedResult)
+				}
+			},
+		},
+		"task.change.before":       {required: []string{"task"}, fields: map[string]fieldCheck{"task": task}},
+		"task.change.after":        {required: []string{"task"}, fields: map[string]fieldCheck{"task": task}},
+		"user.attention":           {required: []string{"attention"}, fields: map[string]fieldCheck{"attention": func(v *validator, p string, x any) { v.attention(p, x) }}},
+		"user.elicitation.request": {required: []string{"elicitation"}, fields: map[string]fieldCheck{"elicitation": func(v *validator, p string, x any) { v.elicitation(p, x, false) }}},
+		"user.elicitation.result":  {required: []string{"elicitation"}, fields: map[string]fieldCheck{"elicitation": func(v *validator, p string, x any) { v.elicitation(p, x, true) }}},
+		"user.message.inbound":     {required: []string{"message"}, fields: map[string]fieldCheck{"message": func(v *validator, p string, x any) { v.userMessage(p, x, true) }}},
+		"user.message.outbound":    {required: []string{"message"}, fields: map[string]fieldCheck{"message": func(v *validator, p string, x any) { v.userMessage(p, x, false) }}},
+		"workspace.change.before":  {required: []string{"workspace"}, fields: map[string]fieldCheck{"workspace": workspace}},
+		"workspace.change.after":   {required: []string{"workspace"}, fields: map[string]fieldCheck{"workspace": workspace}},
+		"file.changed": {
+			required: []string{"changes"},
+			fields:   map[string]fieldCheck{"changes": func(v *validator, p string, x any) { v.fileChanged(p, x) }},
+		},
+		"hook.failure": {
+			required: []string{"failure", "parentEventId"},
+			fields:   map[string]fieldCheck{"failure": func(v *validator, p string, x any) { v.failure(p, x) }},
+		},
+	}
+}
+
+// ValidateEvent validates one event object (the params.event member of a message).
+func ValidateEvent(event json.RawMessage) error {
+	x, err := decodeFrame(event)
+	if err != nil {
+		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
+	}
+	v := &validator{}
+	v.event("$", x)
+	return v.err()
+}
+
+// event validates an event and returns its type and id ("" when absent or invalid).
+func (v *validator) event(path string, x any) (typ, id string) {
+	ev, ok := v.object(path, x)
+	if !ok {
+		return "", ""
+	}
+	v.required(path, ev, "id", "source", "type", "time")
+	if t, has := ev["type"]; has {
+		s, isStr := t.(string)
+		switch {
+		case !isStr:
+			v.failf(member(path, "type"), "must be a string, not %s", jsonType(t))
+		case !IsEventType(s):
+			// Unknown event types are unsupported semantics, never ignorable.
+			v.failf(member(path, "type"), "unknown event type %q", s)
+		default:
+			typ = s
+		}
+	}
+	if x, has := ev["id"]; has {
+		id, _ = v.str(member(path, "id"), x, 1)
+	}
+	if x, has := ev["source"]; has {
+		v.uri(member(path, "source"), x)
+	}
+	if x, has := ev["time"]; has {
+		v.dateTime(member(path, "time"), x)
+	}
+	if x, has := ev["session"]; has {
+		v.session(member(path, "session"), x)
+	}
+	if x, has := ev["parentEventId"]; has {
+		// Omit a parent that is unknown; an empty one is not a parent.
+		v.str(member(path, "parentEventId"), x, 1)
+	}
+	if x, has := ev["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), x)
+	}
+	if x, has := ev["extensions"]; has {
+		v.extensions(member(path, "extensions"), x)
+	}
+	if x, has := ev["gaps"]; has {
+		v.gaps(member(path, "gaps"), x, false)
+	}
+	rule := eventRules[typ]
+	if x, has := ev["turn"]; has {
+		v.turn(member(path, "turn"), x, rule != nil && rule.closedTurn)
+	}
+	if rule == nil {
+		return typ, id
+	}
+	if x, has := ev["items"]; has {
+		if rule.messageItems {
+			v.messages(member(path, "items"), x, "")
+		} else {
+			v.parts(member(path, "items"), x, false)
+		}
+	}
+	v.required(path, ev, rule.required...)
+	v.forbidden(path, ev, "on "+typ, rule.forbidden...)
+	for _, k := range sortedKeys(ev) {
+		if f := rule.fields[k]; f != nil {
+			f(v, member(path, k), ev[k])
+		}
+	}
+	if rule.check != nil {
+		rule.check(v, path, ev)
+	}
+	return typ, id
+}
+
+// session checks the open session object.
+func (v *validator) session(path string, x any) {
+	s, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, s, "id")
+	if x, has := s["id"]; has {
+		v.str(member(path, "id"), x, 1)
+	}
+	for _, k := range []string{"cwd", "model"} {
+		if x, has := s[k]; has {
+			v.str(member(path, k), x, 0)
+		}
+	}
+	if x, has := s["workspaceRoots"]; has {
+		if arr, ok := v.array(member(path, "workspaceRoots"), x); ok {
+			for i, e := range arr {
+				v.str(index(member(path, "workspaceRoots"), i), e, 0)
+			}
+		}
+	}
+	if x, has := s["agent"]; has {
+		ap := member(path, "agent")
+		if a, ok := v.object(ap, x); ok {
+			v.required(ap, a, "id")
+			if id, has := a["id"]; has {
+				v.str(member(ap, "id"), id, 1)
+			}
+			if t, has := a["type"]; has {
+				v.str(member(ap, "type"), t, 0)
+			}
+		}
+	}
+	if x, has := s["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), x)
+	}
+}
+
+// turn checks {id, synthesized?}; closed on execution events.
+func (v *validator) turn(path string, x any, closed bool) {
+	t, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, t, "id")
+	if closed {
+		v.closed(path, t, "id", "synthesized")
+	}
+	if id, has := t["id"]; has {
+		v.str(member(path, "id"), id, 1)
+	}
+	if s, has := t["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), s)
+	}
+}
+
+// identity checks a closed identity object {id, synthesized?} (call, resumedFrom, item,
+// lastAssistantItem, tool.batch.after batch).
+func (v *validator) identity(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "id")
+	v.closed(path, m, "id", "synthesized")
+	if id, has := m["id"]; has {
+		v.str(member(path, "id"), id, 1)
+	}
+	if s, has := m["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), s)
+	}
+}
+
+// gaps checks a gap list {path, reason}; closed inside MCP connections.
+func (v *validator) gaps(path string, x any, closed bool) []string {
+	arr, ok := v.array(path, x)
+	if !ok {
+		return nil
+	}
+	var paths []string
+	for i, e := range arr {
+		ip := index(path, i)
+		g, ok := v.object(ip, e)
+		if !ok {
+			continue
+		}
+		v.required(ip, g, "path", "reason")
+		if closed {
+			v.closed(ip, g, "path", "reason")
+		}
+		if p, has := g["path"]; has {
+			if s, ok := v.str(member(ip, "path"), p, 1); ok {
+				paths = append(paths, s)
+			}
+		}
+		if r, has := g["reason"]; has {
+			v.str(member(ip, "reason"), r, 1)
+		}
+	}
+	return paths
+}
+
+func (v *validator) model(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "id", "provider")
+	v.closed(path, m, "id", "provider")
+	for _, k := range []string{"id", "provider"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+}
+
+func (v *validator) attempt(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "id", "number")
+	v.closed(path, m, "id", "number", "synthesized")
+	if id, has := m["id"]; has {
+		v.str(member(path, "id"), id, 1)
+	}
+	if n, has := m["number"]; has {
+		v.integer(member(path, "number"), n, 1)
+	}
+	if s, has := m["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), s)
+	}
+}
+
+// execution checks {status: executed} or {status: skipped, reason, detail?} (detail never
+// with supplied_result, which carries no subscription identity).
+func (v *validator) execution(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	if !v.required(path, m, "status") {
+		return
+	}
+	status, ok := v.enum(member(path, "status"), m["status"], ExecutionExecuted, ExecutionSkipped)
+	if !ok {
+		return
+	}
+	if status == ExecutionExecuted {
+		v.closed(path, m, "status")
+		return
+	}
+	if !v.required(path, m, "reason") {
+		return
+	}
+	reason, ok := v.enum(member(path, "reason"), m["reason"], SkipSuppliedResult, SkipPolicy, SkipCancelled, SkipTimeout, SkipOther)
+	if !ok {
+		return
+	}
+	if reason == SkipSuppliedResult {
+		v.closed(path, m, "status", "reason")
+		return
+	}
+	v.closed(path, m, "status", "reason", "detail")
+	if d, has := m["detail"]; has {
+		v.str(member(path, "detail"), d, 1)
+	}
+}
+
+// executionOf returns the execution status and reason of an event, "" when absent.
+func executionOf(ev map[string]any) (status, reason string) {
+	m, _ := ev["execution"].(map[string]any)
+	status, _ = m["status"].(string)
+	reason, _ = m["reason"].(string)
+	return status, reason
+}
+
+// deniedIsPolicySkip: a denied call was never run, and a policy skipped it.
+func (v *validator) deniedIsPolicySkip(path string, obj map[string]any, outcome string) {
+	if outcome != "denied" {
+		return
+	}
+	if status, reason := executionOf(obj); status != "" && (status != ExecutionSkipped || reason != SkipPolicy) {
+		v.failf(member(path, "execution"), "must be {\"status\": \"skipped\", \"reason\": \"policy\"} when outcome is \"denied\"")
+	}
+}
+
+func (v *validator) errorInfo(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "message", "class")
+	v.closed(path, m, "message", "class", "code", "status", "native")
+	for _, k := range []string{"message", "class", "code"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+	if s, has := m["status"]; has {
+		switch st := s.(type) {
+		case string:
+			v.str(member(path, "status"), st, 1)
+		case json.Number:
+			v.integer(member(path, "status"), st, -1<<62)
+		default:
+			v.failf(member(path, "status"), "must be a string or an integer, not %s", jsonType(s))
+		}
+	}
+}
+
+// usage checks provider usage; turn usage is a total over the turn, attempt usage an
+// amount of one attempt reported by the provider or estimated.
+func (v *validator) usage(path string, x any, turn bool) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "kind", "scope", "completeness", "provenance")
+	v.closed(path, m, "kind", "scope", "completeness", "provenance", "inputTokens", "outputTokens",
+		"cacheReadTokens", "cacheWriteTokens", "cost")
+	if k, has := m["kind"]; has {
+		if turn {
+			v.constant(member(path, "kind"), k, "total")
+		} else {
+			v.constant(member(path, "kind"), k, "amount")
+		}
+	}
+	if s, has := m["scope"]; has {
+		if turn {
+			v.constant(member(path, "scope"), s, "turn")
+		} else {
+			v.constant(member(path, "scope"), s, "attempt")
+		}
+	}
+	if c, has := m["completeness"]; has {
+		v.enum(member(path, "completeness"), c, "complete", "partial", "unknown")
+	}
+	if p, has := m["provenance"]; has {
+		if turn {
+			v.enum(member(path, "provenance"), p, "provider", "estimate", "mixed")
+		} else {
+			v.enum(member(path, "provenance"), p, "provider", "estimate")
+		}
+	}
+	for _, k := range []string{"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"} {
+		if n, has := m[k]; has {
+			v.integer(member(path, k), n, 0)
+		}
+	}
+	if c, has := m["cost"]; has {
+		cp := member(path, "cost")
+		if cost, ok := v.object(cp, c); ok {
+			v.required(cp, cost, "amount", "currency", "basis")
+			v.closed(cp, cost, "amount", "currency", "basis")
+			if a, has := cost["amount"]; has {
+				v.nonNegative(member(cp, "amount"), a)
+			}
+			if cur, has := cost["currency"]; has {
+				if s, ok := v.str(member(cp, "currency"), cur, 0); ok && !reCurrency.MatchString(s) {
+					v.failf(member(cp, "currency"), "must be an ISO 4217 code such as USD")
+				}
+			}
+			if b, has := cost["basis"]; has {
+				v.enum(member(cp, "basis"), b, "billed", "reported", "estimated")
+			}
+		}
+	}
+}
+
+func (v *validator) pricing(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "currency")
+	v.closed(path, m, "currency", "inputPerMillionTokens", "outputPerMillionTokens")
+	if c, has := m["currency"]; has {
+		if s, ok := v.str(member(path, "currency"), c, 0); ok && !reCurrency.MatchString(s) {
+			v.failf(member(path, "currency"), "must be an ISO 4217 code such as USD")
+		}
+	}
+	for _, k := range []string{"inputPerMillionTokens", "outputPerMillionTokens"} {
+		if n, has := m[k]; has {
+			v.nonNegative(member(path, k), n)
+		}
+	}
+}
+
+// tool checks the closed tool object; input is always a JSON object (never a string), and
+// mcp is present exactly when origin is mcp.
+func (v *validator) tool(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "name", "input", "origin")
+	v.closed(path, m, "name", "kind", "input", "origin", "mcp")
+	if n, has := m["name"]; has {
+		v.str(member(path, "name"), n, 1)
+	}
+	if k, has := m["kind"]; has {
+		v.str(member(path, "kind"), k, 1)
+	}
+	if in, has := m["input"]; has {
+		if _, isObj := in.(map[string]any); !isObj {
+			v.failf(member(path, "input"), "must be a JSON object, not %s (structured input is never a JSON-encoded string)", jsonType(in))
+		}
+	}
+	origin := ""
+	if o, has := m["origin"]; has {
+		origin, _ = v.enum(member(path, "origin"), o, OriginNative, OriginMCP)
+	}
+	_, hasMCP := m["mcp"]
+	switch {
+	case origin == OriginMCP && !hasMCP:
+		v.failf(path, "\"mcp\" is required when origin is \"mcp\"")
+	case origin != OriginMCP && hasMCP && origin != "":
+		v.failf(member(path, "mcp"), "is only allowed when origin is \"mcp\"")
+	}
+	if hasMCP {
+		v.mcp(member(path, "mcp"), m["mcp"])
+	}
+}
+
+func (v *validator) mcp(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "server", "toolName", "provenance", "connection")
+	v.closed(path, m, "server", "toolName", "provenance", "connection")
+	if s, has := m["server"]; has {
+		sp := member(path, "server")
+		if srv, ok := v.object(sp, s); ok {
+			v.required(sp, srv, "id")
+			v.closed(sp, srv, "id", "name")
+			for _, k := range []string{"id", "name"} {
+				if x, has := srv[k]; has {
+					v.str(member(sp, k), x, 1)
+				}
+			}
+		}
+	}
+	if t, has := m["toolName"]; has {
+		v.str(member(path, "toolName"), t, 1)
+	}
+	if p, has := m["provenance"]; has {
+		v.enum(member(path, "provenance"), p, "runtime", "inferred")
+	}
+	if c, has := m["connection"]; has {
+		v.connection(member(path, "connection"), c)
+	}
+}
+
+// connection checks an MCP connection descriptor: every location member is either present
+// or declared as a gap (so an undisclosed location is explicit, never silently missing),
+// and it never carries credentials (closed objects).
+func (v *validator) connection(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	if !v.required(path, m, "transport") {
+		return
+	}
+	t, ok := v.str(member(path, "transport"), m["transport"], 0)
+	if !ok {
+		return
+	}
+	var gapped []string
+	if g, has := m["gaps"]; has {
+		gp := member(path, "gaps")
+		gapped = v.gaps(gp, g, true)
+		if arr, isArr := g.([]any); isArr && len(arr) == 0 {
+			v.failf(gp, "must not be empty (omit it instead)")
+		}
+	}
+	locate := func(keys ...string) {
+		for _, k := range keys {
+			if _, has := m[k]; !has && !contains(gapped, k) {
+				v.failf(path, "%q is required, or a gap with path %q", k, k)
+			}
+		}
+	}
+	switch {
+	case t == "http" || t == "sse":
+		v.closed(path, m, "transport", "url", "gaps")
+		if u, has := m["url"]; has {
+			if s, ok := v.uri(member(path, "url"), u); ok && !hasHTTPScheme(s) {
+				v.failf(member(path, "url"), "must be an http:// or https:// URL")
+			}
+		}
+		locate("url")
+	case t == "stdio":
+		v.closed(path, m, "transport", "command", "args", "cwd", "gaps")
+		if c, has := m["command"]; has {
+			v.str(member(path, "command"), c, 1)
+		}
+		if c, has := m["cwd"]; has {
+			v.str(member(path, "cwd"), c, 1)
+		}
+		if a, has := m["args"]; has {
+			if arr, ok := v.array(member(path, "args"), a); ok {
+				for i, e := range arr {
+					v.str(index(member(path, "args"), i), e, 0)
+				}
+			}
+		}
+		locate("command", "args", "cwd")
+	case len(t) > 1 && t[0] == '_':
+		// Extension transports carry an address form and address, each present or gapped.
+		v.closed(path, m, "transport", "addressForm", "address", "gaps")
+		for _, k := range []string{"addressForm", "address"} {
+			if a, has := m[k]; has {
+				v.str(member(path, k), a, 1)
+			}
+		}
+		locate("addressForm", "address")
+	default:
+		v.failf(member(path, "transport"), "%q is not http, sse, stdio or an extension transport \"_name\"", t)
+	}
+}
+
+func hasHTTPScheme(s string) bool {
+	return len(s) >= 7 && s[:7] == "http://" || len(s) >= 8 && s[:8] == "https://"
+}
+
+// batch checks the batch of sibling calls of a tool event.
+func (v *validator) batch(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "id", "callIds")
+	v.closed(path, m, "id", "callIds", "synthesized")
+	if id, has := m["id"]; has {
+		v.str(member(path, "id"), id, 1)
+	}
+	if c, has := m["callIds"]; has {
+		v.uniqueStrings(member(path, "callIds"), c, 1, 1)
+	}
+	if s, has := m["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), s)
+	}
+}
+
+func (v *validator) batchCalls(path string, x any) {
+	arr, ok := v.array(path, x)
+	if !ok {
+		return
+	}
+	if len(arr) == 0 {
+		v.failf(path, "must hold at least one call")
+	}
+	for i, e := range arr {
+		ip := index(path, i)
+		c, ok := v.object(ip, e)
+		if !ok {
+			continue
+		}
+		v.required(ip, c, "call", "tool", "path", "outcome", "execution")
+		v.closed(ip, c, "call", "tool", "path", "batch", "outcome", "execution")
+		checks := map[string]func(string, any){
+			"call":      v.identity,
+			"tool":      v.tool,
+			"path":      func(p string, x any) { v.str(p, x, 1) },
+			"batch":     v.batch,
+			"outcome":   func(p string, x any) { v.enum(p, x, "ok", "error", "denied", "cancelled", "timeout") },
+			"execution": v.execution,
+		}
+		for _, k := range sortedKeys(c) {
+			if f := checks[k]; f != nil {
+				f(member(ip, k), c[k])
+			}
+		}
+		outcome, _ := c["outcome"].(string)
+		v.deniedIsPolicySkip(ip, c, outcome)
+	}
+}
+
+// fileChange checks one entry of tool.after fileChanges (created/modified/deleted/moved).
+func (v *validator) fileChange(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "path", "change")
+	v.closed(path, m, "path", "change", "previousPath", "before", "after")
+	for _, k := range []string{"path", "previousPath"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+	change := ""
+	if c, has := m["change"]; has {
+		change, _ = v.enum(member(path, "change"), c, "created", "modified", "deleted", "moved")
+	}
+	for _, k := range []string{"before", "after"} {
+		if p, has := m[k]; has {
+			v.part(member(path, k), p, false)
+		}
+	}
+	switch change {
+	case "moved":
+		if _, has := m["previousPath"]; !has {
+			v.failf(path, "\"previousPath\" is required when change is \"moved\"")
+		}
+	case "created":
+		v.forbidden(path, m, "when change is \"created\" (there was no file before)", "before")
+	case "deleted":
+		v.forbidden(path, m, "when change is \"deleted\" (there is no file after)", "after")
+	}
+}
+
+// tokenCounts checks {before?, after?} and returns the object.
+func (v *validator) tokenCounts(path string, x any) map[string]any {
+	m, ok := v.object(path, x)
+	if !ok {
+		return nil
+	}
+	v.closed(path, m, "before", "after")
+	for _, k := range []string{"before", "after"} {
+		if n, has := m[k]; has {
+			v.integer(member(path, k), n, 0)
+		}
+	}
+	return m
+}
+
+func (v *validator) harness(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "name", "version")
+	v.closed(path, m, "name", "version")
+	for _, k := range []string{"name", "version"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+}
+
+func (v *validator) counters(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	for _, k := range sortedKeys(m) {
+		v.integer(member(path, k), m[k], 0)
+	}
+}
+
+func (v *validator) configChange(path string, x any, after bool) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "source", "scope", "settings", "summary")
+	if after {
+		v.closed(path, m, "source", "scope", "settings", "summary", "path", "mcpServers")
+	} else {
+		v.closed(path, m, "source", "scope", "settings", "summary", "path")
+	}
+	for _, k := range []string{"source", "scope", "summary", "path"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+	if s, has := m["settings"]; has {
+		if arr, ok := v.array(member(path, "settings"), s); ok {
+			for i, e := range arr {
+				v.str(index(member(path, "settings"), i), e, 1)
+			}
+		}
+	}
+	if s, has := m["mcpServers"]; has && after {
+		if arr, ok := v.array(member(path, "mcpServers"), s); ok {
+			for i, e := range arr {
+				v.object(index(member(path, "mcpServers"), i), e)
+			}
+		}
+	}
+}
+
+func (v *validator) task(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "id", "operation", "change")
+	v.closed(path, m, "id", "operation", "change", "prior", "synthesized")
+	if id, has := m["id"]; has {
+		v.str(member(path, "id"), id, 1)
+	}
+	if o, has := m["operation"]; has {
+		v.enum(member(path, "operation"), o, "create", "update", "remove")
+	}
+	for _, k := range []string{"change", "prior"} {
+		if c, has := m[k]; has {
+			v.object(member(path, k), c)
+		}
+	}
+	if s, has := m["synthesized"]; has {
+		v.boolean(member(path, "synthesized"), s)
+	}
+}
+
+func (v *validator) workspace(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "kind", "change")
+	v.closed(path, m, "kind", "change", "prior", "reason")
+	if k, has := m["kind"]; has {
+		v.enum(member(path, "kind"), k, "cwd", "roots", "switch")
+	}
+	for _, k := range []string{"change", "prior"} {
+		c, has := m[k]
+		if !has {
+			continue
+		}
+		cp := member(path, k)
+		wc, ok := v.object(cp, c)
+		if !ok {
+			continue
+		}
+		if len(wc) == 0 {
+			v.failf(cp, "must name cwd or workspaceRoots")
+		}
+		v.closed(cp, wc, "cwd", "workspaceRoots")
+		if d, has := wc["cwd"]; has {
+			v.str(member(cp, "cwd"), d, 1)
+		}
+		if r, has := wc["workspaceRoots"]; has {
+			v.uniqueStrings(member(cp, "workspaceRoots"), r, 0, 1)
+		}
+	}
+	if r, has := m["reason"]; has {
+		v.str(member(path, "reason"), r, 0)
+	}
+}
+
+func (v *validator) fileChanged(path string, x any) {
+	arr, ok := v.array(path, x)
+	if !ok {
+		return
+	}
+	if len(arr) == 0 {
+		v.failf(path, "must hold at least one change")
+	}
+	for i, e := range arr {
+		ip := index(path, i)
+		m, ok := v.object(ip, e)
+		if !ok {
+			continue
+		}
+		v.required(ip, m, "path", "operation", "agentCaused")
+		v.closed(ip, m, "path", "operation", "agentCaused", "before", "after")
+		if p, has := m["path"]; has {
+			v.str(member(ip, "path"), p, 1)
+		}
+		if o, has := m["operation"]; has {
+			v.enum(member(ip, "operation"), o, "create", "update", "remove")
+		}
+		if a, has := m["agentCaused"]; has {
+			v.boolean(member(ip, "agentCaused"), a)
+		}
+		for _, k := range []string{"before", "after"} {
+			if p, has := m[k]; has {
+				v.part(member(ip, k), p, false)
+			}
+		}
+	}
+}
+
+func (v *validator) attention(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "kind", "message", "title")
+	v.closed(path, m, "kind", "message", "title")
+	if k, has := m["kind"]; has {
+		v.str(member(path, "kind"), k, 1)
+	}
+	for _, k := range []string{"message", "title"} {
+		if p, has := m[k]; has {
+			v.parts(member(path, k), p, true)
+		}
+	}
+}
+
+// elicitation checks the MCP elicitation wrapper; request/result is ONE text part whose
+// body text is the serialized MCP JSON.
+func (v *validator) elicitation(path string, x any, result bool) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	if result {
+		v.required(path, m, "server", "mode", "action")
+		v.closed(path, m, "server", "mode", "action", "result")
+	} else {
+		v.required(path, m, "server", "mode")
+		v.closed(path, m, "server", "mode", "request")
+	}
+	if s, has := m["server"]; has {
+		v.str(member(path, "server"), s, 1)
+	}
+	if md, has := m["mode"]; has {
+		v.enum(member(path, "mode"), md, "form", "url")
+	}
+	if a, has := m["action"]; has && result {
+		v.enum(member(path, "action"), a, "accept", "decline", "cancel")
+	}
+	for _, k := range []string{"request", "result"} {
+		if p, has := m[k]; has {
+			v.part(member(path, k), p, true)
+		}
+	}
+}
+
+// userMessage checks user.message.* wrappers: inbound messages are all role user (with the
+// sender kept in the wrapper), outbound all role assistant.
+func (v *validator) userMessage(path string, x any, inbound bool) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	role := RoleAssistant
+	if inbound {
+		role = RoleUser
+		v.required(path, m, "channel", "sender", "messages")
+		v.closed(path, m, "channel", "sender", "messages")
+	} else {
+		v.required(path, m, "channel", "messages")
+		v.closed(path, m, "channel", "messages")
+	}
+	for _, k := range []string{"channel", "sender"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+	if msgs, has := m["messages"]; has {
+		v.messages(member(path, "messages"), msgs, role)
+	}
+}
+
+func (v *validator) failure(path string, x any) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, "backendId", "reason", "policy")
+	v.closed(path, m, "backendId", "reason", "policy")
+	for _, k := range []string{"backendId", "reason"} {
+		if s, has := m[k]; has {
+			v.str(member(path, k), s, 1)
+		}
+	}
+	if p, has := m["policy"]; has {
+		v.enum(member(path, "policy"), p, "fail-open", "fail-closed")
+	}
+}

@@ -1,0 +1,85 @@
+// Package config holds hookproxy's configuration file model (YAML, JSON accepted), its
+// defaults and the embedded default configuration used when no file is given.
+package config
+
+import "time"
+
+// API kinds a route can carry.
+const (
+	APIOpenAI      = "openai"
+	APIAnthropic   = "anthropic"
+	APIMCP         = "mcp"
+	APIPassthrough = "passthrough"
+)
+
+// Config is the whole configuration file. The keys listen, admin, registration, audit
+// and routes are the fixed contract of DESIGN.md §3; the others are hookproxy additions.
+type Config struct {
+	Listen       string  `yaml:"listen" json:"listen"`
+	Admin        string  `yaml:"admin" json:"admin"`
+	Registration string  `yaml:"registration" json:"registration"`
+	Audit        Audit   `yaml:"audit" json:"audit"`
+	Routes       []Route `yaml:"routes" json:"routes"`
+
+	// Source is the AHP event source URI of this installation (default urn:hookproxy:<host>).
+	Source string `yaml:"source" json:"source"`
+	// Limits and timeouts of the proxy itself.
+	Limits Limits `yaml:"limits" json:"limits"`
+	// Log configures zap.
+	Log Log `yaml:"log" json:"log"`
+	// Tracing configures OpenTelemetry (off unless an endpoint is set).
+	Tracing Tracing `yaml:"tracing" json:"tracing"`
+
+	// Path is the file this configuration was read from ("" for the embedded default);
+	// a relative Registration is resolved against its directory.
+	Path string `yaml:"-" json:"-"`
+	// RegistrationDocument is set instead of Registration by the embedded default (inline
+	// registration JSON); it is not a file key.
+	RegistrationInline []byte `yaml:"-" json:"-"`
+}
+
+// Route maps a path prefix to an upstream of one API kind.
+type Route struct {
+	Prefix   string `yaml:"prefix" json:"prefix"`
+	API      string `yaml:"api" json:"api"`
+	Upstream string `yaml:"upstream" json:"upstream"`
+	// ServerID names the MCP server in tool.mcp.server.id (mcp routes; default: the prefix).
+	ServerID string `yaml:"serverId" json:"serverId"`
+}
+
+// Audit configures the decision audit log.
+type Audit struct {
+	Path string `yaml:"path" json:"path"` // "" = off, "-" = stdout
+	// QueueSize bounds the in-memory queue between request handling and the writer.
+	QueueSize int `yaml:"queueSize" json:"queueSize"`
+	// OnFull is "wait" (default: block up to WaitTimeout, then drop and count) or "drop".
+	OnFull      string        `yaml:"onFull" json:"onFull"`
+	WaitTimeout time.Duration `yaml:"waitTimeout" json:"waitTimeout"`
+	// IncludeContent writes canonical content into audit records (off by default).
+	IncludeContent bool `yaml:"includeContent" json:"includeContent"`
+}
+
+// Limits of the proxy.
+type Limits struct {
+	MaxRequestBytes       int64         `yaml:"maxRequestBytes" json:"maxRequestBytes"`             // default 32 MiB
+	MaxResponseBytes      int64         `yaml:"maxResponseBytes" json:"maxResponseBytes"`           // held responses, default 64 MiB
+	DialTimeout           time.Duration `yaml:"dialTimeout" json:"dialTimeout"`                     // default 10s
+	TLSHandshakeTimeout   time.Duration `yaml:"tlsHandshakeTimeout" json:"tlsHandshakeTimeout"`     // default 10s
+	ResponseHeaderTimeout time.Duration `yaml:"responseHeaderTimeout" json:"responseHeaderTimeout"` // default 10m
+	ShutdownTimeout       time.Duration `yaml:"shutdownTimeout" json:"shutdownTimeout"`             // default 30s
+	ObserveTimeout        time.Duration `yaml:"observeTimeout" json:"observeTimeout"`               // default 5s
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level" json:"level"`   // debug | info | warn | error (default info)
+	Format string `yaml:"format" json:"format"` // json (default) | console
+}
+
+// Tracing configures OpenTelemetry export.
+type Tracing struct {
+	Endpoint    string  `yaml:"endpoint" json:"endpoint"` // OTLP/HTTP endpoint; "" = off
+	Insecure    bool    `yaml:"insecure" json:"insecure"`
+	ServiceName string  `yaml:"serviceName" json:"serviceName"`
+	SampleRatio float64 `yaml:"sampleRatio" json:"sampleRatio"`
+}

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"time"
+)
+
+// Defaults of the keys a file may omit (documented beside the fields in config.go).
+const (
+	DefaultListen                = "127.0.0.1:8080"
+	DefaultMaxRequestBytes       = 32 << 20
+	DefaultMaxResponseBytes      = 64 << 20
+	DefaultDialTimeout           = 10 * time.Second
+	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultResponseHeaderTimeout = 10 * time.Minute
+	DefaultShutdownTimeout       = 30 * time.Second
+	DefaultObserveTimeout        = 5 * time.Second
+	DefaultAuditQueueSize        = 1024
+	DefaultAuditWaitTimeout      = 100 * time.Millisecond
+	DefaultLogLevel              = "info"
+	DefaultLogFormat             = "json"
+	DefaultServiceName           = "hookproxy"
+	DefaultSampleRatio           = 1.0
+
+	AuditStdout  = "-"
+	AuditOnWait  = "wait"
+	AuditOnDrop  = "drop"
+	LogJSON      = "json"
+	LogConsole   = "console"
+	sourcePrefix = "urn:hookproxy:"
+)
+
+// applyDefaults fills every zero value that has a documented default. Admin stays empty
+// when omitted: the admin listener is optional and off unless configured.
+func applyDefaults(c *Config) {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Source == "" {
+		c.Source = DefaultSource()
+	}
+	l := &c.Limits
+	setInt64(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	setInt64(&l.MaxResponseBytes, DefaultMaxResponseBytes)
+	setDuration(&l.DialTimeout, DefaultDialTimeout)
+	setDuration(&l.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	setDuration(&l.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	setDuration(&l.ShutdownTimeout, DefaultShutdownTimeout)
+	setDuration(&l.ObserveTimeout, DefaultObserveTimeout)
+	if c.Audit.QueueSize == 0 {
+		c.Audit.QueueSize = DefaultAuditQueueSize
+	}
+	if c.Audit.OnFull == "" {
+		c.Audit.OnFull = AuditOnWait
+	}
+	setDuration(&c.Audit.WaitTimeout, DefaultAuditWaitTimeout)
+	if c.Log.Level == "" {
+		c.Log.Level = DefaultLogLevel
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = DefaultLogFormat
+	}
+	if c.Tracing.ServiceName == "" {
+		c.Tracing.ServiceName = DefaultServiceName
+	}
+	if c.Tracing.SampleRatio == 0 {
+		// Tracing is switched off by leaving endpoint empty, not by a zero ratio.
+		c.Tracing.SampleRatio = DefaultSampleRatio
+	}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if r.API == APIMCP && r.ServerID == "" {
+			r.ServerID = r.Prefix
+		}
+	}
+}
+
+func setInt64(p *int64, d int64) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+func setDuration(p *time.Duration, d time.Duration) {
+	if *p == 0 {
+		*p = d
+	}
+}
+
+// DefaultSource is the AHP event source of this installation: urn:hookproxy:<hostname>,
+// with characters outside the URN-safe set replaced. It identifies the runtime, never a
+// user, and carries no secret.
+func DefaultSource() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '.':
+			return r
+		}
+		return '-'
+	}, host)
+	return sourcePrefix + clean
+}

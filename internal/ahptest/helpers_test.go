@@ -1,0 +1,7 @@
+package ahptest
+
+import "encoding/json"
+
+type jsonRaw = json.RawMessage
+
+func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,264 @@
+// Package metrics holds hookproxy's Prometheus metrics. They live on a private registry,
+// not the process-global default, so that tests and embedders get a clean set per
+// instance and no library can add series to hookproxy's scrape behind its back.
+//
+// Label values are bounded: routes and backends come from the configuration, events and
+// outcomes from closed vocabularies (anything else is recorded as "unknown"), so a client
+// cannot grow the series count by sending odd requests.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// Boundary outcomes: how the proxy enforced a settled boundary (the audit log's
+// "enforcement" values).
+const (
+	OutcomeForwarded = "forwarded"
+	OutcomeRewritten = "rewritten"
+	OutcomeRefused   = "refused"
+	OutcomeSupplied  = "supplied"
+	OutcomeStopped   = "stopped"
+)
+
+// Stream modes.
+const (
+	ModePassthrough = "passthrough" // streamed to the client as it arrives
+	ModeHeld        = "held"        // held until the response-side chains settle
+)
+
+const unknown = "unknown"
+
+// Histogram buckets, in seconds. Interceptor deadlines range from 1 ms to 30 s; model
+// calls run from well under a second to many minutes for long generations.
+var (
+	interceptorBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	upstreamBuckets    = []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}
+	ttfbBuckets        = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+)
+
+// Metrics is the set of hookproxy metrics. A nil *Metrics accepts every call and records
+// nothing, so code paths need no "metrics enabled?" checks.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests            *prometheus.CounterVec
+	boundaryDecisions   *prometheus.CounterVec
+	interceptorLatency  *prometheus.HistogramVec
+	interceptorFailures *prometheus.CounterVec
+	upstreamLatency     *prometheus.HistogramVec
+	upstreamTTFB        *prometheus.HistogramVec
+	streamsActive       *prometheus.GaugeVec
+	configReloads       *prometheus.CounterVec
+
+	// The audit writer is replaced on reload, so its gauges read through these.
+	auditDepth   atomic.Pointer[func() int]
+	auditDropped atomic.Pointer[func() uint64]
+}
+
+// New creates the metrics on a fresh registry, with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_requests_total",
+		Help: "Client requests answered by the proxy, by route prefix and HTTP status.",
+	}, []string{"route", "status"})
+	m.boundaryDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_boundary_decisions_total",
+		Help: "Settled AHP boundaries, by event type and how the proxy enforced the settlement.",
+	}, []string{"event", "outcome"})
+	m.interceptorLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hookproxy_interceptor_latency_seconds",
+		Help:    "Time from dispatch to settled reply (or failure) of one interceptor call.",
+		Buckets: interceptorBuckets,
+	}, []string{"backend"})
+	m.interceptorFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_interceptor_failures_total",
+		Help: "Operational failures of interceptor calls, by backend and failure kind.",
+	}, []string{"backend", "kind"})
+	m.upstreamLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hookproxy_upstream_latency_seconds",
+		Help:    "Upstream call duration until the complete response was read.",
+		Buckets: upstreamBuckets,
+	}, []string{"route"})
+	m.upstreamTTFB = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "hookproxy_upstream_ttfb_seconds",
+		Help:    "Upstream time to first response byte.",
+		Buckets: ttfbBuckets,
+	}, []string{"route"})
+	m.streamsActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "hookproxy_streams_active",
+		Help: "Streaming responses in progress, by route and mode (passthrough or held).",
+	}, []string{"route", "mode"})
+	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_config_reloads_total",
+		Help: "Configuration reload attempts, by result (success or failure).",
+	}, []string{"result"})
+	// Pre-create both results so a dashboard sees 0 failures rather than no series.
+	m.configReloads.WithLabelValues("success")
+	m.configReloads.WithLabelValues("failure")
+
+	auditDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookproxy_audit_queue_depth",
+		Help: "Audit records queued and not yet written.",
+	}, func() float64 {
+		if f := m.auditDepth.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
+	auditDropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookproxy_audit_dropped_total",
+		Help: "Audit records that never reached the audit log (queue full, write failure, shutdown).",
+	}, func() float64 {
+		if f := m.auditDropped.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
+
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures,
+		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads,
+		auditDepth, auditDropped,
+	)
+	return m
+}
+
+// Registry returns the private registry, for callers that add their own collectors.
+func (m *Metrics) Registry() *prometheus.Registry {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	if m == nil {
+		return http.NotFoundHandler()
+	}
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		Registry:          m.reg, // exposes promhttp's own error counter
+		ErrorHandling:     promhttp.ContinueOnError,
+		EnableOpenMetrics: true,
+	})
+}
+
+// ObserveRequest counts one answered client request.
+func (m *Metrics) ObserveRequest(route string, status int) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+}
+
+// ObserveBoundary counts one settled boundary. event is an AHP event type and outcome
+// one of the Outcome* values; others are recorded as "unknown".
+func (m *Metrics) ObserveBoundary(event, outcome string) {
+	if m == nil {
+		return
+	}
+	if !ahp.IsEventType(event) {
+		event = unknown
+	}
+	switch outcome {
+	case OutcomeForwarded, OutcomeRewritten, OutcomeRefused, OutcomeSupplied, OutcomeStopped:
+	default:
+		outcome = unknown
+	}
+	m.boundaryDecisions.WithLabelValues(event, outcome).Inc()
+}
+
+// ObserveInterceptor records one interceptor call's latency and, when failureKind is not
+// empty (a transport.Kind* value), counts the operational failure.
+func (m *Metrics) ObserveInterceptor(backend string, d time.Duration, failureKind string) {
+	if m == nil {
+		return
+	}
+	m.interceptorLatency.WithLabelValues(backend).Observe(d.Seconds())
+	if failureKind != "" {
+		m.interceptorFailures.WithLabelValues(backend, failureKind).Inc()
+	}
+}
+
+// UpstreamLatency records the duration of one upstream call.
+func (m *Metrics) UpstreamLatency(route string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.upstreamLatency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// UpstreamTTFB records the upstream's time to first byte.
+func (m *Metrics) UpstreamTTFB(route string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.upstreamTTFB.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// StreamStarted counts a stream as active and returns the function that ends it. The
+// returned function is safe to call more than once (only the first call counts), so it can
+// be deferred and also called early.
+func (m *Metrics) StreamStarted(route, mode string) func() {
+	if m == nil {
+		return func() {}
+	}
+	switch mode {
+	case ModePassthrough, ModeHeld:
+	default:
+		mode = unknown
+	}
+	g := m.streamsActive.WithLabelValues(route, mode)
+	g.Inc()
+	var once sync.Once
+	return func() { once.Do(g.Dec) }
+}
+
+// ReloadResult counts one configuration reload attempt.
+func (m *Metrics) ReloadResult(ok bool) {
+	if m == nil {
+		return
+	}
+	result := "failure"
+	if ok {
+		result = "success"
+	}
+	m.configReloads.WithLabelValues(result).Inc()
+}
+
+// RegisterAudit connects the audit queue gauges to an audit writer (typically
+// (*audit.Writer).QueueDepth and Dropped). Calling it again, for the writer of a reloaded
+// configuration, replaces the previous functions. nil functions read as zero.
+//
+// Note that hookproxy_audit_dropped_total follows the current writer: after a writer is
+// replaced, the counter restarts from that writer's count, which Prometheus treats as a
+// counter reset.
+func (m *Metrics) RegisterAudit(depth func() int, dropped func() uint64) {
+	if m == nil {
+		return
+	}
+	if depth == nil {
+		m.auditDepth.Store(nil)
+	} else {
+		m.auditDepth.Store(&depth)
+	}
+	if dropped == nil {
+		m.auditDropped.Store(nil)
+	} else {
+		m.auditDropped.Store(&dropped)
+	}
+}
