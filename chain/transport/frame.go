@@ -1,0 +1,106 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// fail builds an operational failure. The text is always a short local description:
+// callers never format backend-supplied bytes or credentials into it.
+func fail(kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
+}
+
+// ctxFailure classifies the end of ctx: the subscription deadline (KindTimeout) or an
+// interruption of the enclosing operation (KindCancelled). AHP-FAIL-002.
+func ctxFailure(ctx context.Context, during string) *Error {
+	err := ctx.Err()
+	if err == nil {
+		// Callers only ask once ctx is done; treat anything else as a cancellation.
+		err = context.Canceled
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Kind: KindTimeout, Err: fmt.Errorf("deadline exceeded %s: %w", during, err)}
+	}
+	return &Error{Kind: KindCancelled, Err: fmt.Errorf("cancelled %s: %w", during, err)}
+}
+
+// interceptFrame encodes the hooks/intercept request once. The same bytes are used for
+// every retry, so a retry is byte-equivalent to the first attempt (AHP-CORE-004), and the
+// JSON-RPC id is the event id (SPEC-DIGEST §2.1).
+func interceptFrame(id string, params *ahp.InterceptParams) ([]byte, error) {
+	rawID, err := json.Marshal(id)
+	if err != nil {
+		return nil, fail(KindMalformed, "encoding request id: %v", err)
+	}
+	frame, err := json.Marshal(ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: params})
+	if err != nil {
+		return nil, fail(KindMalformed, "encoding hooks/intercept request: %v", err)
+	}
+	return frame, nil
+}
+
+// observeFrame encodes the hooks/observe notification (no id; SPEC-DIGEST §2.6).
+func observeFrame(params *ahp.ObserveParams) ([]byte, error) {
+	frame, err := json.Marshal(ahp.Request{JSONRPC: "2.0", Method: ahp.MethodObserve, Params: params})
+	if err != nil {
+		return nil, fail(KindMalformed, "encoding hooks/observe notification: %v", err)
+	}
+	return frame, nil
+}
+
+// checkReplyFrame checks the framing of a reply: valid UTF-8 and exactly one JSON object
+// (a batch, a scalar or trailing data is a framing error; SPEC-DIGEST §1.2, §9.1). The
+// JSON-RPC and AHP content of the object is validated by the chain.
+func checkReplyFrame(frame []byte) error {
+	if !utf8.Valid(frame) {
+		return fail(KindMalformed, "reply is not valid UTF-8")
+	}
+	trimmed := bytes.TrimLeft(frame, " \t\r\n")
+	if len(trimmed) == 0 {
+		return fail(KindMalformed, "reply is empty")
+	}
+	if trimmed[0] != '{' {
+		return fail(KindMalformed, "reply is not a single JSON object")
+	}
+	if !json.Valid(trimmed) {
+		return fail(KindMalformed, "reply is not valid JSON")
+	}
+	return nil
+}
+
+// replyIDMatches reports whether the reply object's JSON-RPC id is the string id. Callers
+// have already checked the frame with checkReplyFrame.
+func replyIDMatches(frame []byte, id string) bool {
+	var head struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(frame, &head) != nil || len(head.ID) == 0 || head.ID[0] != '"' {
+		return false
+	}
+	var got string
+	if json.Unmarshal(head.ID, &got) != nil {
+		return false
+	}
+	return got == id
+}
+
+// responseFrame encodes an in-process result as the JSON-RPC response a remote backend
+// would have sent, so that the chain validates every interceptor's answer the same way.
+func responseFrame(id string, result *ahp.InterceptResult) ([]byte, error) {
+	rawID, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	rawResult, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(ahp.Response{JSONRPC: "2.0", ID: rawID, Result: rawResult})
+}

@@ -1,0 +1,319 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/hashicorp/go-retryablehttp"
+	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/registration"
+)
+
+// Retry budget of one delivery. Every retry also stays inside the caller's deadline
+// (AHP-CORE-004): the backoff wait ends with the context and no new attempt starts after it.
+const (
+	httpRetryMax     = 3
+	httpRetryWaitMin = 10 * time.Millisecond
+	httpRetryWaitMax = 50 * time.Millisecond
+	// observeDrainBytes bounds how much of an observe reply body is read (and discarded)
+	// so the connection can be reused; the body carries no protocol meaning.
+	observeDrainBytes = 4 << 10
+)
+
+// httpTransport delivers over the AHP HTTP binding (AHP-HTTP-001).
+type httpTransport struct {
+	id       string
+	url      string
+	auth     *registration.Authentication
+	maxReply int64
+	log      *zap.Logger
+	rt       *http.Transport // one keep-alive pool per backend
+	client   *retryablehttp.Client
+}
+
+var _ Transport = (*httpTransport)(nil)
+
+func newHTTP(b registration.Backend, opts Options, log *zap.Logger) (*httpTransport, error) {
+	u, err := url.Parse(b.Transport.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("backend %s: transport url must be an absolute http(s) URL", b.ID)
+	}
+	// TLS verification stays on (platform trust); plain http is confined to loopback by
+	// registration validation (SPEC-DIGEST §11.2).
+	rt := cleanhttp.DefaultPooledTransport()
+	t := &httpTransport{
+		id:       b.ID,
+		url:      b.Transport.URL,
+		auth:     b.Authentication,
+		maxReply: opts.MaxReplyBytes,
+		log:      log,
+		rt:       rt,
+	}
+	t.client = &retryablehttp.Client{
+		HTTPClient: &http.Client{
+			Transport: rt,
+			// Redirects are never followed (SPEC-DIGEST §11.1): the 3xx itself is the answer,
+			// and the bearer token never travels to another location.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		Logger:       zapLeveled{log},
+		RetryWaitMin: httpRetryWaitMin,
+		RetryWaitMax: httpRetryWaitMax,
+		RetryMax:     httpRetryMax,
+		CheckRetry:   retryPolicy,
+		Backoff:      jitterBackoff,
+		// Hand back the last response or error unchanged so that it is classified here,
+		// not summarised by the library into text that would hide the status.
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+	}
+	return t, nil
+}
+
+// Intercept posts hooks/intercept and returns the raw response body (AHP-HTTP-001).
+func (t *httpTransport) Intercept(ctx context.Context, id string, params *ahp.InterceptParams) ([]byte, error) {
+	frame, err := interceptFrame(id, params)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.post(ctx, frame)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+
+	if isRedirect(resp.StatusCode) {
+		return nil, fail(KindRedirect, "backend answered HTTP %d redirect; redirects are not followed", resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusOK {
+		// Only the numeric status: the reason phrase and body are backend-supplied.
+		return nil, fail(KindHTTPStatus, "backend answered HTTP %d, want 200", resp.StatusCode)
+	}
+	if err := checkJSONContentType(resp.Header.Values("Content-Type")); err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > t.maxReply {
+		return nil, fail(KindOversized, "reply of %d bytes exceeds the %d-byte limit", resp.ContentLength, t.maxReply)
+	}
+	// Read one byte past the limit so an oversized reply fails explicitly instead of being
+	// truncated into something that might parse (SPEC-DIGEST §11.5).
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxReply+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctxFailure(ctx, "reading the reply")
+		}
+		return nil, fail(KindConnection, "reading the reply: %v", netCause(err))
+	}
+	if int64(len(body)) > t.maxReply {
+		return nil, fail(KindOversized, "reply exceeds the %d-byte limit", t.maxReply)
+	}
+	if ferr := checkReplyFrame(body); ferr != nil {
+		return nil, ferr
+	}
+	return body, nil
+}
+
+// Observe posts the hooks/observe notification; any 2xx is delivery, the body is ignored.
+func (t *httpTransport) Observe(ctx context.Context, params *ahp.ObserveParams) error {
+	frame, err := observeFrame(params)
+	if err != nil {
+		return err
+	}
+	resp, err := t.post(ctx, frame)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, observeDrainBytes))
+	switch {
+	case isRedirect(resp.StatusCode):
+		return fail(KindRedirect, "backend answered HTTP %d redirect to an observation; redirects are not followed", resp.StatusCode)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return fail(KindHTTPStatus, "backend answered HTTP %d to an observation, want 202 or 204", resp.StatusCode)
+	}
+	return nil
+}
+
+// Close drops idle keep-alive connections; in-flight requests end with their contexts.
+func (t *httpTransport) Close() error {
+	t.rt.CloseIdleConnections()
+	return nil
+}
+
+// post sends frame with retries inside ctx. On success the caller owns resp.Body.
+func (t *httpTransport) post(ctx context.Context, frame []byte) (*http.Response, error) {
+	if ctx.Err() != nil {
+		return nil, ctxFailure(ctx, "before sending")
+	}
+	// Credentials are resolved at delivery time, inside the deadline (AHP-AUTH-001).
+	authz, cerr := t.authorization()
+	if cerr != nil {
+		return nil, cerr
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, t.url, frame)
+	if err != nil {
+		return nil, fail(KindConnection, "building the request: %v", netCause(err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		if ctx.Err() != nil {
+			return nil, ctxFailure(ctx, "waiting for the backend")
+		}
+		return nil, fail(KindConnection, "request failed: %v", netCause(err))
+	}
+	return resp, nil
+}
+
+// authorization resolves the Authorization header value of this backend (AHP-AUTH-001).
+// An explicit binding that cannot be resolved is a KindCredentials failure: the request is
+// never sent unauthenticated and never falls back to another binding.
+//
+// Supported: bearer with tokenEnv. Not yet supported at delivery: bearer with tokenRef
+// (needs a deployment secret provider) and oauth (needs token acquisition); both fail with
+// KindCredentials. Without an authentication object the request carries no credentials.
+func (t *httpTransport) authorization() (string, error) {
+	a := t.auth
+	if a == nil {
+		return "", nil
+	}
+	switch a.Type {
+	case "bearer":
+		switch {
+		case a.TokenEnv != "":
+			token := os.Getenv(a.TokenEnv)
+			if token == "" {
+				return "", fail(KindCredentials, "bearer token variable %s is unset or empty", a.TokenEnv)
+			}
+			if !validBearerToken(token) {
+				// Never echo the value: say only which variable is wrong.
+				return "", fail(KindCredentials, "bearer token variable %s holds characters not allowed in a header", a.TokenEnv)
+			}
+			return "Bearer " + token, nil
+		case a.TokenRef != "":
+			return "", fail(KindCredentials, "bearer tokenRef is not supported at delivery yet")
+		default:
+			return "", fail(KindCredentials, "bearer authentication names no token source")
+		}
+	case "oauth":
+		return "", fail(KindCredentials, "oauth authentication is not supported at delivery yet")
+	default:
+		return "", fail(KindCredentials, "unsupported authentication type %q", a.Type)
+	}
+}
+
+// validBearerToken accepts printable ASCII without spaces, so a token can never split or
+// inject a header line.
+func validBearerToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// retryPolicy retries only attempts that brought back no answer: connection failures and
+// 502/503/504 from a gateway or an overloaded backend. A successful response or any other
+// status is final (AHP-CORE-004), and nothing is retried once ctx has ended.
+func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		return retryableNetError(err), nil
+	}
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true, nil
+	}
+	return false, nil
+}
+
+// retryableNetError excludes failures that a retry cannot fix: certificate problems and
+// an unusable URL.
+func retryableNetError(err error) bool {
+	var (
+		verr  *tls.CertificateVerificationError
+		uaerr x509.UnknownAuthorityError
+		herr  x509.HostnameError
+		cierr x509.CertificateInvalidError
+	)
+	if errors.As(err, &verr) || errors.As(err, &uaerr) || errors.As(err, &herr) || errors.As(err, &cierr) {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return !strings.Contains(err.Error(), "unsupported protocol scheme")
+}
+
+// jitterBackoff waits about lo·2^n capped at hi, with up to 50% jitter (never below lo), and ignores
+// Retry-After: the subscription deadline, not the backend, bounds the wait.
+func jitterBackoff(lo, hi time.Duration, attempt int, _ *http.Response) time.Duration {
+	d := lo << min(attempt, 8)
+	if d > hi || d <= 0 {
+		d = hi
+	}
+	w := d/2 + rand.N(d/2+1)
+	return max(w, lo)
+}
+
+func isRedirect(code int) bool { return code >= 300 && code <= 399 }
+
+// checkJSONContentType requires exactly one application/json media type; a charset, when
+// given, must be UTF-8 (SPEC-DIGEST §11.1).
+func checkJSONContentType(values []string) error {
+	if len(values) != 1 {
+		return fail(KindMalformed, "reply has %d Content-Type headers, want one application/json", len(values))
+	}
+	mt, params, err := mime.ParseMediaType(values[0])
+	if err != nil || mt != "application/json" {
+		return fail(KindMalformed, "reply content type is not application/json")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return fail(KindMalformed, "reply charset is not UTF-8")
+	}
+	return nil
+}
+
+// netCause strips the *url.Error wrapper (method and URL, which may carry a query the
+// operator considers private) and the retry library's summary, keeping the network cause.
+func netCause(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		return uerr.Err
+	}
+	return err
+}
+
+// zapLeveled routes go-retryablehttp's logging to zap at debug level: retries are expected
+// and the chain records the outcome that matters.
+type zapLeveled struct{ log *zap.Logger }
+
+func (z zapLeveled) Error(msg string, kv ...any) { z.log.Sugar().Debugw("http: "+msg, kv...) }
+func (z zapLeveled) Info(msg string, kv ...any)  { z.log.Sugar().Debugw("http: "+msg, kv...) }
+func (z zapLeveled) Debug(msg string, kv ...any) { z.log.Sugar().Debugw("http: "+msg, kv...) }
+func (z zapLeveled) Warn(msg string, kv ...any)  { z.log.Sugar().Debugw("http: "+msg, kv...) }
+
+var _ retryablehttp.LeveledLogger = zapLeveled{}
