@@ -1,7 +1,10 @@
 package chain
 
-// This file declares the engine's public surface; the implementation lives beside it
-// (engine.go, staging.go, projection.go, observers.go).
+// This file declares the engine's public surface; the implementation lives beside it:
+// chain.go (construction, matching plans), engine.go (the serial interceptor chain),
+// capabilities.go (honest narrowing), projection.go (content selection), staging.go and
+// contentcheck.go (strict reply validation and atomic staging; ValidateReply), values.go
+// (edit semantics) and observers.go (owned observation delivery, hook.failure).
 
 import (
 	"time"
@@ -19,6 +22,19 @@ const (
 	OutcomeFailed    = "failed"    // operational failure (policy applied)
 	OutcomeNotCalled = "not_called"
 	OutcomeObserved  = "observed" // delivered by hooks/observe after settlement
+)
+
+// Denial codes of settlements (DESIGN §3): an explicit deny without its own code gets
+// CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed.
+const (
+	CodeDenied     = "hookproxy.denied"
+	CodeFailClosed = "hookproxy.fail_closed"
+)
+
+// Defaults of Options.
+const (
+	DefaultObserveTimeout = 5 * time.Second
+	DefaultMaxReplyBytes  = 4 << 20
 )
 
 // Record is what happened to one matching subscription.
@@ -63,7 +79,8 @@ type Settlement struct {
 
 // Wait blocks until every observation this settlement's call dispatched has completed or
 // reached its bounded deadline. A hook call owns its deliveries: callers must call Wait
-// (typically deferred) so that no delivery outlives the call.
+// (typically deferred) so that no delivery outlives the call. Until Wait returns, Event
+// is read by the observations and must not be mutated.
 func (s *Settlement) Wait() {
 	if s != nil && s.wait != nil {
 		s.wait()

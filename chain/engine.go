@@ -1,0 +1,259 @@
+package chain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/registration"
+	"github.com/hookproxy/hookproxy/chain/transport"
+)
+
+// failClosedReason is the generic, model-safe reason of a synthetic denial: it names the
+// backend and never carries network details, credentials or backend content (AHP-FAIL-001).
+func failClosedReason(backendID string) string {
+	return fmt.Sprintf("Required policy backend %s unavailable.", backendID)
+}
+
+// hookFailure is one operational failure to report through hook.failure (SPEC-DIGEST §9.6).
+type hookFailure struct {
+	backendID string
+	kind      string
+	policy    string
+}
+
+// Intercept runs the interceptor chain of one boundary and returns its settlement.
+//
+// caps is what the host can enforce at this boundary; each subscription is offered the
+// honest subset of it (AHP-CAP-001). ev is not modified; Settlement.Event is the effective
+// event with accepted modifications applied (the same pointer as ev when nothing changed).
+//
+// Intercept returns as soon as decision-making ends. Observations of the settled event
+// start afterwards and run concurrently; the caller owns them and must call
+// Settlement.Wait before its hook call completes. Neither ev nor Settlement.Event may be
+// mutated until Wait returns.
+func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities) *Settlement {
+	st := &Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
+	if ev == nil {
+		return st
+	}
+	p := c.plan(ev.Type)
+	if len(p.entries) == 0 {
+		return st
+	}
+
+	state := initialState()
+	eff := ev // the accepted effective event
+	target, loc := locate(ev)
+	var (
+		settled, interrupted bool
+		called               int
+		pending              []*subscription // observers and downgraded interceptors, in order
+		downgraded           []bool
+		failures             []hookFailure
+		modified             bool
+		stopReason           string
+	)
+
+	for i, s := range p.entries {
+		if s.mode != registration.ModeIntercept {
+			pending = append(pending, s)
+			downgraded = append(downgraded, false)
+			continue
+		}
+		if settled {
+			// After deny, stop or fail-closed the remaining interceptors receive the settled
+			// boundary by hooks/observe, with their own content selection (SPEC-DIGEST §8.2).
+			pending = append(pending, s)
+			downgraded = append(downgraded, true)
+			continue
+		}
+		if ctx.Err() != nil {
+			// Interruption: no new deliveries of any kind (AHP-COMP-001).
+			interrupted = true
+			st.Records = append(st.Records, notCalled(p.entries[i:])...)
+			break
+		}
+
+		// AHP-COMP-001: serial, in registration order; never concurrent.
+		view, w := project(eff, &s.sel)
+		params := &ahp.InterceptParams{
+			ProtocolVersion: ahp.ProtocolVersion,
+			Event:           view,
+			Capabilities:    narrow(&caps, eff, target, loc, w, state.Flow == ahp.FlowContinue),
+		}
+		if called > 0 {
+			// Later interceptors learn the settled decision so far (SPEC-DIGEST §2.5).
+			snap := state
+			params.State = &snap
+		}
+		called++
+
+		rec := Record{BackendID: s.backend.id, Subscription: s.index, Mode: s.mode, Policy: s.policy}
+		staged, err := c.exchange(ctx, s, eff, loc, target, params, state, &rec)
+		if ctx.Err() != nil {
+			// A cancelled exchange is an interruption, not a policy failure: nothing from it
+			// is accepted and no failure policy applies (SPEC-DIGEST §7.4).
+			interrupted = true
+			rec.Outcome, rec.FailureKind, rec.Policy = OutcomeFailed, transport.KindCancelled, ""
+			st.Records = append(st.Records, rec)
+			st.Records = append(st.Records, notCalled(p.entries[i+1:])...)
+			break
+		}
+		if err != nil {
+			// AHP-FAIL-001: the subscription's failure policy, applied exactly once.
+			kind := transport.KindOf(err)
+			rec.Outcome, rec.FailureKind, rec.Detail = OutcomeFailed, kind, err.Error()
+			st.Records = append(st.Records, rec)
+			failures = append(failures, hookFailure{backendID: s.backend.id, kind: kind, policy: s.policy})
+			c.log.Warn("interceptor failed",
+				zap.String("backend", s.backend.id), zap.Int("subscription", s.index),
+				zap.String("event", ev.Type), zap.String("kind", kind), zap.String("policy", s.policy), zap.Error(err))
+			if s.failClosed {
+				// Synthetic denial; the candidate cannot bypass it.
+				state.Permission = ahp.PermissionDeny
+				state.Candidate = nil
+				st.Denial = &Denial{Reason: failClosedReason(s.backend.id), Code: CodeFailClosed, BackendID: s.backend.id, Synthetic: true}
+				settled = true
+			}
+			// fail-open: continue with the previously accepted event and state.
+			continue
+		}
+
+		// Publish atomically (AHP-EDIT-001).
+		if staged.Changed {
+			eff = withValue(eff, loc, staged.values[target])
+			modified = true
+		}
+		state = staged.State
+		st.Messages = append(st.Messages, staged.Messages...)
+		if len(staged.Effects) == 0 {
+			rec.Outcome = OutcomeNoEffect
+		} else {
+			rec.Outcome = OutcomeAccepted
+			rec.Effects = make([]string, len(staged.Effects))
+			for j := range staged.Effects {
+				rec.Effects[j] = staged.Effects[j].Type
+				if staged.Effects[j].Type == ahp.EffectFlow && staged.Effects[j].Operation == ahp.OpStop && stopReason == "" {
+					stopReason = staged.Effects[j].Reason
+				}
+			}
+		}
+		st.Records = append(st.Records, rec)
+		if staged.deny != nil {
+			code := staged.deny.Code
+			if code == "" {
+				code = CodeDenied
+			}
+			st.Denial = &Denial{Reason: staged.deny.Reason, Code: code, BackendID: s.backend.id}
+		}
+		// AHP-COMP-001: an accepted deny or flow stop ends decision-making.
+		if state.Permission == ahp.PermissionDeny || state.Flow == ahp.FlowStop {
+			state.Candidate = nil
+			settled = true
+		}
+	}
+
+	if interrupted {
+		// An interrupted outcome keeps accepted modifications, injections, deny and stop,
+		// but not what would let the operation proceed on its own: allow, a supplied
+		// result, or a continuation (SPEC-DIGEST §7.4).
+		if state.Permission == ahp.PermissionAllow {
+			state.Permission = ahp.PermissionNone
+		}
+		state.Candidate = nil
+		if state.Flow == ahp.FlowContinue {
+			state.Flow = ahp.FlowNone
+		}
+		state.Instructions = nil
+	}
+
+	st.Event = eff
+	st.Permission = state.Permission
+	st.Flow = state.Flow
+	st.Candidate = state.Candidate
+	st.Injections = state.Injections
+	st.Interrupted = interrupted
+	if state.Flow == ahp.FlowContinue {
+		st.Instructions = state.Instructions
+	}
+	if state.Flow == ahp.FlowStop {
+		st.StopReason = stopReason
+	}
+	if modified {
+		st.Modified = !targetEqual(ev, eff, loc)
+	}
+	if interrupted {
+		// Interruption MUST NOT start further best-effort observations — not even
+		// hook.failure reports of failures that happened before it (seed "Observers").
+		return st
+	}
+
+	// Observations start only now, after settlement, with accepted effective content.
+	deliveries := make([]delivery, 0, len(pending)+len(failures))
+	for j, s := range pending {
+		deliveries = append(deliveries, delivery{sub: s, ev: eff})
+		rec := Record{BackendID: s.backend.id, Subscription: s.index, Mode: s.mode, Outcome: OutcomeObserved}
+		if downgraded[j] {
+			rec.Policy = s.policy
+		}
+		st.Records = append(st.Records, rec)
+	}
+	deliveries = append(deliveries, c.failureDeliveries(ev, failures)...)
+	st.wait = c.dispatch(ctx, deliveries)
+	return st
+}
+
+// exchange performs one hooks/intercept exchange under the subscription deadline and
+// validates and stages the reply against the full effective event.
+func (c *Chain) exchange(ctx context.Context, s *subscription, eff *ahp.Event, loc targetLoc, target string,
+	params *ahp.InterceptParams, state ahp.State, rec *Record) (*Staged, error) {
+	// AHP-FAIL-002: the deadline starts at dispatch and covers credentials, connect,
+	// write, backend processing and read; nothing extends it.
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	start := time.Now()
+	frame, err := s.backend.tr.Intercept(cctx, eff.ID, params)
+	late := cctx.Err()
+	cancel()
+	rec.Latency = time.Since(start)
+	if err != nil {
+		return nil, err
+	}
+	if late != nil {
+		// A reply that arrives after the deadline MUST be ignored (SPEC-DIGEST §9.1).
+		if errors.Is(late, context.DeadlineExceeded) {
+			return nil, &transport.Error{Kind: transport.KindTimeout, Err: errors.New("reply arrived after the deadline")}
+		}
+		return nil, &transport.Error{Kind: transport.KindCancelled, Err: late}
+	}
+	sg := &stager{
+		requestID:  eff.ID,
+		eventType:  eff.Type,
+		contextual: true,
+		caps:       params.Capabilities,
+		state:      state,
+	}
+	sg.bound, sg.hasBound = ahp.EventBounds[eff.Type]
+	sg.current = func(t string, k valueKind) (*value, error) {
+		if t != target || loc == locNone {
+			return nil, invalidf("modify %s cannot be applied at %s", t, eff.Type)
+		}
+		return currentValue(eff, loc), nil
+	}
+	return sg.stage(frame)
+}
+
+// notCalled records the intercept subscriptions among subs that were never called.
+func notCalled(subs []*subscription) []Record {
+	var out []Record
+	for _, s := range subs {
+		if s.mode == registration.ModeIntercept {
+			out = append(out, Record{BackendID: s.backend.id, Subscription: s.index, Mode: s.mode, Outcome: OutcomeNotCalled, Policy: s.policy})
+		}
+	}
+	return out
+}
