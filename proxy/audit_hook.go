@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookproxy/hookproxy/chain"
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// Enforcement values: what hookproxy did with the native traffic at one boundary.
+const (
+	EnforceForwarded = "forwarded" // passed on unchanged
+	EnforceRewritten = "rewritten" // passed on with accepted edits or injections applied
+	EnforceRefused   = "refused"   // refused (403), or the tool call was removed
+	EnforceSupplied  = "supplied"  // answered from a supplied result (return) without the upstream
+	EnforceStopped   = "stopped"   // flow stop: pending work removed or answered without the upstream
+)
+
+// Delivery modes of a BoundaryRecord.
+const (
+	DeliveryIntercept = "intercept" // the event went through the interceptor chain
+	DeliveryObserve   = "observe"   // observe-only event (turn.end, model.error, denied tool.after)
+)
+
+// BoundaryRecord describes one settled boundary of one request. It is handed to the
+// Auditor after hookproxy has decided how to enforce the settlement, so Enforcement is
+// what really happened to the traffic.
+type BoundaryRecord struct {
+	Time      time.Time
+	Route     string // route prefix
+	API       string // route api kind
+	EventID   string
+	EventType string
+	ParentID  string
+	SessionID string
+	TurnID    string
+	CallID    string // tool.* events
+	Model     string // model.* events
+	ToolName  string // tool.* events
+	Delivery  string // DeliveryIntercept | DeliveryObserve
+
+	Records     []chain.Record // per matching subscription, in chain order
+	Permission  string         // ahp.Permission*
+	Flow        string         // ahp.Flow*
+	StopReason  string
+	Denial      *chain.Denial
+	Modified    bool
+	Injections  int
+	Supplied    bool // a return candidate was bound
+	Interrupted bool // the client went away while the chain ran
+	Enforcement string
+
+	// Event is the effective event (content included). Auditors must not write its
+	// content unless configured to (audit.includeContent); it never holds credentials.
+	Event *ahp.Event
+}
+
+// Auditor receives one record per settled boundary (decision audit log, metrics). It is
+// called synchronously on the request path and must not block for long.
+type Auditor interface {
+	OnBoundary(ctx context.Context, rec BoundaryRecord)
+}
+
+// AuditorFunc adapts a function to Auditor.
+type AuditorFunc func(ctx context.Context, rec BoundaryRecord)
+
+// OnBoundary calls f.
+func (f AuditorFunc) OnBoundary(ctx context.Context, rec BoundaryRecord) { f(ctx, rec) }
+
+var _ Auditor = AuditorFunc(nil)

@@ -1,0 +1,673 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Response side of a model boundary (DESIGN §2, SPEC-DIGEST §15.3 B): model.response.after,
+// then tool.before for every tool call in order, then turn.finish.before when no tool call
+// remains; turn.end and model.error are observed.
+
+// onUpstreamResponse runs as the reverse proxy's ModifyResponse: it holds the response
+// when an interceptor must decide on it, taps it when only observers want it, and
+// otherwise lets it stream through untouched.
+func (x *exchange) onUpstreamResponse(resp *http.Response) error {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// Upstream errors reach the client unchanged; their head is kept for model.error.
+		if x.subs.any(ahp.EventModelError) {
+			x.errTap = &bodyTap{rc: resp.Body, limit: maxErrorBodyTap, status: resp.StatusCode, start: x.upstreamStart}
+			resp.Body = x.errTap
+		}
+		return nil
+	}
+	streaming := isEventStream(resp.Header.Get("Content-Type"))
+	switch {
+	case x.holdsResponse():
+		return x.holdResponse(resp, streaming)
+	case x.observesResponse() || streaming && x.subs.any(ahp.EventModelError):
+		// Observers only: stream through untouched, keep a copy, observe at the end.
+		x.tap = &bodyTap{rc: resp.Body, limit: x.s.limits.MaxResponseBytes, streaming: streaming, start: x.upstreamStart}
+		resp.Body = x.tap
+	}
+	return nil
+}
+
+const maxErrorBodyTap = 64 << 10
+
+// holdResponse reads the whole response, settles the response-side boundaries and puts
+// the effective response in place of the upstream's.
+func (x *exchange) holdResponse(resp *http.Response, streaming bool) error {
+	raw, err := readAllLimited(resp.Body, x.s.limits.MaxResponseBytes, resp.ContentLength)
+	resp.Body.Close()
+	latency := time.Since(x.upstreamStart)
+	switch {
+	case err != nil && x.ctx.Err() != nil:
+		return errInterrupted
+	case errors.Is(err, errBodyTooLarge):
+		// Interceptors must see what the client would get; what cannot be held is not
+		// forwarded.
+		return x.rt.upstreamFailure("upstream response exceeds the proxy's hold limit", err)
+	case err != nil:
+		return x.rt.upstreamFailure("reading the upstream response failed", err)
+	}
+	native := raw
+	if streaming {
+		asm := x.tr.NewAssembler()
+		_, _ = asm.Write(raw)
+		body, err := asm.Body()
+		var ue *mapping.UpstreamError
+		if errors.As(err, &ue) {
+			// An SSE error event: the stream goes to the client unchanged.
+			x.streamErr = ue
+			x.streamErrLatency = latency
+			setBody(resp, raw, true)
+			return nil
+		}
+		if err != nil {
+			return x.rt.upstreamFailure("the upstream stream could not be decoded", err)
+		}
+		native = body
+	}
+	mresp, err := x.tr.DecodeResponse(native)
+	if err != nil || mresp == nil {
+		return x.rt.upstreamFailure("the upstream response could not be decoded", err)
+	}
+	res := x.responseSide(mresp, &latency)
+	if res.err != nil {
+		return res.err
+	}
+	if !res.changed {
+		setBody(resp, raw, streaming)
+		return nil
+	}
+	out := res.body
+	if streaming {
+		var buf bytes.Buffer
+		if err := x.tr.WriteStream(&buf, out); err != nil {
+			return x.rt.internalError(fmt.Errorf("render stream: %w", err))
+		}
+		out = buf.Bytes()
+	}
+	setBody(resp, out, streaming)
+	return nil
+}
+
+// setBody replaces a held response's body. A JSON body gets its exact length; a stream
+// is sent without one.
+func setBody(resp *http.Response, b []byte, streaming bool) {
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	if streaming {
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+		return
+	}
+	resp.ContentLength = int64(len(b))
+	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+}
+
+// responseResult is the settled response side.
+type responseResult struct {
+	changed bool
+	body    []byte // EncodeResponse output when changed
+	err     error  // refusal (fail-closed), interruption or render failure
+}
+
+// responseSide settles the response-side boundaries over a decoded response. latency is
+// nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
+func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
+	supplied := latency == nil
+	items := cloneMessages(resp.Items)
+	finish := resp.FinishReason
+	changed, stopped := false, false
+	mraID := ""
+
+	// model.response.after
+	if x.subs.any(ahp.EventModelResponseAfter) {
+		ev := x.newEvent(ahp.EventModelResponseAfter)
+		model, attempt := x.model, x.attempt
+		if resp.Model != "" {
+			model.ID = resp.Model
+		}
+		ev.Model, ev.Attempt = &model, &attempt
+		ev.FinishReason = finish
+		if ev.FinishReason == "" {
+			ev.FinishReason = "unknown"
+			ev.Gaps = append(ev.Gaps, ahp.Gap{Path: "finishReason", Reason: "the provider reported no finish reason"})
+		}
+		if supplied {
+			ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipSuppliedResult}
+		} else {
+			ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
+			ev.Usage = attemptUsage(resp.Usage)
+			ms := float64(latency.Microseconds()) / 1000
+			ev.LatencyMs = &ms
+		}
+		ev.Items = cloneMessages(items)
+		mraID = ev.ID
+		st := x.settle(ev, capsModelResponse())
+		switch {
+		case st.Interrupted || x.ctx.Err() != nil:
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			return responseResult{err: errInterrupted}
+		case st.Refused(): // only a fail-closed failure can deny here
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			return responseResult{err: x.rt.refusal(st.Denial)}
+		}
+		enforcement := EnforceForwarded
+		if st.Modified && st.Event != nil {
+			items = cloneMessages(st.Event.Items)
+			changed = true
+			enforcement = EnforceRewritten
+		}
+		if st.Stopped() {
+			// flow stop: strip every pending tool call; terminal finish reason (§15.3 B.2).
+			calls := mapping.ToolCalls(items)
+			if len(calls) > 0 {
+				items = x.removeCalls(items, calls, allCalls(len(calls)),
+					"Stopped by policy: "+st.StopReason)
+				for _, c := range calls {
+					x.observeResolved(c, "", "cancelled", "flow stop")
+				}
+				finish = x.tr.TerminalFinishReason()
+				changed = true
+			}
+			stopped = true
+			enforcement = EnforceStopped
+		}
+		x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
+	}
+
+	// tool.before, one per call, in order.
+	if !stopped && x.subs.any(ahp.EventToolBefore) {
+		var err error
+		var c, s bool
+		items, finish, c, s, err = x.toolBefores(items, finish, mraID)
+		if err != nil {
+			return responseResult{err: err}
+		}
+		changed, stopped = changed || c, s
+	}
+
+	// turn.finish.before, when the response holds no tool call (a final answer).
+	hasCalls := len(mapping.ToolCalls(items)) > 0
+	if !hasCalls && !stopped && x.subs.any(ahp.EventTurnFinishBefore) {
+		ev := x.newEvent(ahp.EventTurnFinishBefore)
+		ev.Outcome = "completed"
+		zero := 0
+		ev.ContinuationCount = &zero // no proxy-run continuation
+		ev.Items = cloneMessages(items)
+		if id := lastAssistant(items); id != "" {
+			ev.LastAssistantItem = &ahp.ItemRef{ID: id}
+		}
+		st := x.settle(ev, capsTurnFinish())
+		switch {
+		case st.Interrupted || x.ctx.Err() != nil:
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			return responseResult{err: errInterrupted}
+		case st.Refused():
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			return responseResult{err: x.rt.refusal(st.Denial)}
+		}
+		enforcement := EnforceForwarded
+		if st.Modified && st.Event != nil {
+			// A tool call added here would reach the harness without its tool.before.
+			items = stripToolCalls(cloneMessages(st.Event.Items))
+			changed = true
+			enforcement = EnforceRewritten
+		}
+		if st.Stopped() {
+			stopped = true // nothing is pending: the answer is already final
+			enforcement = EnforceStopped
+		}
+		x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
+	}
+
+	x.final = &finalResponse{items: items, hasToolCalls: len(mapping.ToolCalls(items)) > 0, stopped: stopped}
+	if !changed {
+		return responseResult{}
+	}
+	body, err := x.tr.EncodeResponse(resp, items, finish)
+	if err != nil {
+		// The edit cannot be rendered; the unedited response must not go out instead.
+		return responseResult{err: x.rt.internalError(fmt.Errorf("render response: %w", err))}
+	}
+	return responseResult{changed: true, body: body}
+}
+
+// toolBefores settles tool.before for each tool call of items, in response order
+// (SPEC-DIGEST §15.3 B.3, §15.7: sequential, deterministic).
+func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ []ahp.Message, _ string, changed, stopped bool, _ error) {
+	calls := mapping.ToolCalls(items)
+	if len(calls) == 0 {
+		return items, finish, false, false, nil
+	}
+	var batch *ahp.Batch
+	if len(calls) > 1 {
+		ids := make([]string, len(calls))
+		for i, c := range calls {
+			ids[i] = c.ID
+		}
+		batch = &ahp.Batch{ID: derive("bat_", append([]string{x.s.source}, ids...)...), CallIDs: ids, Synthesized: true}
+	}
+	removed := map[int]bool{}
+	var notes []string
+	for i, c := range calls {
+		ev := x.newEvent(ahp.EventToolBefore)
+		ev.ID = toolBeforeEventID(x.s.source, c.ID)
+		ev.ParentEventID = parentID
+		ev.Call = &ahp.Call{ID: c.ID}
+		input := c.Input
+		if !isJSONObject(input) {
+			input = json.RawMessage(`{}`)
+			ev.Gaps = []ahp.Gap{{Path: "tool.input", Reason: "arguments not a JSON object"}}
+		}
+		ev.Tool = &ahp.Tool{Name: c.Name, Input: input, Origin: ahp.OriginNative}
+		ev.Path = x.tr.ToolPath()
+		if batch != nil {
+			b := *batch
+			ev.Batch = &b
+		}
+		st := x.settle(ev, capsToolBefore())
+		switch {
+		case st.Interrupted || x.ctx.Err() != nil:
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
+			return nil, "", false, false, errInterrupted
+		case st.Refused():
+			// deny: remove this call before the harness sees it; report it resolved.
+			reason, _ := denialText(st.Denial)
+			removed[i] = true
+			notes = append(notes, "Tool call "+c.Name+" was blocked by policy: "+reason)
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
+			x.observeResolved(c, ev.ID, "denied", "")
+			continue
+		case st.Stopped():
+			// flow stop: remove this call and every later one.
+			for j := i; j < len(calls); j++ {
+				removed[j] = true
+				parent := "" // later calls never had a tool.before
+				if j == i {
+					parent = ev.ID
+				}
+				x.observeResolved(calls[j], parent, "cancelled", "flow stop")
+			}
+			notes = append(notes, "Tool call "+c.Name+" was not run: stopped by policy: "+st.StopReason)
+			x.audit(ev, st, DeliveryIntercept, EnforceStopped, c.ID, c.Name)
+			stopped = true
+		}
+		if stopped {
+			break
+		}
+		enforcement := EnforceForwarded
+		if st.Modified && st.Event != nil && st.Event.Tool != nil {
+			// modify(input): the harness receives the effective arguments.
+			part := items[c.Item].Parts[c.Part]
+			items[c.Item].Parts[c.Part] = mapping.ToolCallPart(part.ID,
+				mapping.ToolCall{ID: c.ID, Name: c.Name, Input: st.Event.Tool.Input})
+			changed = true
+			enforcement = EnforceRewritten
+		}
+		if len(st.Injections) > 0 {
+			// Both delivery times lie in a later request: "now" is the next model call
+			// (the one carrying this call's result), next_turn the next prompt.
+			now, next := x.injections(st, ev.ID)
+			if len(now) > 0 {
+				x.s.store.Put(x.storeKey(deliverNextCall), now)
+			}
+			if len(next) > 0 {
+				x.s.store.Put(x.storeKey(deliverNextTurn), next)
+			}
+		}
+		x.audit(ev, st, DeliveryIntercept, enforcement, c.ID, c.Name)
+	}
+	if len(removed) > 0 {
+		items = x.removeCalls(items, calls, removed, joinLines(notes))
+		changed = true
+		if len(mapping.ToolCalls(items)) == 0 {
+			finish = x.tr.TerminalFinishReason()
+		}
+	}
+	return items, finish, changed, stopped, nil
+}
+
+// removeCalls deletes the tool_call parts of the removed calls and appends an assistant
+// text part that tells the agent (and the model, next time) why.
+func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall, removed map[int]bool, note string) []ahp.Message {
+	drop := map[[2]int]bool{}
+	noteItem := -1
+	for i, c := range calls {
+		if removed[i] {
+			drop[[2]int{c.Item, c.Part}] = true
+			if noteItem < 0 {
+				noteItem = c.Item
+			}
+		}
+	}
+	out := make([]ahp.Message, len(items))
+	for i, m := range items {
+		out[i] = m
+		parts := make([]ahp.Part, 0, len(m.Parts))
+		for j, p := range m.Parts {
+			if !drop[[2]int{i, j}] {
+				parts = append(parts, p)
+			}
+		}
+		out[i].Parts = parts
+	}
+	if note == "" {
+		return out
+	}
+	if noteItem < 0 || out[noteItem].Role != ahp.RoleAssistant {
+		out = append(out, ahp.Message{ID: derive("msg_", x.attempt.ID, "note"), Role: ahp.RoleAssistant, Synthesized: true})
+		noteItem = len(out) - 1
+	}
+	p := ahp.TextPart(out[noteItem].ID+".hookproxy."+strconv.Itoa(len(out[noteItem].Parts)), note)
+	p.Synthesized = true
+	out[noteItem].Parts = append(out[noteItem].Parts, p)
+	return out
+}
+
+// observeResolved reports a call hookproxy removed: tool.after with outcome denied or
+// cancelled, execution skipped by policy, no output (SPEC-DIGEST §8.4, §15.3 B.3).
+func (x *exchange) observeResolved(c mapping.LocatedCall, parentID, outcome, detail string) {
+	if !x.subs.any(ahp.EventToolAfter) {
+		return
+	}
+	ev := x.newEvent(ahp.EventToolAfter)
+	ev.ID = toolAfterEventID(x.s.source, c.ID)
+	ev.ParentEventID = parentID
+	ev.Call = &ahp.Call{ID: c.ID}
+	input := c.Input
+	if !isJSONObject(input) {
+		input = json.RawMessage(`{}`)
+	}
+	ev.Tool = &ahp.Tool{Name: c.Name, Input: input, Origin: ahp.OriginNative}
+	ev.Path = x.tr.ToolPath()
+	ev.Outcome = outcome
+	ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipPolicy, Detail: detail}
+	ev.Items = []ahp.Message{}
+	x.observe(ev, c.ID, c.Name)
+}
+
+// answerLocally answers a request the upstream never saw: a supplied result (return) or
+// a synthetic final answer after flow stop, as JSON or as the provider's SSE stream.
+func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out requestOutcome) {
+	terminal := x.tr.TerminalFinishReason()
+	var msgs []ahp.Message
+	if out.kind == outcomeSupplied {
+		msgs = out.supplied
+	} else {
+		id := derive("msg_", x.attempt.ID, "stop")
+		msgs = []ahp.Message{{ID: id, Role: ahp.RoleAssistant, Synthesized: true,
+			Parts: []ahp.Part{ahp.TextPart(id+".0", "Stopped by policy: "+out.stopReason)}}}
+	}
+	finish := terminal
+	if len(mapping.ToolCalls(msgs)) > 0 {
+		finish = "" // the translator picks its tool-call finish reason; tool.before follows
+	}
+	body, err := x.tr.SynthesizeResponse(x.req, msgs, finish)
+	if err != nil {
+		x.s.writeError(w, r, x.rt, x.rt.internalError(fmt.Errorf("synthesize response: %w", err)))
+		return
+	}
+	if out.kind == outcomeSupplied {
+		// A supplied result skips only the provider call; the response-side controls
+		// still run, with execution skipped/supplied_result (SPEC-DIGEST §5.2 return).
+		resp, err := x.tr.DecodeResponse(body)
+		if err != nil || resp == nil {
+			x.s.writeError(w, r, x.rt, x.rt.internalError(fmt.Errorf("decode synthesized response: %w", err)))
+			return
+		}
+		res := x.responseSide(resp, nil)
+		if res.err != nil {
+			x.s.writeError(w, r, x.rt, res.err)
+			return
+		}
+		if res.changed {
+			body = res.body
+		}
+	} else {
+		x.final = &finalResponse{items: msgs, stopped: true}
+	}
+	h := w.Header()
+	if x.req.Stream {
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		if err := x.tr.WriteStream(w, body); err != nil {
+			x.s.logAt(x.ctx, zapcore.DebugLevel, "writing a synthesized stream failed", zap.String("route", x.rt.prefix), zap.Error(err))
+			return
+		}
+	} else {
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+	x.afterDelivery()
+}
+
+// afterDelivery dispatches what is observed once the client has the response: the
+// response-side observations of a streamed-through response, model.error, and turn.end.
+// Nothing is started once the client went away (interruption, SPEC-DIGEST §8.2).
+func (x *exchange) afterDelivery() {
+	if x.ctx.Err() != nil {
+		return
+	}
+	if x.errTap != nil && x.errTap.eof {
+		x.observeModelError(mapping.UpstreamErrorFromBody(x.errTap.status, x.errTap.buf.Bytes()), x.errTap.latency)
+	}
+	if x.tap != nil {
+		x.observeTapped()
+	}
+	if x.streamErr != nil {
+		x.observeModelError(x.streamErr, x.streamErrLatency)
+	}
+	if x.final != nil && !x.final.hasToolCalls && x.subs.any(ahp.EventTurnEnd) {
+		ev := x.newEvent(ahp.EventTurnEnd)
+		ev.Outcome = "completed"
+		if x.final.stopped {
+			ev.Outcome = "cancelled"
+		}
+		zero := 0
+		ev.ContinuationCount = &zero
+		ev.Items = cloneMessages(x.final.items)
+		if id := lastAssistant(x.final.items); id != "" {
+			ev.LastAssistantItem = &ahp.ItemRef{ID: id}
+		}
+		x.observe(ev, "", "")
+	}
+}
+
+// observeTapped decodes a streamed-through response and runs the response-side
+// boundaries for their observers (no interceptor matched, so nothing can change).
+func (x *exchange) observeTapped() {
+	t := x.tap
+	if !t.eof || t.overflow {
+		if t.overflow {
+			x.s.logAt(x.ctx, zapcore.WarnLevel, "response larger than maxResponseBytes was not observed", zap.String("route", x.rt.prefix))
+		}
+		return
+	}
+	native := t.buf.Bytes()
+	if t.streaming {
+		asm := x.tr.NewAssembler()
+		_, _ = asm.Write(native)
+		body, err := asm.Body()
+		var ue *mapping.UpstreamError
+		if errors.As(err, &ue) {
+			x.streamErr, x.streamErrLatency = ue, t.latency
+			return
+		}
+		if err != nil {
+			x.s.logAt(x.ctx, zapcore.WarnLevel, "streamed response could not be assembled for observers", zap.String("route", x.rt.prefix), zap.Error(err))
+			return
+		}
+		native = body
+	}
+	if !x.observesResponse() {
+		return
+	}
+	resp, err := x.tr.DecodeResponse(native)
+	if err != nil || resp == nil {
+		x.s.logAt(x.ctx, zapcore.WarnLevel, "response could not be decoded for observers", zap.String("route", x.rt.prefix), zap.Error(err))
+		return
+	}
+	latency := t.latency
+	x.responseSide(resp, &latency)
+}
+
+// observeModelError observes an upstream error as model.error (SPEC-DIGEST §15.3 A.4).
+func (x *exchange) observeModelError(ue *mapping.UpstreamError, latency time.Duration) {
+	if ue == nil || !x.subs.any(ahp.EventModelError) {
+		return
+	}
+	ev := x.newEvent(ahp.EventModelError)
+	model, attempt := x.model, x.attempt
+	ev.Model, ev.Attempt = &model, &attempt
+	ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
+	msg := x.scrub(ue.Message)
+	if msg == "" {
+		msg = "upstream answered HTTP " + strconv.Itoa(ue.Status)
+	}
+	ev.Error = &ahp.ErrorInfo{Message: msg, Class: "provider_http", Code: ue.Type}
+	if ue.Status > 0 {
+		ev.Error.Status = jsonStatus(ue.Status)
+	}
+	if latency > 0 {
+		ms := float64(latency.Microseconds()) / 1000
+		ev.LatencyMs = &ms
+	}
+	x.observe(ev, "", "")
+}
+
+// onForwardError observes a failed upstream call (no HTTP answer) as model.error.
+func (x *exchange) onForwardError(err error) {
+	var he *httpError
+	if errors.As(err, &he) || errors.Is(err, errInterrupted) || x.ctx.Err() != nil {
+		return
+	}
+	if !x.subs.any(ahp.EventModelError) {
+		return
+	}
+	ev := x.newEvent(ahp.EventModelError)
+	model, attempt := x.model, x.attempt
+	ev.Model, ev.Attempt = &model, &attempt
+	ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
+	ev.Error = &ahp.ErrorInfo{Message: "the upstream could not be reached", Class: "provider_connection"}
+	x.observe(ev, "", "")
+}
+
+// bodyTap copies what a streamed-through body delivers (up to limit) while the client
+// receives it unchanged.
+type bodyTap struct {
+	rc        io.ReadCloser
+	buf       bytes.Buffer
+	limit     int64
+	streaming bool
+	overflow  bool
+	eof       bool
+	status    int
+	start     time.Time
+	latency   time.Duration
+}
+
+func (t *bodyTap) Read(p []byte) (int, error) {
+	n, err := t.rc.Read(p)
+	if n > 0 && !t.overflow {
+		if int64(t.buf.Len()+n) > t.limit {
+			if t.status == 0 { // a success body: too large to observe
+				t.overflow = true
+				t.buf = bytes.Buffer{}
+			} else { // an error body: keep its head
+				t.buf.Write(p[:t.limit-int64(t.buf.Len())])
+				t.overflow = true
+			}
+		} else {
+			t.buf.Write(p[:n])
+		}
+	}
+	if err == io.EOF && !t.eof {
+		t.eof = true
+		t.latency = time.Since(t.start)
+	}
+	return n, err
+}
+
+func (t *bodyTap) Close() error { return t.rc.Close() }
+
+func allCalls(n int) map[int]bool {
+	m := make(map[int]bool, n)
+	for i := 0; i < n; i++ {
+		m[i] = true
+	}
+	return m
+}
+
+// stripToolCalls removes every tool_call part.
+func stripToolCalls(items []ahp.Message) []ahp.Message {
+	for i := range items {
+		parts := items[i].Parts[:0:0]
+		for j := range items[i].Parts {
+			if _, ok := mapping.ParseToolCall(&items[i].Parts[j]); !ok {
+				parts = append(parts, items[i].Parts[j])
+			}
+		}
+		items[i].Parts = parts
+	}
+	return items
+}
+
+func lastAssistant(items []ahp.Message) string {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role == ahp.RoleAssistant {
+			return items[i].ID
+		}
+	}
+	return ""
+}
+
+func joinLines(lines []string) string {
+	var b bytes.Buffer
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// attemptUsage completes provider usage as attempt usage (SPEC-DIGEST §3.1). Missing
+// counts stay missing: unknown is not zero.
+func attemptUsage(u *ahp.Usage) *ahp.Usage {
+	if u == nil {
+		return nil
+	}
+	c := *u
+	if c.Kind == "" {
+		c.Kind = "amount"
+	}
+	if c.Scope == "" {
+		c.Scope = "attempt"
+	}
+	if c.Completeness == "" {
+		c.Completeness = "complete"
+	}
+	if c.Provenance == "" {
+		c.Provenance = "provider"
+	}
+	return &c
+}

@@ -1,0 +1,331 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/hookproxy/hookproxy/chain"
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// exchange is the per-request scope of one boundary request: the decoded native request,
+// the canonical identities derived from it, the effective message list as boundaries edit
+// it, and what the response side needs later. It lives for one HTTP request.
+type exchange struct {
+	rt   *route
+	s    *Server
+	tr   mapping.Translator
+	ctx  context.Context
+	subs subscriptions
+
+	req       *mapping.Request
+	items     []ahp.Message // effective request list
+	changed   bool          // items differ from req.Items: render with EncodeRequest
+	outBody   []byte        // the body sent upstream
+	session   ahp.Session
+	turn      ahp.Turn
+	model     ahp.Model
+	modelGaps []ahp.Gap
+	attempt   ahp.Attempt
+	principal string   // hash of the client's credentials; scopes store keys, never sent
+	secrets   []string // the client's credential values, to scrub provider error text
+
+	settlements []*chain.Settlement
+	observing   sync.WaitGroup // observe-only deliveries started by this request
+
+	// response side
+	upstreamStart    time.Time
+	tap              *bodyTap // copy of a streamed-through body, for observers
+	errTap           *bodyTap // head of an upstream error body, for model.error
+	streamErr        *mapping.UpstreamError
+	streamErrLatency time.Duration
+	final            *finalResponse // what the client received, for turn.end
+}
+
+// finalResponse is the response the client received, as canonical content.
+type finalResponse struct {
+	items        []ahp.Message
+	hasToolCalls bool
+	stopped      bool
+}
+
+// serveBoundaries is the boundary pipeline of one translated request (DESIGN §2).
+func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapping.Translator, subs subscriptions) {
+	x, err := rt.newExchange(r, tr, subs)
+	if err != nil {
+		rt.s.writeError(w, r, rt, err)
+		return
+	}
+	// A hook call owns the observations it dispatched: they finish within the request.
+	defer x.waitObservers()
+
+	out := x.requestSide()
+	switch out.kind {
+	case outcomeInterrupted:
+		return
+	case outcomeRefused:
+		rt.s.writeError(w, r, rt, out.err)
+		return
+	case outcomeSupplied, outcomeStopped:
+		x.answerLocally(w, r, out)
+		return
+	}
+	rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
+	x.afterDelivery()
+}
+
+func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions) (*exchange, error) {
+	limit := rt.s.limits.MaxRequestBytes
+	if r.ContentLength > limit {
+		return nil, rt.tooLarge(limit)
+	}
+	body, err := readAllLimited(r.Body, limit, r.ContentLength)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return nil, rt.tooLarge(limit)
+	case err != nil && r.Context().Err() != nil:
+		return nil, errInterrupted
+	case err != nil:
+		return nil, rt.badRequest("the request body could not be read", err)
+	}
+	req, err := tr.DecodeRequest(body)
+	if err != nil || req == nil {
+		// No hook is called for a body the translator cannot read.
+		var br *mapping.BadRequest
+		if errors.As(err, &br) {
+			return nil, rt.badRequest(br.Reason, err)
+		}
+		return nil, rt.badRequest("malformed request body", err)
+	}
+	if req.Original == nil {
+		req.Original = body
+	}
+	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: r.Context(), subs: subs, req: req}
+	x.items = append([]ahp.Message(nil), req.Items...)
+	x.session = sessionFor(r.Header.Get(SessionHeader), tr.Provider(), req)
+	x.turn = turnFor(x.session.ID, req.Items)
+	x.model = ahp.Model{ID: req.Model, Provider: tr.Provider()}
+	if x.model.ID == "" {
+		x.model.ID = "unknown"
+		x.modelGaps = []ahp.Gap{{Path: "model.id", Reason: "the request names no model"}}
+	}
+	x.attempt = ahp.Attempt{ID: "att_" + randomHex() + "-1", Number: 1, Synthesized: true}
+	x.principal, x.secrets = credentialsOf(r.Header)
+	return x, nil
+}
+
+// credentialHeaders carry client credentials. Their values are forwarded untouched and
+// otherwise only hashed (store scoping) or used to scrub error text; never logged.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization"}
+
+func credentialsOf(h http.Header) (principal string, secrets []string) {
+	parts := make([]string, 0, len(credentialHeaders))
+	for _, name := range credentialHeaders {
+		v := h.Get(name)
+		parts = append(parts, v)
+		if v == "" {
+			continue
+		}
+		secrets = append(secrets, v)
+		if _, tok, ok := strings.Cut(v, " "); ok && tok != "" {
+			secrets = append(secrets, strings.TrimSpace(tok))
+		}
+	}
+	return derive("", parts...), secrets
+}
+
+// keyLike matches API-key-shaped tokens that providers echo (partly masked) in errors.
+var keyLike = regexp.MustCompile(`\b(?:sk|pk|rk|key)-[A-Za-z0-9_*\-]{4,}`)
+
+// scrub removes the client's credentials, and anything shaped like an API key, from
+// provider error text before it enters an event (DESIGN §3: credentials never appear in
+// hook events).
+func (x *exchange) scrub(s string) string {
+	for _, sec := range x.secrets {
+		if len(sec) >= 8 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return keyLike.ReplaceAllString(s, "[redacted]")
+}
+
+// Store keys: deferred injections are scoped to the session and to the client's
+// credentials, so that two tenants whose synthesized session ids collide (same opening
+// prompt) never receive each other's context.
+const (
+	deliverNextCall = "next_call" // "now" accepted at tool.before: the next model call
+	deliverNextTurn = "next_turn"
+)
+
+func (x *exchange) storeKey(kind string) string {
+	return kind + "\x00" + x.session.ID + "\x00" + x.principal
+}
+
+// newEvent starts an event of this exchange with a fresh identity.
+func (x *exchange) newEvent(typ string) *ahp.Event {
+	sess, turn := x.session, x.turn
+	return &ahp.Event{ID: newEventID(), Source: x.s.source, Type: typ, Time: eventTime(),
+		Session: &sess, Turn: &turn}
+}
+
+// settle runs one interceptable boundary through the chain. With only observers
+// subscribed the chain settles at once and dispatches the observations.
+func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
+	st := x.s.intercept(x.ctx, ev, caps)
+	if st == nil { // defensive: an engine that settles nothing decided nothing
+		st = &chain.Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
+	}
+	if st.Event == nil {
+		st.Event = ev
+	}
+	x.settlements = append(x.settlements, st)
+	return st
+}
+
+// observe delivers an observe-only event and records it. Delivery runs concurrently so
+// that a slow observer never delays the response it describes; the request still owns it
+// and waits for it before completing (SPEC-DIGEST §8.2). ev must not change afterwards.
+func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
+	x.s.traceObserved(x.ctx, ev)
+	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })
+	x.audit(ev, nil, DeliveryObserve, EnforceForwarded, callID, toolName)
+}
+
+// waitObservers returns once every observation this request started has completed or
+// reached its bounded deadline: no delivery outlives the request.
+func (x *exchange) waitObservers() {
+	for _, st := range x.settlements {
+		st.Wait()
+	}
+	x.observing.Wait()
+}
+
+// audit hands the enforced boundary to the Auditor.
+func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcement, callID, toolName string) {
+	if x.s.auditor == nil {
+		return
+	}
+	rec := BoundaryRecord{
+		Time: time.Now().UTC(), Route: x.rt.prefix, API: x.rt.api,
+		EventID: ev.ID, EventType: ev.Type, ParentID: ev.ParentEventID,
+		SessionID: x.session.ID, TurnID: x.turn.ID, CallID: callID, ToolName: toolName,
+		Delivery: delivery, Enforcement: enforcement, Event: ev,
+		Permission: ahp.PermissionNone, Flow: ahp.FlowNone,
+	}
+	if ev.Model != nil {
+		rec.Model = ev.Model.ID
+	}
+	if st != nil {
+		rec.Records = st.Records
+		rec.Permission, rec.Flow, rec.StopReason = st.Permission, st.Flow, st.StopReason
+		rec.Denial, rec.Modified, rec.Injections = st.Denial, st.Modified, len(st.Injections)
+		rec.Supplied, rec.Interrupted = st.Candidate != nil, st.Interrupted
+		if st.Event != nil {
+			rec.Event = st.Event
+		}
+	}
+	x.s.auditor.OnBoundary(x.ctx, rec)
+}
+
+// injections turns a settlement's accepted inject effects into messages with fresh
+// identities ("new injected items get new identities", SPEC-DIGEST §5.2), split by
+// delivery time. Fresh ids also keep an injected item from being mistaken for an
+// existing native message when the request is re-rendered.
+func (x *exchange) injections(st *chain.Settlement, eventID string) (now, nextTurn []ahp.Message) {
+	for i, eff := range st.Injections {
+		var msgs []ahp.Message
+		if err := json.Unmarshal(eff.Value, &msgs); err != nil {
+			// The chain validated the value; this would be an engine defect.
+			x.s.logAt(x.ctx, zapcore.ErrorLevel, "accepted inject effect is not a message list", zap.String("event", eventID), zap.Error(err))
+			continue
+		}
+		for j := range msgs {
+			m := &msgs[j]
+			m.ID = derive("inj_", eventID, strconv.Itoa(i), strconv.Itoa(j))
+			m.Synthesized = true
+			for k := range m.Parts {
+				m.Parts[k].ID = m.ID + "." + strconv.Itoa(k)
+				m.Parts[k].Synthesized = true
+			}
+		}
+		if eff.DeliverAt == ahp.DeliverNextTurn {
+			nextTurn = append(nextTurn, msgs...)
+		} else {
+			now = append(now, msgs...)
+		}
+	}
+	return now, nextTurn
+}
+
+// prepareOutbound sets the rendered body on the upstream request (reverse proxy Rewrite).
+func (x *exchange) prepareOutbound(out *http.Request) {
+	body := x.outBody
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	out.Header.Del("Content-Length")
+	if x.readsResponse() {
+		// Let the transport negotiate and undo compression, so that the body hookproxy
+		// decodes or taps is the provider's JSON.
+		out.Header.Del("Accept-Encoding")
+	}
+	x.upstreamStart = time.Now()
+}
+
+// readsResponse reports whether any subscription needs the response content.
+func (x *exchange) readsResponse() bool {
+	for _, t := range [...]string{ahp.EventModelResponseAfter, ahp.EventToolBefore,
+		ahp.EventTurnFinishBefore, ahp.EventTurnEnd, ahp.EventModelError} {
+		if x.subs.any(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsResponse reports whether the response must be held until its chains settle
+// (SPEC-DIGEST §15.3 B.1, §15.7: a tool call must be decided before the harness sees it).
+func (x *exchange) holdsResponse() bool {
+	return x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventToolBefore) ||
+		x.subs.intercepted(ahp.EventTurnFinishBefore)
+}
+
+// observesResponse reports whether a streamed-through response must be tapped for
+// observers.
+func (x *exchange) observesResponse() bool {
+	return x.subs.any(ahp.EventModelResponseAfter) || x.subs.any(ahp.EventToolBefore) ||
+		x.subs.any(ahp.EventTurnFinishBefore) || x.subs.any(ahp.EventTurnEnd)
+}
+
+// cloneMessages copies messages and their part lists, so that events handed to the chain
+// never alias the exchange's working list.
+func cloneMessages(in []ahp.Message) []ahp.Message {
+	out := make([]ahp.Message, len(in))
+	for i, m := range in {
+		out[i] = m
+		out[i].Parts = append([]ahp.Part(nil), m.Parts...)
+	}
+	return out
+}
+
+// isJSONObject reports whether raw is a JSON object (tool.input must be one).
+func isJSONObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+// jsonStatus encodes an HTTP status for error.status.
+func jsonStatus(code int) json.RawMessage { return json.RawMessage(strconv.Itoa(code)) }

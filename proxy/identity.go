@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Identity rules (DESIGN §2 "stateless by design", SPEC-DIGEST §15.4): every id that a
+// later request must reproduce is derived from content with sha256, so any replica can
+// serve any request; only ids of one-off occurrences are random.
+
+// newEventID returns a random 128-bit event id (SPEC-DIGEST §2.2: unique per source).
+func newEventID() string { return "evt_" + randomHex() }
+
+func randomHex() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// derive hashes the parts (NUL-separated, so ("ab","c") and ("a","bc") differ) into a
+// 128-bit hex id with the given prefix.
+func derive(prefix string, parts ...string) string {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return prefix + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// eventTime is the RFC 3339 UTC timestamp of a new event.
+func eventTime() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// sessionFor returns session.id: the X-Hookproxy-Session header (DESIGN §3), else a
+// synthesized id derived from the translator's native session hint, else from the ids of
+// the conversation's opening system and user messages (stable for the conversation's
+// lifetime because message ids are themselves derived from content).
+func sessionFor(header, provider string, req *mapping.Request) ahp.Session {
+	if header = strings.TrimSpace(header); header != "" {
+		return ahp.Session{ID: header}
+	}
+	if req.SessionHint != "" {
+		return ahp.Session{ID: derive("ses_", provider, "hint", req.SessionHint), Synthesized: true}
+	}
+	parts := []string{provider, "items"}
+	for _, m := range req.Items {
+		if m.Role == ahp.RoleSystem || m.Role == ahp.RoleDeveloper {
+			parts = append(parts, m.ID)
+		}
+		if m.Role == ahp.RoleUser {
+			parts = append(parts, m.ID)
+			break // the first user message opens the conversation
+		}
+	}
+	return ahp.Session{ID: derive("ses_", parts...), Synthesized: true}
+}
+
+// turnFor derives turn.id from the session and the latest user prompt, so every request
+// of one tool loop (which repeats that prompt in its history) shares the turn.
+func turnFor(session string, items []ahp.Message) ahp.Turn {
+	prompt := ""
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role == ahp.RoleUser {
+			prompt = items[i].ID
+			break
+		}
+	}
+	return ahp.Turn{ID: derive("trn_", session, prompt), Synthesized: true}
+}
+
+// toolBeforeEventID and toolAfterEventID are derived from (source, call id) so that the
+// tool.after built from a later request can name its tool.before as parent without any
+// state, and a retried request re-sends the same event identity (AHP-CORE-004).
+func toolBeforeEventID(source, callID string) string {
+	return derive("evt_", source, ahp.EventToolBefore, callID)
+}
+
+func toolAfterEventID(source, callID string) string {
+	return derive("evt_", source, ahp.EventToolAfter, callID)
+}

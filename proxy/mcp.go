@@ -1,0 +1,231 @@
+package proxy
+
+// MCP routes (`api: mcp`): hookproxy in front of an MCP server that speaks Streamable
+// HTTP (MCP 2025-06-18 / 2025-11-25). Every request is relayed as is, with one exception:
+// a POST that carries a tools/call request while tool.before or tool.after is subscribed.
+// Such a POST is read whole, each call is settled through tool.before and enforced here
+// (refused, rewritten, answered from a supplied result, or forwarded), and the server's
+// answer — JSON or an SSE stream — is read for the results, which pass tool.after before
+// the caller sees them. The JSON lives in mapping/mcp; this file and its mcp_* siblings
+// hold the HTTP side.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+
+	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping/mcp"
+)
+
+// MCP Streamable HTTP headers hookproxy reads. Every MCP header (these, MCP-Protocol-Version,
+// Last-Event-ID, Mcp-Method, Mcp-Name) is relayed both ways untouched.
+const (
+	mcpSessionHeader     = "Mcp-Session-Id"
+	mcpParamHeaderPrefix = "Mcp-Param-" // MCP 2026-07-28 (SEP-2243): argument values mirrored in headers
+)
+
+// NewMCPHandler is the MCPHandlerFactory of `api: mcp` routes; the serve command passes it
+// in Options.MCPHandler.
+func NewMCPHandler(env MCPRoute) (http.Handler, error) {
+	up, err := parseUpstream(env.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := cleanPrefix(env.Route.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	if env.Transport == nil {
+		return nil, errors.New("mcp: no upstream transport")
+	}
+	h := &mcpHandler{env: env, prefix: prefix, upstream: up, serverID: env.Route.ServerID, log: env.Logger}
+	if h.serverID == "" {
+		h.serverID = prefix // config.Route documents the prefix as the default server id
+	}
+	if h.log == nil {
+		h.log = zap.NewNop()
+	}
+	h.env.Limits = withDefaultLimits(env.Limits)
+	h.connURL = connectionURL(up)
+	h.rp = &httputil.ReverseProxy{
+		Rewrite:        h.rewrite,
+		Transport:      env.Transport,
+		FlushInterval:  -1, // SSE streams (POST answers, the GET stream) are relayed as they arrive
+		ErrorHandler:   h.proxyError,
+		ModifyResponse: h.modifyResponse,
+		BufferPool:     copyBuffers,
+		ErrorLog:       zap.NewStdLog(h.log.Named("mcp-reverseproxy")),
+	}
+	return h, nil
+}
+
+var _ MCPHandlerFactory = NewMCPHandler
+
+// connectionURL is tool.mcp.connection.url: the upstream without userinfo, query or
+// fragment. A query may carry an API key, and the descriptor must never hold credentials
+// (SPEC-DIGEST §3.1).
+func connectionURL(up *url.URL) string {
+	u := *up
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
+}
+
+// mcpHandler serves one MCP route. Requests arrive with the route prefix stripped.
+type mcpHandler struct {
+	env      MCPRoute
+	prefix   string
+	serverID string
+	upstream *url.URL
+	connURL  string
+	log      *zap.Logger
+	rp       *httputil.ReverseProxy
+}
+
+// mcpSubs says which tool events have a matching subscription.
+type mcpSubs struct {
+	before, beforeIntercept bool
+	after, afterIntercept   bool
+}
+
+// subscriptions asks the chain on every request, so a changed registration is honoured.
+func (h *mcpHandler) subscriptions() mcpSubs {
+	if h.env.Chain == nil {
+		return mcpSubs{}
+	}
+	var s mcpSubs
+	in, ob := h.env.Chain.Subscribed(ahp.EventToolBefore)
+	s.before, s.beforeIntercept = in || ob, in
+	in, ob = h.env.Chain.Subscribed(ahp.EventToolAfter)
+	s.after, s.afterIntercept = in || ob, in
+	return s
+}
+
+// ServeHTTP relays every request untouched, except POSTs while a tool event is subscribed:
+// those go through serveCalls, which relays them untouched too unless they hold a
+// tools/call. With no subscription nothing is even parsed (DESIGN §1 fast path).
+func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		if subs := h.subscriptions(); subs.before || subs.after {
+			h.serveCalls(w, r, subs)
+			return
+		}
+	}
+	h.forward(w, r)
+}
+
+// forward relays a request as is, streaming both bodies: GET (the server's stream, with
+// Last-Event-ID for resumption), DELETE (session end) and every POST of the fast path.
+func (h *mcpHandler) forward(w http.ResponseWriter, r *http.Request) {
+	limit := h.env.Limits.MaxRequestBytes
+	if r.ContentLength > limit {
+		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
+		return
+	}
+	st := &mcpState{}
+	out := r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, st))
+	if r.Body != nil && r.Body != http.NoBody {
+		st.body = &limitedBody{rc: r.Body, remaining: limit}
+		out.Body = st.body
+	}
+	h.rp.ServeHTTP(w, out)
+}
+
+func (h *mcpHandler) tooLargeMessage() string {
+	return "request body exceeds the proxy limit of " + strconv.FormatInt(h.env.Limits.MaxRequestBytes, 10) + " bytes"
+}
+
+// rewrite points the outbound request at the upstream. The MCP endpoint is one URL, so the
+// route itself ("/mcp/files" or "/mcp/files/") addresses the upstream URL exactly; a longer
+// path is appended to it.
+func (h *mcpHandler) rewrite(pr *httputil.ProxyRequest) {
+	in, out := pr.In, pr.Out
+	u := *h.upstream
+	if in.URL.Path != "" && in.URL.Path != "/" {
+		u.Path, u.RawPath = joinPath(h.upstream, in.URL.Path, in.URL.RawPath)
+	}
+	switch {
+	case h.upstream.RawQuery == "":
+		u.RawQuery = in.URL.RawQuery
+	case in.URL.RawQuery != "":
+		u.RawQuery = h.upstream.RawQuery + "&" + in.URL.RawQuery
+	}
+	u.Fragment, u.RawFragment = "", ""
+	out.URL = &u
+	out.Host = "" // the Host header names the upstream (MCP servers check it against DNS rebinding)
+	for _, name := range forwardedHeaders {
+		if v, ok := in.Header[name]; ok {
+			out.Header[name] = v
+		}
+	}
+	out.Header.Del(SessionHeader)
+	if st := mcpStateFrom(in.Context()); st != nil && st.x != nil {
+		st.x.prepareOutbound(out)
+	}
+}
+
+func (h *mcpHandler) modifyResponse(resp *http.Response) error {
+	if st := mcpStateFrom(resp.Request.Context()); st != nil && st.x != nil {
+		return st.x.onResponse(resp)
+	}
+	return nil
+}
+
+// proxyError answers transport failures (and an over-limit streamed body) with a JSON-RPC
+// error, so an MCP client reports it like any server error.
+func (h *mcpHandler) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client went away: nobody to answer
+	}
+	st := mcpStateFrom(r.Context())
+	if st != nil && st.body != nil && st.body.exceeded.Load() {
+		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
+		return
+	}
+	var id []byte
+	if st != nil && st.x != nil {
+		st.x.onForwardError()
+		id = st.x.singleID()
+	}
+	h.log.Warn("mcp upstream request failed", zap.String("route", h.prefix), zap.String("error", safeError(err)))
+	h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "hookproxy could not reach the MCP server")
+}
+
+// writeRPCError is the one place the handler answers with its own JSON-RPC error.
+func (h *mcpHandler) writeRPCError(w http.ResponseWriter, status int, id []byte, code int, message string) {
+	hd := w.Header()
+	hd.Del("Content-Length")
+	hd.Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(mcp.ErrorResponse(id, code, message, nil))
+}
+
+// mcpState travels in the request context from the handler to the reverse proxy hooks.
+type mcpState struct {
+	body *limitedBody // fast path: the streamed, limited request body
+	x    *mcpExchange // tools/call path
+}
+
+type mcpStateKey struct{}
+
+func mcpStateFrom(ctx context.Context) *mcpState {
+	st, _ := ctx.Value(mcpStateKey{}).(*mcpState)
+	return st
+}
+
+// mcpReadError turns a failed body read into the answer for it.
+func (h *mcpHandler) mcpReadError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
+	case r.Context().Err() != nil:
+	default:
+		h.writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeParseError, fmt.Sprintf("hookproxy could not read the request body: %s", safeError(err)))
+	}
+}

@@ -1,0 +1,457 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/chain"
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/mapping/mcp"
+)
+
+// Denial codes of refusals the MCP handler decides itself.
+const (
+	codeMCPInvalidReturn = "hookproxy.invalid_return" // a supplied result that is not a CallToolResult
+	codeMCPRenderFailed  = "hookproxy.render_failed"  // an accepted edit that cannot be applied
+)
+
+// mcpExchange is the per-request scope of one POST that holds tools/call requests: the
+// decoded body, what each call became, and the calls whose results are still expected
+// from the server. It lives for one HTTP request.
+type mcpExchange struct {
+	h    *mcpHandler
+	ctx  context.Context
+	subs mcpSubs
+
+	body    *mcp.Body
+	entries []mcpEntry
+	session *ahp.Session
+	scope   string   // what keeps JSON-RPC ids of different MCP sessions apart in call ids
+	secrets []string // the client's credentials and session id, scrubbed from server text
+	// modifyInput is false when the request mirrors arguments in Mcp-Param-* headers
+	// (MCP 2026-07-28): hookproxy cannot re-derive those headers from edited arguments, and
+	// a server checks that they agree, so an edit would not be enforceable as the policy
+	// meant it. It is then not advertised (SPEC-DIGEST §6.3).
+	modifyInput bool
+
+	outBody []byte                // what goes upstream
+	local   [][]byte              // answers hookproxy gives itself, in body order
+	pending map[string]*mcpCallSt // forwarded calls awaiting a result, by mcp.IDKey
+
+	settlements []*chain.Settlement
+	observing   sync.WaitGroup
+}
+
+// mcpEntry is one message of the body: forwarded (raw, possibly rewritten) or answered
+// locally (answer).
+type mcpEntry struct {
+	raw    []byte
+	answer []byte
+	call   *mcpCallSt
+}
+
+// mcpCallSt is one tools/call and what happened to it.
+type mcpCallSt struct {
+	call     *mcp.ToolCall
+	callID   string
+	input    json.RawMessage // effective arguments
+	beforeID string          // tool.before event id; "" when none was built
+	batch    *ahp.Batch
+}
+
+// serveCalls handles a POST while a tool event is subscribed.
+func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcpSubs) {
+	limit := h.env.Limits.MaxRequestBytes
+	if r.ContentLength > limit {
+		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
+		return
+	}
+	raw, err := readAllLimited(r.Body, limit, r.ContentLength)
+	if err != nil {
+		h.mcpReadError(w, r, err)
+		return
+	}
+	body, err := mcp.ParseBody(raw)
+	if err != nil {
+		// No hook is called for a body nobody can read, and it is not forwarded: a server
+		// that parsed it differently could run a call no hook saw.
+		code, msg := mcp.CodeInvalidRequest, err.Error()
+		var je *mcp.Error
+		if errors.As(err, &je) {
+			code, msg = je.Code, je.Message
+		}
+		h.writeRPCError(w, http.StatusBadRequest, nil, code, "hookproxy: "+msg)
+		return
+	}
+	x := &mcpExchange{h: h, ctx: r.Context(), subs: subs, body: body, modifyInput: true,
+		pending: map[string]*mcpCallSt{}}
+	// A hook call owns the observations it dispatched: they finish within the request.
+	defer x.wait()
+	x.session, x.scope = h.sessionOf(r)
+	_, x.secrets = credentialsOf(r.Header)
+	if v := r.Header.Get(mcpSessionHeader); v != "" {
+		x.secrets = append(x.secrets, v)
+	}
+	for name := range r.Header {
+		if strings.HasPrefix(name, mcpParamHeaderPrefix) {
+			x.modifyInput = false
+		}
+	}
+	if err := x.decide(); err != nil {
+		return // interrupted: the client went away
+	}
+	changed := false
+	var out [][]byte
+	for i, e := range x.entries {
+		if e.answer != nil {
+			x.local = append(x.local, e.answer)
+			changed = true
+			continue
+		}
+		out = append(out, e.raw)
+		changed = changed || !bytes.Equal(e.raw, body.Messages[i].Raw)
+	}
+	if len(out) == 0 {
+		// Everything was answered here: the server is not called.
+		x.writeLocal(w)
+		return
+	}
+	x.outBody = raw // unchanged: the client's bytes go out as they came
+	if changed {
+		x.outBody = body.Encode(out)
+	}
+	h.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, &mcpState{x: x})))
+}
+
+// sessionOf returns session.id and the call-id scope. The Mcp-Session-Id value is hashed,
+// never put into events or logs as is: the server hands it out as the session's only
+// credential, so anyone holding it could act in that session. Its hash still correlates
+// the events of one session. Without any session the call ids get a random scope, since
+// JSON-RPC ids repeat across clients and AHP call identities must not collide.
+func (h *mcpHandler) sessionOf(r *http.Request) (*ahp.Session, string) {
+	mcpSession := r.Header.Get(mcpSessionHeader)
+	scope := "nonce:" + randomHex()
+	if mcpSession != "" {
+		scope = derive("", "mcp-session", mcpSession)
+	}
+	if v := strings.TrimSpace(r.Header.Get(SessionHeader)); v != "" {
+		return &ahp.Session{ID: v}, scope
+	}
+	if mcpSession != "" {
+		return &ahp.Session{ID: derive("ses_", h.serverID, "mcp-session", mcpSession), Synthesized: true}, scope
+	}
+	return nil, scope // AHP: never fabricate a session
+}
+
+// decide classifies every message and settles tool.before for each tools/call, in body
+// order (sequential, so decisions are deterministic). It returns errInterrupted when the
+// client went away.
+func (x *mcpExchange) decide() error {
+	var calls []*mcpCallSt
+	x.entries = make([]mcpEntry, len(x.body.Messages))
+	for i := range x.body.Messages {
+		m := &x.body.Messages[i]
+		x.entries[i].raw = m.Raw
+		call, isCall, err := mcp.ToolCallOf(m)
+		switch {
+		case !isCall:
+		case err != nil:
+			// A tools/call nobody can judge is answered here and never forwarded.
+			var je *mcp.Error
+			if !errors.As(err, &je) {
+				je = &mcp.Error{Code: mcp.CodeInvalidParams, Message: err.Error()}
+			}
+			x.entries[i].answer = mcp.ErrorResponse(m.ID, je.Code, "hookproxy: "+je.Message, nil)
+		default:
+			c := &mcpCallSt{call: call, input: call.Arguments,
+				callID: derive("call_", x.h.serverID, x.scope, mcp.IDKey(call.ID))}
+			x.entries[i].call = c
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) > 1 {
+		ids := make([]string, len(calls))
+		for i, c := range calls {
+			ids[i] = c.callID
+		}
+		b := &ahp.Batch{ID: derive("bat_", append([]string{x.h.serverID, x.scope}, ids...)...), CallIDs: ids, Synthesized: true}
+		for _, c := range calls {
+			c.batch = b
+		}
+	}
+	for i := range x.entries {
+		e := &x.entries[i]
+		if e.call == nil {
+			continue
+		}
+		if err := x.toolBefore(e); err != nil {
+			return err
+		}
+		if e.answer == nil {
+			x.pending[mcp.IDKey(e.call.call.ID)] = e.call
+		}
+	}
+	return nil
+}
+
+// newEvent starts a tool event of call c.
+func (x *mcpExchange) newEvent(typ string, c *mcpCallSt) *ahp.Event {
+	ev := &ahp.Event{ID: newEventID(), Source: x.h.env.Source, Type: typ, Time: eventTime(),
+		Call: &ahp.Call{ID: c.callID, Synthesized: true}, Path: mcp.ToolPath}
+	if x.session != nil {
+		s := *x.session
+		ev.Session = &s
+	}
+	ev.Tool = &ahp.Tool{Name: c.call.Name, Input: c.input, Origin: ahp.OriginMCP, MCP: &ahp.MCPTool{
+		Server:     ahp.MCPServer{ID: x.h.serverID},
+		ToolName:   c.call.Name,
+		Provenance: "runtime", // seen on the wire, not inferred
+		Connection: ahp.MCPConnection{Transport: "http", URL: x.h.connURL},
+	}}
+	if c.batch != nil {
+		b := *c.batch
+		ev.Batch = &b
+	}
+	return ev
+}
+
+// capsMCPToolBefore is what hookproxy enforces at an MCP tool.before: deny and flow stop
+// (the caller gets an error result, the server is not called), modify(input) (the server
+// receives the effective arguments) and return (the caller gets the supplied result, the
+// server is not called). Not allow or ask (there is no permission prompt to suppress or
+// raise), not message (no user channel), not inject (no model request to carry it).
+func capsMCPToolBefore(modifyInput bool) ahp.Capabilities {
+	c := ahp.Capabilities{
+		Effects: []string{ahp.EffectDeny, ahp.EffectReturn, ahp.EffectFlow},
+		Flow:    &ahp.FlowCaps{Operations: []string{ahp.OpStop}},
+	}
+	if modifyInput {
+		c.Effects = append(c.Effects, ahp.EffectModify)
+		c.Modify = map[string]ahp.ModifyOps{ahp.TargetInput: {Replace: true, Merge: true}}
+	}
+	return c
+}
+
+// capsMCPToolAfter: modify(output) rewrites the result before the caller sees it.
+func capsMCPToolAfter() ahp.Capabilities {
+	return ahp.Capabilities{
+		Effects: []string{ahp.EffectModify},
+		Modify:  map[string]ahp.ModifyOps{ahp.TargetOutput: {Replace: true, Merge: true}},
+	}
+}
+
+// toolBefore settles and enforces tool.before of one call (SPEC-DIGEST §15.3 C).
+func (x *mcpExchange) toolBefore(e *mcpEntry) error {
+	c := e.call
+	if !x.subs.before {
+		return nil
+	}
+	ev := x.newEvent(ahp.EventToolBefore, c)
+	c.beforeID = ev.ID
+	st := x.settle(ev, capsMCPToolBefore(x.modifyInput))
+	switch {
+	case st.Interrupted || x.ctx.Err() != nil:
+		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		return errInterrupted
+	case st.Refused():
+		reason, _ := denialText(st.Denial)
+		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult(reason))
+		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.observeResolved(c, "denied", ahp.SkipPolicy, "", nil)
+		return nil
+	case st.Stopped():
+		reason := st.StopReason
+		if reason == "" {
+			reason = "Stopped by policy."
+		}
+		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult(reason))
+		x.audit(ev, st, DeliveryIntercept, EnforceStopped, c)
+		x.observeResolved(c, "cancelled", ahp.SkipPolicy, "flow stop", nil)
+		return nil
+	}
+	if st.Event != nil && st.Event.Tool != nil {
+		c.input = st.Event.Tool.Input
+	}
+	if st.Candidate != nil {
+		return x.supplied(e, ev, st)
+	}
+	enforcement := EnforceForwarded
+	if st.Modified {
+		out, err := mcp.WithArguments(e.raw, c.input)
+		if err != nil {
+			// An accepted edit that cannot be applied must not fall back to the original
+			// arguments: those are exactly what the policy changed.
+			x.h.log.Error("mcp: applying modify(input) failed", zap.Error(err))
+			e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult("hookproxy could not apply a policy edit to the tool arguments."))
+			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+			x.observeResolved(c, "error", ahp.SkipOther, "policy edit could not be applied",
+				&ahp.ErrorInfo{Message: "a policy edit to the arguments could not be applied", Class: "hookproxy", Code: codeMCPRenderFailed})
+			return nil
+		}
+		e.raw = out
+		enforcement = EnforceRewritten
+	}
+	x.audit(ev, st, DeliveryIntercept, enforcement, c)
+	return nil
+}
+
+// supplied answers a call from a return effect: the server is not called, and the
+// supplied result still passes tool.after (SPEC-DIGEST §5.2).
+func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement) error {
+	c := e.call
+	res, err := mcp.ParseSupplied(st.Candidate.Value)
+	if err != nil {
+		// The engine checks only that the value is JSON; an MCP client could not decode
+		// this one, and forwarding instead would run what the policy meant to replace.
+		x.h.log.Warn("mcp: a supplied tool result is not a CallToolResult", zap.Error(err))
+		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult("hookproxy refused the call: a policy supplied a result that is not an MCP CallToolResult."))
+		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.observeResolved(c, "error", ahp.SkipOther, "supplied result is not a CallToolResult",
+			&ahp.ErrorInfo{Message: "the supplied result is not an MCP CallToolResult", Class: "hookproxy", Code: codeMCPInvalidReturn})
+		return nil
+	}
+	x.audit(ev, st, DeliveryIntercept, EnforceSupplied, c)
+	final, err := x.toolAfter(c, res, ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipSuppliedResult})
+	if err != nil {
+		return err
+	}
+	e.answer = mcp.ResultResponse(c.call.ID, final)
+	return nil
+}
+
+// settle runs one boundary through the chain.
+func (x *mcpExchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
+	st := x.h.env.Chain.Intercept(x.ctx, ev, caps)
+	if st == nil { // defensive: an engine that settles nothing decided nothing
+		st = &chain.Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
+	}
+	if st.Event == nil {
+		st.Event = ev
+	}
+	x.settlements = append(x.settlements, st)
+	return st
+}
+
+// observeResolved reports a call that did not produce a server result the caller sees:
+// tool.after with no items, delivered to observers (as the model routes report removed
+// calls). errInfo is required iff outcome is "error".
+func (x *mcpExchange) observeResolved(c *mcpCallSt, outcome, reason, detail string, errInfo *ahp.ErrorInfo) {
+	if !x.subs.after {
+		return
+	}
+	ev := x.newEvent(ahp.EventToolAfter, c)
+	ev.ParentEventID = c.beforeID
+	ev.Outcome = outcome
+	ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: reason, Detail: detail}
+	if reason == "" {
+		ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
+	}
+	ev.Error = errInfo
+	ev.Items = []ahp.Message{}
+	enforcement := EnforceForwarded
+	if outcome == "denied" || outcome == "cancelled" {
+		enforcement = EnforceRefused
+	}
+	x.observing.Go(func() { x.h.env.Chain.Observe(x.ctx, ev) })
+	x.audit(ev, nil, DeliveryObserve, enforcement, c)
+}
+
+// wait returns once every delivery this request started has completed or reached its
+// bounded deadline.
+func (x *mcpExchange) wait() {
+	for _, st := range x.settlements {
+		st.Wait()
+	}
+	x.observing.Wait()
+}
+
+// audit hands one boundary to the Auditor.
+func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcement string, c *mcpCallSt) {
+	a := x.h.env.Auditor
+	if a == nil {
+		return
+	}
+	rec := BoundaryRecord{
+		Time: time.Now().UTC(), Route: x.h.prefix, API: config.APIMCP,
+		EventID: ev.ID, EventType: ev.Type, ParentID: ev.ParentEventID,
+		CallID: c.callID, ToolName: c.call.Name,
+		Delivery: delivery, Enforcement: enforcement, Event: ev,
+		Permission: ahp.PermissionNone, Flow: ahp.FlowNone,
+	}
+	if ev.Session != nil {
+		rec.SessionID = ev.Session.ID
+	}
+	if st != nil {
+		rec.Records = st.Records
+		rec.Permission, rec.Flow, rec.StopReason = st.Permission, st.Flow, st.StopReason
+		rec.Denial, rec.Modified, rec.Injections = st.Denial, st.Modified, len(st.Injections)
+		rec.Supplied, rec.Interrupted = st.Candidate != nil, st.Interrupted
+		if st.Event != nil {
+			rec.Event = st.Event
+		}
+	}
+	a.OnBoundary(x.ctx, rec)
+}
+
+// writeLocal answers a POST that the server never sees: every request in it was answered
+// by hookproxy (HTTP 200, JSON, in the body's own single or batch shape).
+func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
+	body := x.body.Encode(x.local)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// localBody renders the local answers for merging into the server's answer.
+func (x *mcpExchange) localBody() []byte { return mcp.EncodeBatch(x.local) }
+
+// singleID is the id of the one request of a single-message body, or nil.
+func (x *mcpExchange) singleID() []byte {
+	if x.body.Batch || len(x.body.Messages) != 1 {
+		return nil
+	}
+	return x.body.Messages[0].ID
+}
+
+// prepareOutbound sets the body that goes upstream (reverse proxy Rewrite).
+func (x *mcpExchange) prepareOutbound(out *http.Request) {
+	body := x.outBody
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	out.Header.Del("Content-Length")
+	if x.readsResponse() {
+		// Let the transport negotiate and undo compression, so that the answer hookproxy
+		// reads is the server's JSON.
+		out.Header.Del("Accept-Encoding")
+	}
+}
+
+// readsResponse reports whether the server's answer must be read: results to check, or
+// local answers to merge into it.
+func (x *mcpExchange) readsResponse() bool {
+	return (x.subs.after && len(x.pending) > 0) || len(x.local) > 0
+}
+
+// scrub removes the client's credentials and session id, and anything shaped like an API
+// key, from server-supplied text before it enters an event: a server may echo them in an
+// error message, and hook events never carry credentials (DESIGN §3).
+func (x *mcpExchange) scrub(s string) string {
+	for _, sec := range x.secrets {
+		if len(sec) >= 8 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return keyLike.ReplaceAllString(s, "[redacted]")
+}

@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/anthropic"
+	"github.com/hookproxy/hookproxy/mapping/openai"
+)
+
+// translatorTable lists, per API kind, the native endpoints (path after the route prefix,
+// POST only) that run through the boundary pipeline; every other request on the route is
+// reverse-proxied as is. The first entry's translator also renders the route's errors.
+func translatorTable(api string) (table map[string]mapping.Translator, errT mapping.Translator) {
+	switch api {
+	case config.APIOpenAI:
+		chat := openai.NewChat()
+		return map[string]mapping.Translator{
+			"/v1/chat/completions": chat,
+			// "/v1/responses": openai.NewResponses(), once that translator exists.
+		}, chat
+	case config.APIAnthropic:
+		msgs := anthropic.NewMessages()
+		return map[string]mapping.Translator{"/v1/messages": msgs}, msgs
+	}
+	return nil, nil
+}
+
+// route is one configured prefix → upstream mapping.
+type route struct {
+	s           *Server
+	prefix      string
+	api         string
+	upstream    *url.URL
+	translators map[string]mapping.Translator // nil for passthrough
+	errT        mapping.Translator            // error format of the route; nil = common JSON
+	rp          *httputil.ReverseProxy
+	mcp         http.Handler
+}
+
+func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
+	prefix, err := cleanPrefix(rc.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	up, err := parseUpstream(rc.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	rt := &route{s: s, prefix: prefix, api: rc.API, upstream: up}
+	switch rc.API {
+	case config.APIOpenAI, config.APIAnthropic:
+		rt.translators, rt.errT = translatorTable(rc.API)
+	case config.APIPassthrough:
+	case config.APIMCP:
+		if opts.MCPHandler == nil {
+			return nil, errors.New("api \"mcp\" is not supported by this build yet")
+		}
+		h, err := opts.MCPHandler(MCPRoute{Route: rc, Upstream: up.String(), Chain: s.chain,
+			Transport: s.transport, Source: s.source, Limits: s.limits, Logger: s.log, Auditor: s.auditor, Tracer: s.tracer})
+		if err != nil {
+			return nil, fmt.Errorf("mcp handler: %w", err)
+		}
+		rt.mcp = h
+	case "":
+		return nil, errors.New("api is required (openai | anthropic | mcp | passthrough)")
+	default:
+		return nil, fmt.Errorf("unknown api %q (want openai | anthropic | mcp | passthrough)", rc.API)
+	}
+	rt.rp = rt.newReverseProxy()
+	return rt, nil
+}
+
+// cleanPrefix validates a route prefix: absolute, no trailing slash (except "/"), and
+// only characters that mean the same escaped and unescaped, so stripping it from the
+// raw path and from the decoded path agree. Router pattern syntax is refused.
+func cleanPrefix(p string) (string, error) {
+	if p == "" || p[0] != '/' {
+		return "", errors.New("prefix must start with /")
+	}
+	if len(p) > 1 {
+		p = strings.TrimRight(p, "/")
+		if p == "" {
+			p = "/"
+		}
+	}
+	for _, r := range p {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			r == '/' || r == '-' || r == '_' || r == '.' || r == '~'
+		if !ok {
+			return "", fmt.Errorf("prefix contains %q: only letters, digits and / - _ . ~ are allowed", r)
+		}
+	}
+	if strings.Contains(p, "//") {
+		return "", errors.New("prefix contains an empty segment")
+	}
+	return p, nil
+}
+
+// parseUpstream validates an upstream base URL. Only this URL's scheme and host are ever
+// dialled for the route; credentials in the URL are refused because they would reach logs.
+func parseUpstream(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("upstream %q: scheme must be http or https", s)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: no host", s)
+	}
+	if u.User != nil {
+		return nil, errors.New("upstream: credentials in the URL are not allowed; the client's own credentials are forwarded")
+	}
+	if u.Fragment != "" {
+		return nil, errors.New("upstream: a fragment is not allowed")
+	}
+	return u, nil
+}
+
+// ServeHTTP dispatches one request of the route: the boundary pipeline for a translated
+// endpoint when any subscription could see it, otherwise a plain, streamed forward.
+func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt.mcp != nil {
+		rt.serveMCP(w, r)
+		return
+	}
+	if r.Method == http.MethodPost && rt.translators != nil {
+		rest, _ := rt.strip(r.URL)
+		if tr := rt.translators[rest]; tr != nil {
+			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
+			// hookproxy adds no decoding either (DESIGN §1 fast path).
+			if subs := rt.s.subscriptions(); subs != nil {
+				rt.serveBoundaries(w, r, tr, subs)
+				return
+			}
+		}
+	}
+	rt.forward(w, r)
+}
+
+// forward relays a request untouched, streaming the body both ways (fast path and
+// non-translated endpoints). Memory use does not grow with the body.
+func (rt *route) forward(w http.ResponseWriter, r *http.Request) {
+	limit := rt.s.limits.MaxRequestBytes
+	if r.ContentLength > limit {
+		rt.s.writeError(w, r, rt, rt.tooLarge(limit))
+		return
+	}
+	st := &requestState{}
+	out := r.WithContext(withState(r.Context(), st))
+	if r.Body != nil && r.Body != http.NoBody {
+		st.body = &limitedBody{rc: r.Body, remaining: limit}
+		out.Body = st.body
+	}
+	rt.rp.ServeHTTP(w, out)
+}
+
+// serveMCP hands the request to the MCP handler with the prefix stripped.
+func (rt *route) serveMCP(w http.ResponseWriter, r *http.Request) {
+	rest, restRaw := rt.strip(r.URL)
+	r2 := r.Clone(r.Context())
+	r2.URL.Path, r2.URL.RawPath = rest, restRaw
+	if r2.URL.Path == "" {
+		r2.URL.Path = "/"
+	}
+	rt.mcp.ServeHTTP(w, r2)
+}
+
+// boundaryEvents are the events a model boundary can emit; hook.failure is emitted by the
+// chain itself.
+var boundaryEvents = [...]string{
+	ahp.EventToolAfter, ahp.EventTurnStart, ahp.EventModelRequestBefore,
+	ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore,
+	ahp.EventTurnEnd, ahp.EventModelError,
+}
+
+// subscription says how an event is subscribed.
+type subscription struct{ intercept, observe bool }
+
+// subscriptions maps the boundary events that have at least one matching subscription.
+type subscriptions map[string]subscription
+
+func (m subscriptions) any(t string) bool         { s := m[t]; return s.intercept || s.observe }
+func (m subscriptions) intercepted(t string) bool { return m[t].intercept }
+
+// subscriptions returns the subscribed boundary events, or nil when none is (fast path).
+// It asks the chain on every request, so a chain whose registration changes is honoured.
+func (s *Server) subscriptions() subscriptions {
+	if s.chain == nil {
+		return nil
+	}
+	var m subscriptions
+	for _, t := range boundaryEvents {
+		in, ob := s.chain.Subscribed(t)
+		if in || ob {
+			if m == nil {
+				m = make(subscriptions, len(boundaryEvents))
+			}
+			m[t] = subscription{intercept: in, observe: ob}
+		}
+	}
+	return m
+}

@@ -1,0 +1,238 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/config"
+)
+
+// SessionHeader optionally sets session.id (DESIGN §3). It is consumed by hookproxy and
+// never forwarded upstream.
+const SessionHeader = "X-Hookproxy-Session"
+
+// forwardedHeaders are removed by httputil.ReverseProxy before Rewrite runs; hookproxy
+// puts the client's own values back so that every client header reaches the upstream
+// untouched, and adds none of its own.
+var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"}
+
+// newTransport is the one upstream transport of a server: keep-alive pools sized for a
+// proxy, HTTP/2 to TLS upstreams, connect-phase timeouts from the configuration and no
+// overall timeout, because a model stream may legitimately run for many minutes. Client
+// disconnects cancel upstream calls through the request context instead.
+func newTransport(l config.Limits) *http.Transport {
+	d := &net.Dialer{Timeout: l.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   l.TLSHandshakeTimeout,
+		ResponseHeaderTimeout: l.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// newReverseProxy builds the route's forwarding engine. Plain and fast-path requests go
+// through it untouched; boundary requests go through it with the exchange in the request
+// context, which supplies the rendered body (rewrite) and holds or taps the response
+// (modifyResponse).
+func (rt *route) newReverseProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        rt.rewrite,
+		Transport:      rt.s.transport,
+		FlushInterval:  -1, // SSE and chunked bodies are relayed as they arrive
+		ErrorHandler:   rt.proxyError,
+		ModifyResponse: rt.modifyResponse,
+		BufferPool:     copyBuffers,
+		ErrorLog:       zap.NewStdLog(rt.s.log.Named("reverseproxy")),
+	}
+}
+
+func (rt *route) rewrite(pr *httputil.ProxyRequest) {
+	in, out := pr.In, pr.Out
+	rest, restRaw := rt.strip(in.URL)
+	u := *rt.upstream
+	u.Path, u.RawPath = joinPath(rt.upstream, rest, restRaw)
+	switch {
+	case rt.upstream.RawQuery == "":
+		u.RawQuery = in.URL.RawQuery
+	case in.URL.RawQuery != "":
+		u.RawQuery = rt.upstream.RawQuery + "&" + in.URL.RawQuery
+	}
+	u.Fragment, u.RawFragment = "", ""
+	out.URL = &u
+	out.Host = "" // the Host header names the upstream, never the client's value
+	for _, h := range forwardedHeaders {
+		if v, ok := in.Header[h]; ok {
+			out.Header[h] = v
+		}
+	}
+	out.Header.Del(SessionHeader)
+	if x := exchangeFrom(in.Context()); x != nil {
+		x.prepareOutbound(out)
+	}
+}
+
+func (rt *route) modifyResponse(resp *http.Response) error {
+	if x := exchangeFrom(resp.Request.Context()); x != nil {
+		return x.onUpstreamResponse(resp)
+	}
+	return nil
+}
+
+// proxyError is the reverse proxy's error path: transport failures, a request body over
+// the limit, and the errors the exchange returns from modifyResponse.
+func (rt *route) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateFrom(r.Context())
+	if st != nil && st.body != nil && st.body.exceeded.Load() {
+		err = rt.tooLarge(rt.s.limits.MaxRequestBytes)
+	}
+	if r.Context().Err() != nil {
+		err = errInterrupted
+	}
+	if st != nil && st.x != nil {
+		st.x.onForwardError(err)
+	}
+	rt.s.writeError(w, r, rt, err)
+}
+
+// strip removes the route prefix from the request path (DESIGN §3: the prefix is
+// stripped before forwarding). chi routed the request here, so the prefix is present.
+func (rt *route) strip(u *url.URL) (path, raw string) {
+	path = strings.TrimPrefix(u.Path, rt.prefix)
+	if u.RawPath != "" {
+		raw = strings.TrimPrefix(u.RawPath, rt.prefix)
+	}
+	return path, raw
+}
+
+// joinPath appends the stripped request path to the upstream's base path with exactly one
+// slash between them; an empty rest addresses the base itself.
+func joinPath(base *url.URL, rest, restRaw string) (path, raw string) {
+	if rest == "" {
+		if base.Path == "" {
+			return "/", ""
+		}
+		return base.Path, base.RawPath
+	}
+	if !strings.HasPrefix(rest, "/") {
+		rest = "/" + rest
+		if restRaw != "" {
+			restRaw = "/" + restRaw
+		}
+	}
+	path = strings.TrimSuffix(base.Path, "/") + rest
+	if base.RawPath == "" && restRaw == "" {
+		return path, ""
+	}
+	baseRaw := base.EscapedPath()
+	if restRaw == "" {
+		restRaw = (&url.URL{Path: rest}).EscapedPath()
+	}
+	return path, strings.TrimSuffix(baseRaw, "/") + restRaw
+}
+
+// limitedBody enforces cfg.Limits.MaxRequestBytes on a streamed request body without
+// buffering it (fast path). Exceeding the limit fails the upstream write; the error path
+// then answers 413.
+type limitedBody struct {
+	rc        io.ReadCloser
+	remaining int64
+	exceeded  atomic.Bool // written by the transport's writer, read by the error path
+}
+
+var errBodyTooLarge = errors.New("request body exceeds the proxy limit")
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.remaining <= 0 {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		var one [1]byte
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
+			b.exceeded.Store(true)
+			return 0, errBodyTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.remaining {
+		p = p[:b.remaining]
+	}
+	n, err := b.rc.Read(p)
+	b.remaining -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// readAllLimited reads a whole body of at most limit bytes (boundary path).
+func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if sizeHint > 0 && sizeHint <= limit {
+		buf.Grow(int(sizeHint) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, errBodyTooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+// requestState travels in the request context from the route handler to the reverse
+// proxy's hooks.
+type requestState struct {
+	body *limitedBody // fast path
+	x    *exchange    // boundary path
+}
+
+type stateKey struct{}
+
+func withState(ctx context.Context, st *requestState) context.Context {
+	return context.WithValue(ctx, stateKey{}, st)
+}
+
+func stateFrom(ctx context.Context) *requestState {
+	st, _ := ctx.Value(stateKey{}).(*requestState)
+	return st
+}
+
+func exchangeFrom(ctx context.Context) *exchange {
+	if st := stateFrom(ctx); st != nil {
+		return st.x
+	}
+	return nil
+}
+
+// copyBuffers pools the reverse proxy's copy buffers, so relaying a body allocates
+// nothing proportional to its size.
+var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (bp *bufferPool) Get() []byte  { return *(bp.p.Get().(*[]byte)) }
+func (bp *bufferPool) Put(b []byte) { bp.p.Put(&b) }
+
+// isEventStream reports whether a Content-Type is an SSE stream.
+func isEventStream(contentType string) bool {
+	ct, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
