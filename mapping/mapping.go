@@ -9,6 +9,7 @@
 package mapping
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -126,8 +127,12 @@ func ToolCallPart(partID string, call ToolCall) ahp.Part {
 	if len(call.Input) == 0 {
 		call.Input = json.RawMessage(`{}`)
 	}
-	b, _ := json.Marshal(call) // cannot fail: strings and a valid raw object
-	p := ahp.TextPart(partID, string(b))
+	// No HTML escaping: policies scan this text, and "\u0026\u0026" would hide a shell "&&".
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(call) // cannot fail: strings and a valid raw object
+	p := ahp.TextPart(partID, string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
 	p.Category = ahp.CategoryToolCall
 	return p
 }

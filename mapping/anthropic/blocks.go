@@ -1,0 +1,330 @@
+package anthropic
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Native content block types this package maps (SDK ContentBlockParamUnion,
+// ContentBlockUnion).
+const (
+	blockText             = "text"
+	blockImage            = "image"
+	blockDocument         = "document"
+	blockThinking         = "thinking"
+	blockRedactedThinking = "redacted_thinking"
+	blockToolUse          = "tool_use"
+	blockToolResult       = "tool_result"
+)
+
+const mediaOctetStream = "application/octet-stream"
+
+// origin ties a canonical part to the native block it was decoded from, so that encoding
+// can copy an unchanged block byte for byte or patch only the field that changed.
+type origin struct {
+	part ahp.Part // as decoded (a private copy)
+	raw  string   // native block JSON; "" when the part stands for several blocks
+	typ  string   // native block type
+}
+
+// decodedBlock is one native block decoded into a canonical part.
+type decodedBlock struct {
+	part        ahp.Part
+	typ         string
+	fingerprint string // content identity for id hashing when the part has no text or digest
+	gap         string // set when the block is carried natively only
+}
+
+// decodeBlock maps one content block (user, assistant or tool_result content) to its part.
+// Errors describe the block; callers add its location.
+func decodeBlock(b gjson.Result, id string) (decodedBlock, error) {
+	if !b.IsObject() {
+		return decodedBlock{}, errors.New("content block must be an object")
+	}
+	t := b.Get("type")
+	if t.Type != gjson.String || t.Str == "" {
+		return decodedBlock{}, errors.New("content block needs a string type")
+	}
+	d := decodedBlock{typ: t.Str}
+	switch t.Str {
+	case blockText:
+		s, err := stringField(b, "text")
+		if err != nil {
+			return d, err
+		}
+		d.part = ahp.TextPart(id, s)
+	case blockThinking:
+		s, err := stringField(b, "thinking")
+		if err != nil {
+			return d, err
+		}
+		// The signature stays in the native block only: it is provider proof, not content.
+		d.part = ahp.TextPart(id, s)
+		d.part.Category = ahp.CategoryReasoning
+	case blockRedactedThinking:
+		// Encrypted reasoning: classified, never given invented text (SPEC-DIGEST §15.4).
+		d.part = ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText,
+			Selection: ahp.SelectionMetadata, Category: ahp.CategoryReasoning}
+		d.fingerprint = b.Get("data").String()
+	case blockToolUse:
+		callID, err := stringField(b, "id")
+		if err != nil {
+			return d, err
+		}
+		name, err := stringField(b, "name")
+		if err != nil {
+			return d, err
+		}
+		if callID == "" || name == "" {
+			return d, errors.New("tool_use block needs a non-empty id and name")
+		}
+		input := `{}`
+		if in := b.Get("input"); in.Exists() {
+			if !in.IsObject() {
+				return d, errors.New("tool_use input must be an object")
+			}
+			input = in.Raw
+		}
+		d.part = mapping.ToolCallPart(id, mapping.ToolCall{ID: callID, Name: name, Input: []byte(input)})
+	case blockImage:
+		d.part = sourceAttachment(id, b.Get("source"), "")
+		d.part.Category = imageCategory(d.part.MediaType)
+		if d.part.SHA256 == "" {
+			d.fingerprint = fingerprint(b)
+		}
+	case blockDocument:
+		src := b.Get("source")
+		switch src.Get("type").String() {
+		case "text":
+			// Plain-text documents are text: attachments may not be text/* (SPEC-DIGEST §4.2).
+			s, err := stringField(src, "data")
+			if err != nil {
+				return d, fmt.Errorf("document source: %w", err)
+			}
+			d.part = ahp.TextPart(id, s)
+		case "base64", "url", "file":
+			d.part = sourceAttachment(id, src, "application/pdf")
+			if d.part.SHA256 == "" {
+				d.fingerprint = fingerprint(b)
+			}
+		default:
+			d = gapBlock(b, id, t.Str+" with a "+quoteOr(src.Get("type").String(), "missing")+" source")
+		}
+	default:
+		d = gapBlock(b, id, t.Str)
+	}
+	return d, nil
+}
+
+// gapBlock is a block the canonical model cannot carry (server tool blocks, search
+// results, ...): a text part with a gap, so its position and identity stay visible and a
+// removal still removes it, while the bytes travel natively.
+func gapBlock(b gjson.Result, id, what string) decodedBlock {
+	reason := fmt.Sprintf("anthropic %s block is carried natively only", what)
+	return decodedBlock{
+		part: ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText,
+			Selection: ahp.SelectionBody, Gap: &ahp.Gap{Reason: reason}},
+		typ:         b.Get("type").String(),
+		fingerprint: fingerprint(b),
+		gap:         reason,
+	}
+}
+
+func quoteOr(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// sourceAttachment maps an image or document source to a metadata attachment. base64 data
+// is measured and hashed (never fetched or uploaded here); url and file sources carry no
+// bytes, so they get no size.
+func sourceAttachment(id string, src gjson.Result, defaultMedia string) ahp.Part {
+	mt := src.Get("media_type").String()
+	switch src.Get("type").String() {
+	case "url":
+		if mt == "" {
+			mt = defaultMedia
+		}
+	case "base64":
+		if mt == "" {
+			mt = defaultMedia
+		}
+	}
+	if mt == "" || !validAttachmentType(mt) {
+		mt = mediaOctetStream
+	}
+	p := ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mt, Selection: ahp.SelectionMetadata}
+	if src.Get("type").String() == "base64" {
+		if size, sum, ok := measureBase64(src.Get("data").String()); ok {
+			p.Size = &size
+			p.SHA256 = sum
+		}
+	}
+	return p
+}
+
+// validAttachmentType rejects media types an attachment may not have (SPEC-DIGEST §4.2).
+func validAttachmentType(mt string) bool {
+	l := strings.ToLower(mt)
+	if strings.HasPrefix(l, "text/") {
+		return false
+	}
+	if i := strings.IndexByte(l, ';'); i >= 0 {
+		l = l[:i]
+	}
+	return !strings.HasSuffix(l, "/json") && !strings.HasSuffix(l, "+json")
+}
+
+// imageCategory keeps an image whose media type is unknown classified as an image for
+// content selection.
+func imageCategory(mediaType string) string {
+	if strings.HasPrefix(mediaType, "image/") {
+		return ""
+	}
+	return "images"
+}
+
+// measureBase64 returns the decoded size and SHA-256 of base64 data without holding the
+// decoded bytes. ok is false when the data is not base64; the upstream will reject it.
+func measureBase64(data string) (int64, string, bool) {
+	h := sha256.New()
+	n, err := io.Copy(h, base64.NewDecoder(base64.StdEncoding, strings.NewReader(data)))
+	if err != nil {
+		return 0, "", false
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), true
+}
+
+// fingerprint is a block's identity for id hashing: its JSON without cache_control, which
+// clients move between turns.
+func fingerprint(b gjson.Result) string {
+	if !b.Get("cache_control").Exists() {
+		return b.Raw
+	}
+	s, err := sjson.Delete(b.Raw, "cache_control")
+	if err != nil {
+		return b.Raw
+	}
+	return s
+}
+
+func stringField(obj gjson.Result, key string) (string, error) {
+	v := obj.Get(key)
+	if v.Type != gjson.String {
+		return "", fmt.Errorf("%s must be a string", key)
+	}
+	return v.Str, nil
+}
+
+// ---- rendering canonical parts as native blocks ----
+
+// renderPart renders one canonical part as a native content block. o is the part's origin
+// when its id was decoded by this translator, else nil. ok is false when the part renders
+// to nothing (an emptied text: Anthropic rejects empty text blocks).
+func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
+	if o != nil && o.raw != "" && partEqual(p, &o.part) {
+		return o.raw, true, nil
+	}
+	switch {
+	case p.Kind == ahp.KindAttachment:
+		// Attachments are immutable and hookproxy holds no bytes for new ones: only the
+		// original block can be sent. Selection, size or body changes are views of it.
+		if o == nil || o.raw == "" || o.part.Kind != ahp.KindAttachment {
+			return "", false, fmt.Errorf("anthropic: part %s: new attachments cannot be rendered", p.ID)
+		}
+		if p.MediaType != o.part.MediaType || p.SHA256 != "" && p.SHA256 != o.part.SHA256 {
+			return "", false, fmt.Errorf("anthropic: part %s: attachments are immutable", p.ID)
+		}
+		return o.raw, true, nil
+
+	case p.Text == nil:
+		// A metadata, omitted or gap view carries no new content: the original stands.
+		if o != nil && o.raw != "" {
+			return o.raw, true, nil
+		}
+		return "", false, fmt.Errorf("anthropic: part %s has no text to render", p.ID)
+
+	case p.Category == ahp.CategoryToolCall:
+		return renderToolUse(p, o)
+
+	case p.Category == ahp.CategoryReasoning:
+		if o != nil && o.typ == blockThinking && o.part.Text != nil && *o.part.Text == *p.Text {
+			return o.raw, true, nil
+		}
+		return "", false, fmt.Errorf("%w (part %s)", ErrReasoningImmutable, p.ID)
+	}
+
+	text := *p.Text
+	if o != nil && o.raw != "" {
+		switch o.typ {
+		case blockText:
+			if text == "" {
+				return "", false, nil
+			}
+			b, err := setRaw(o.raw, "text", quote(text))
+			return b, err == nil, err
+		case blockDocument:
+			if o.part.Kind == ahp.KindText { // text-source document
+				b, err := setRaw(o.raw, "source.data", quote(text))
+				return b, err == nil, err
+			}
+		}
+	}
+	if text == "" {
+		return "", false, nil
+	}
+	return `{"type":"text","text":` + quote(text) + `}`, true, nil
+}
+
+// renderToolUse renders a tool_call part as a tool_use block: the original block with
+// only the changed fields patched (so cache_control, caller and unknown fields survive),
+// or a new block.
+func renderToolUse(p *ahp.Part, o *origin) (string, bool, error) {
+	call, ok := mapping.ParseToolCall(p)
+	if !ok {
+		return "", false, fmt.Errorf("anthropic: part %s: tool_call text is not a {id,name,input} object", p.ID)
+	}
+	in := gjson.ParseBytes(call.Input)
+	if !in.IsObject() {
+		return "", false, fmt.Errorf("anthropic: part %s: tool input must be a JSON object", p.ID)
+	}
+	input, err := compact(call.Input)
+	if err != nil {
+		return "", false, fmt.Errorf("anthropic: part %s: tool input: %w", p.ID, err)
+	}
+	input = unescapeHTML(input)
+	if o == nil || o.raw == "" || o.typ != blockToolUse {
+		return `{"type":"tool_use","id":` + quote(call.ID) + `,"name":` + quote(call.Name) + `,"input":` + input + `}`, true, nil
+	}
+	prev, _ := mapping.ParseToolCall(&o.part)
+	b := o.raw
+	if call.ID != prev.ID {
+		if b, err = setRaw(b, "id", quote(call.ID)); err != nil {
+			return "", false, err
+		}
+	}
+	if call.Name != prev.Name {
+		if b, err = setRaw(b, "name", quote(call.Name)); err != nil {
+			return "", false, err
+		}
+	}
+	if prevInput, _ := compact(prev.Input); input != unescapeHTML(prevInput) {
+		if b, err = setRaw(b, "input", input); err != nil {
+			return "", false, err
+		}
+	}
+	return b, true, nil
+}
