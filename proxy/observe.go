@@ -131,7 +131,9 @@ func requestIDFor(client string) string {
 	if validRequestID(client) {
 		return client
 	}
-	return requestIDPrefix + strconv.FormatUint(requestIDCounter.Add(1), 16)
+	var buf [48]byte
+	b := append(buf[:0], requestIDPrefix...)
+	return string(strconv.AppendUint(b, requestIDCounter.Add(1), 16))
 }
 
 // validRequestID accepts 1–128 visible ASCII characters: anything else could break a log
@@ -170,8 +172,14 @@ func (s *Server) routeLabel(path string) string {
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sc := &requestScope{id: requestIDFor(r.Header.Get(RequestIDHeader)), route: s.routeLabel(r.URL.Path)}
-		sw := &statusWriter{ResponseWriter: w, id: sc.id}
+		// Scope and writer share one allocation.
+		st := &struct {
+			scope  requestScope
+			writer statusWriter
+		}{}
+		sc, sw := &st.scope, &st.writer
+		sc.id, sc.route = requestIDFor(r.Header.Get(RequestIDHeader)), s.routeLabel(r.URL.Path)
+		sw.ResponseWriter, sw.id = w, sc.id
 		ctx := context.WithValue(r.Context(), scopeKey{}, sc)
 		var span trace.Span
 		switch {
@@ -213,9 +221,11 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			if status >= 400 {
 				lvl = zapcore.InfoLevel // refusals and failures are worth a line by default
 			}
-			s.logAt(ctx, lvl, "request",
-				zap.String("route", sc.route), zap.String("method", r.Method), zap.String("path", r.URL.Path),
-				zap.Int("status", status), zap.Duration("duration", time.Since(start)))
+			if ce := s.log.Check(lvl, "request"); ce != nil { // no fields built when off
+				ce.Write(append(sc.fields(),
+					zap.String("route", sc.route), zap.String("method", r.Method), zap.String("path", r.URL.Path),
+					zap.Int("status", status), zap.Duration("duration", time.Since(start)))...)
+			}
 		}()
 		next.ServeHTTP(sw, r.WithContext(ctx))
 	})

@@ -75,7 +75,10 @@ func runServe(args []string) int {
 	}()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	defer func() {
+		signal.Stop(hup)
+		close(hup) // ends the forwarder below; Stop guarantees no further sends
+	}()
 	reload := make(chan struct{}, 1)
 	go func() {
 		for range hup {
