@@ -331,7 +331,7 @@ func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement)
 
 // settle runs one boundary through the chain.
 func (x *mcpExchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
-	st := x.h.env.Chain.Intercept(x.ctx, ev, caps)
+	st := traceIntercept(x.ctx, x.h.env.Tracer, x.h.env.Chain, ev, caps)
 	if st == nil { // defensive: an engine that settles nothing decided nothing
 		st = &chain.Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
 	}
@@ -362,6 +362,7 @@ func (x *mcpExchange) observeResolved(c *mcpCallSt, outcome, reason, detail stri
 	if outcome == "denied" || outcome == "cancelled" {
 		enforcement = EnforceRefused
 	}
+	addTraceContext(x.ctx, ev)
 	x.observing.Go(func() { x.h.env.Chain.Observe(x.ctx, ev) })
 	x.audit(ev, nil, DeliveryObserve, enforcement, c)
 }
