@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/policies"
+	"github.com/hookproxy/hookproxy/internal/wiring"
 )
 
 // runValidate is `hookproxy validate --config FILE`: load the configuration and its
@@ -89,21 +88,6 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 // registrationOptions names the built-in policies an in_process transport may use and
-// checks their configs exactly as the policies themselves would.
-func registrationOptions() registration.Options {
-	names := map[string]bool{}
-	for _, n := range policies.Names() {
-		names[n] = true
-	}
-	return registration.Options{
-		Policies: names,
-		CheckPolicyConfig: func(name string, cfg json.RawMessage) error {
-			err := policies.CheckConfig(name, cfg)
-			var ce *policies.ConfigError
-			if errors.As(err, &ce) {
-				return &registration.PolicyConfigError{Path: ce.Path, Reason: ce.Reason}
-			}
-			return err
-		},
-	}
-}
+// checks their configs exactly as the policies would (the one definition lives in wiring,
+// so validate, serve and backend agree).
+func registrationOptions() registration.Options { return wiring.RegistrationOptions() }

@@ -1,0 +1,125 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// PIIConfig configures the pii policy. The zero value is the default.
+//
+//	{"request": "redact", "response": "off", "kinds": ["email", "payment_card"],
+//	 "allow": ["@example\\.com$"]}
+type PIIConfig struct {
+	// Request is the action for content on its way to the model or a tool
+	// (model.request.before, turn.start, tool.before): "redact" (default), "deny" or "off".
+	Request string `json:"request,omitempty"`
+	// Response is the action for content produced by the model or a tool
+	// (model.response.after, turn.finish.before, tool.after): "off" (default), "redact"
+	// or "deny". The default leaves tool results intact for the agent; the request-side
+	// scan still redacts them from the history before the next model call.
+	Response string `json:"response,omitempty"`
+	// Kinds limits detection to these kinds (default: every kind of PIIKinds).
+	Kinds []string `json:"kinds,omitempty"`
+	// Allow holds RE2 patterns of values to leave alone (unanchored), for example a
+	// support address or a test card number.
+	Allow []string `json:"allow,omitempty"`
+}
+
+// PII is the pii policy: it finds e-mail addresses, phone numbers, payment card numbers,
+// IBANs and US social security numbers and redacts them with
+// [REDACTED:<kind>:<first 8 hex of sha256(value)>] or refuses the operation, per
+// direction. Effects follow the same capability rules as the secrets policy (see Secrets).
+type PII struct {
+	request, response string
+	scan              *piiScanner
+}
+
+var _ ahp.Interceptor = (*PII)(nil)
+
+// NewPII validates cfg and builds the policy.
+func NewPII(cfg PIIConfig) (*PII, error) {
+	req, err := piiAction(cfg.Request, actionRedact, "request")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := piiAction(cfg.Response, actionOff, "response")
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := newKindSet(cfg.Kinds, PIIKinds, "kinds")
+	if err != nil {
+		return nil, err
+	}
+	allow, err := compileAllow(cfg.Allow, "allow")
+	if err != nil {
+		return nil, err
+	}
+	return &PII{request: req, response: resp, scan: newPIIScanner(kinds, allow)}, nil
+}
+
+func piiAction(v, def, path string) (string, error) {
+	switch v {
+	case "":
+		return def, nil
+	case actionRedact, actionDeny, actionOff:
+		return v, nil
+	}
+	return "", configErrorf("%s: must be %q, %q or %q, got %q", path, actionRedact, actionDeny, actionOff, v)
+}
+
+func newPIIFromJSON(raw json.RawMessage) (ahp.Interceptor, error) {
+	var cfg PIIConfig
+	if err := decodeConfig(raw, &cfg); err != nil {
+		return nil, withPolicy(PolicyPII, err)
+	}
+	p, err := NewPII(cfg)
+	if err != nil {
+		return nil, withPolicy(PolicyPII, err)
+	}
+	return p, nil
+}
+
+// Intercept implements ahp.Interceptor.
+func (p *PII) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
+	ev, caps, err := unpack(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := boundaryOf(ev.Type)
+	if !ok {
+		return results(), nil
+	}
+	action := p.request
+	if b.dir == dirResponse {
+		action = p.response
+	}
+	if action == actionOff {
+		return results(), nil
+	}
+	if b.list {
+		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
+		if len(ls.hits) == 0 {
+			return results(), nil
+		}
+		return decideContent(ev, caps, b, p.scan, piiDecision(ev, action, ls.kinds()), &ls, nil), nil
+	}
+	if ev.Tool == nil || len(ev.Tool.Input) == 0 {
+		return results(), nil
+	}
+	is := scanInput(ev.Tool.Input, p.scan, redactPlaceholder)
+	if len(is.kinds) == 0 {
+		return results(), nil
+	}
+	return decideContent(ev, caps, b, p.scan, piiDecision(ev, action, is.kinds), nil, &is), nil
+}
+
+func piiDecision(ev *ahp.Event, action string, kinds []string) contentDecision {
+	return contentDecision{
+		action: action,
+		reason: subjectOf(ev) + " personal data (" + strings.Join(kinds, ", ") + ").",
+		code:   "hookproxy.pii." + kinds[0],
+	}
+}

@@ -1,0 +1,252 @@
+package policies
+
+// The shared content engine of the redacting policies (secrets, pii, injection): scan the
+// text an event carries, and turn findings into a whole-target modify value that keeps
+// every message and part id and changes only the detected substrings.
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// detector finds sensitive spans. Both methods return findings sorted by position,
+// without overlaps, with disabled kinds and allow-listed values already removed.
+type detector interface {
+	// scanText examines free text.
+	scanText(dst []Finding, text string) []Finding
+	// scanField examines one JSON string value stored under key ("" in arrays), so that a
+	// name such as "password" can qualify its value.
+	scanField(dst []Finding, key, value string) []Finding
+}
+
+// replFunc returns the replacement text of one finding.
+type replFunc func(f Finding, value string) string
+
+// partHit is the findings of one text part of a message list.
+type partHit struct {
+	msg, part int
+	findings  []Finding
+}
+
+// listScan is the outcome of scanning a message list.
+type listScan struct {
+	hits []partHit
+	// withheld is true when some text part of the list is not visible to this policy
+	// (metadata or omit selection, or a gap). A whole-list replace would then have to
+	// carry text the policy never saw, so it is not used (SPEC-DIGEST §5.3).
+	withheld bool
+}
+
+// partFilter selects the parts a policy scans (nil: every visible text part).
+type partFilter func(m *ahp.Message, p *ahp.Part) bool
+
+// scanItems scans the visible text parts of items.
+func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
+	var ls listScan
+	var scratch []Finding
+	for i := range items {
+		m := &items[i]
+		for j := range m.Parts {
+			p := &m.Parts[j]
+			if p.Kind != ahp.KindText {
+				continue
+			}
+			if p.Text == nil || p.Selection != ahp.SelectionBody || p.Gap != nil {
+				ls.withheld = true
+				continue
+			}
+			if include != nil && !include(m, p) {
+				continue
+			}
+			scratch = d.scanText(scratch[:0], *p.Text)
+			if len(scratch) > 0 {
+				ls.hits = append(ls.hits, partHit{msg: i, part: j, findings: slices.Clone(scratch)})
+			}
+		}
+	}
+	return ls
+}
+
+// kinds lists the distinct kinds found, in order of first appearance.
+func (ls *listScan) kinds() []string {
+	var out []string
+	for _, h := range ls.hits {
+		for _, f := range h.findings {
+			if !slices.Contains(out, f.Kind) {
+				out = append(out, f.Kind)
+			}
+		}
+	}
+	return out
+}
+
+// redactItems returns a copy of items in which every hit is replaced. Messages and parts
+// keep their ids, order and every other member; untouched parts are shared with items.
+func redactItems(items []ahp.Message, hits []partHit, d detector, repl replFunc) []ahp.Message {
+	out := slices.Clone(items)
+	cloned := make(map[int]bool, len(hits))
+	for _, h := range hits {
+		if !cloned[h.msg] {
+			out[h.msg].Parts = slices.Clone(out[h.msg].Parts)
+			cloned[h.msg] = true
+		}
+		p := &out[h.msg].Parts[h.part]
+		text := redactPartText(p, h.findings, d, repl)
+		p.Text = &text
+	}
+	return out
+}
+
+// redactPartText rewrites one part. A tool_call part holds serialized JSON that the
+// mapping layer parses back into native tool arguments, so its string values are
+// rewritten through the JSON reader (escapes decoded, result re-encoded) to keep it valid;
+// every other part is plain text.
+func redactPartText(p *ahp.Part, fs []Finding, d detector, repl replFunc) string {
+	text := *p.Text
+	if p.Category == ahp.CategoryToolCall {
+		if v, err := parseJSON([]byte(text)); err == nil {
+			var scratch []Finding
+			changed := v.rewriteStrings("", func(key, s string) (string, bool) {
+				scratch = d.scanField(scratch[:0], key, s)
+				if len(scratch) == 0 {
+					return s, false
+				}
+				return applyFindings(s, scratch, repl), true
+			})
+			if changed {
+				return string(v.appendJSON(nil))
+			}
+		}
+	}
+	return applyFindings(text, fs, repl)
+}
+
+// inputScan is the outcome of scanning a tool.input object.
+type inputScan struct {
+	kinds []string
+	// parsed input with findings applied (only when rewrite was requested)
+	value   jsonValue
+	changed []bool // per top-level member
+	// raw is true when the input could not be parsed as a JSON object and was scanned as
+	// text; such an input cannot be edited.
+	raw bool
+}
+
+// scanInput scans every string value of a tool.input object; when repl is not nil the
+// findings are also applied to the parsed value.
+func scanInput(input json.RawMessage, d detector, repl replFunc) inputScan {
+	var is inputScan
+	v, err := parseJSON(input)
+	if err != nil || v.kind != jsonObject {
+		is.raw = true
+		for _, f := range d.scanText(nil, string(input)) {
+			if !slices.Contains(is.kinds, f.Kind) {
+				is.kinds = append(is.kinds, f.Kind)
+			}
+		}
+		return is
+	}
+	var scratch []Finding
+	note := func(fs []Finding) {
+		for _, f := range fs {
+			if !slices.Contains(is.kinds, f.Kind) {
+				is.kinds = append(is.kinds, f.Kind)
+			}
+		}
+	}
+	if repl == nil {
+		v.eachString("", func(key, s string) {
+			scratch = d.scanField(scratch[:0], key, s)
+			note(scratch)
+		})
+		return is
+	}
+	is.changed = make([]bool, len(v.elems))
+	for i := range v.elems {
+		is.changed[i] = v.elems[i].rewriteStrings(v.keys[i], func(key, s string) (string, bool) {
+			scratch = d.scanField(scratch[:0], key, s)
+			if len(scratch) == 0 {
+				return s, false
+			}
+			note(scratch)
+			return applyFindings(s, scratch, repl), true
+		})
+	}
+	is.value = v
+	return is
+}
+
+// replaceValue is the whole rewritten input.
+func (is *inputScan) replaceValue() json.RawMessage {
+	return is.value.appendJSON(nil)
+}
+
+// mergeValue is an object holding only the top-level members that changed: a shallow
+// merge of it onto the original input gives the same result as replaceValue.
+func (is *inputScan) mergeValue() json.RawMessage {
+	m := jsonValue{kind: jsonObject}
+	for i, ch := range is.changed {
+		if ch {
+			m.keys = append(m.keys, is.value.keys[i])
+			m.elems = append(m.elems, is.value.elems[i])
+		}
+	}
+	return m.appendJSON(nil)
+}
+
+// contentDecision is how a redacting policy resolves findings at one boundary.
+type contentDecision struct {
+	action string // actionRedact or actionDeny
+	reason string // deny / stop reason (names kinds, never values)
+	code   string // deny code
+}
+
+const (
+	actionRedact = "redact"
+	actionDeny   = "deny"
+	actionOff    = "off"
+	actionWarn   = "warn"
+)
+
+// decideContent turns findings at a boundary into effects, honouring the advertisement:
+//
+//   - redact: modify(replace) of the whole target (for tool.input, merge of the changed
+//     top-level members when only merge is advertised); when that is not possible, deny
+//     if advertised; otherwise no effect.
+//   - deny: deny if advertised, else flow stop if advertised (boundaries without deny);
+//     otherwise redact as above when possible; otherwise no effect.
+func decideContent(ev *ahp.Event, caps *ahp.Capabilities, b boundary, d detector, dec contentDecision, ls *listScan, is *inputScan) *ahp.InterceptResult {
+	redact := func() (ahp.Effect, bool) {
+		ops := modifyOps(caps, b.target)
+		if b.list {
+			if !ops.Replace || ls.withheld {
+				return ahp.Effect{}, false
+			}
+			items := redactItems(ev.Items, ls.hits, d, redactPlaceholder)
+			return modifyEffect(b.target, ahp.OpReplace, messagesJSON(items)), true
+		}
+		if is.raw || (!ops.Replace && !ops.Merge) {
+			return ahp.Effect{}, false
+		}
+		if ops.Replace {
+			return modifyEffect(b.target, ahp.OpReplace, is.replaceValue()), true
+		}
+		return modifyEffect(b.target, ahp.OpMerge, is.mergeValue()), true
+	}
+	if dec.action == actionDeny {
+		if e, ok := block(caps, dec.reason, dec.code); ok {
+			return results(e)
+		}
+	}
+	if e, ok := redact(); ok {
+		return results(e)
+	}
+	if dec.action == actionRedact {
+		if e, ok := denyOnly(caps, dec.reason, dec.code); ok {
+			return results(e)
+		}
+	}
+	return results()
+}

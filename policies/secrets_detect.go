@@ -1,0 +1,686 @@
+package policies
+
+// Credential detectors of the secrets policy. Each format is anchored on its literal
+// prefix (see textscan.go) and confirmed by a precompiled RE2 expression on a short
+// window, plus a check that the token ends where its alphabet ends, so that a key id glued
+// into a longer identifier is not reported.
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+)
+
+// Secret kinds, as used in placeholders, deny codes (hookproxy.secrets.<kind>) and the
+// kinds config list.
+const (
+	SecretOpenAIKey          = "openai_api_key"
+	SecretAnthropicKey       = "anthropic_api_key"
+	SecretAWSAccessKeyID     = "aws_access_key_id"
+	SecretAWSSecretAccessKey = "aws_secret_access_key"
+	SecretGitHubToken        = "github_token"
+	SecretSlackToken         = "slack_token"
+	SecretSlackWebhook       = "slack_webhook"
+	SecretGoogleAPIKey       = "google_api_key"
+	SecretStripeKey          = "stripe_key"
+	SecretPrivateKey         = "private_key"
+	SecretJWT                = "jwt"
+	SecretBearerToken        = "bearer_token"
+	SecretGeneric            = "generic_secret"
+)
+
+// SecretKinds lists every kind the secrets policy detects.
+var SecretKinds = []string{
+	SecretOpenAIKey, SecretAnthropicKey, SecretAWSAccessKeyID, SecretAWSSecretAccessKey,
+	SecretGitHubToken, SecretSlackToken, SecretSlackWebhook, SecretGoogleAPIKey,
+	SecretStripeKey, SecretPrivateKey, SecretJWT, SecretBearerToken, SecretGeneric,
+}
+
+// Priorities for overlapping findings: a recognised format beats a JWT, which beats a
+// bearer header, which beats a name-based guess.
+const (
+	prioGeneric = 1
+	prioBearer  = 2
+	prioJWT     = 3
+	prioFormat  = 4
+	prioBlock   = 5
+)
+
+// Fixed detector expressions, compiled once at package initialisation. All are anchored
+// at the candidate position; the bounded repetitions keep each window small.
+var (
+	reAnthropicKey  = regexp.MustCompile(`^sk-ant-[A-Za-z0-9_-]{32,300}`)
+	reOpenAIProject = regexp.MustCompile(`^sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{32,300}`)
+	reOpenAILegacy  = regexp.MustCompile(`^sk-[A-Za-z0-9]{48}`)
+	// "T3BlbkFJ" is base64 for "OpenAI" and sits in the middle of every OpenAI key.
+	reOpenAIMarked   = regexp.MustCompile(`^sk-[A-Za-z0-9_-]{8,200}T3BlbkFJ[A-Za-z0-9_-]{8,200}`)
+	reStripeKey      = regexp.MustCompile(`^[rs]k_(?:live|test)_[A-Za-z0-9]{16,247}`)
+	reAWSKeyID       = regexp.MustCompile(`^(?:AKIA|ASIA)[A-Z0-9]{16}`)
+	reAWSSecretAfter = regexp.MustCompile(`^[ \t\r\n"',;:=|]{1,8}([A-Za-z0-9/+]{40})`)
+	reGitHubToken    = regexp.MustCompile(`^gh[pousr]_[A-Za-z0-9]{36,251}`)
+	reGitHubPAT      = regexp.MustCompile(`^github_pat_[A-Za-z0-9_]{70,255}`)
+	reSlackToken     = regexp.MustCompile(`^xox(?:e\.xox)?[abeprs]-(?:[0-9]+-)+[A-Za-z0-9]{10,}(?:-[A-Za-z0-9]+)*`)
+	reSlackWebhook   = regexp.MustCompile(`^(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{6,12}/[A-Z0-9]{6,14}/[A-Za-z0-9/_-]{8,120}`)
+	reGoogleAPIKey   = regexp.MustCompile(`^AIza[0-9A-Za-z_-]{35}`)
+	rePrivKeyBegin   = regexp.MustCompile(`^-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----`)
+	// Body of a private key block whose END line is missing (a truncated paste): base64
+	// lines, real or escaped line breaks, and RFC 1421 header lines.
+	rePrivKeyBody = regexp.MustCompile(`^(?:[A-Za-z0-9+/=]+|\r|\n|\\[rn]|[A-Za-z-]+: [^\r\n\\]*)*`)
+	reJWT         = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`)
+	reBearer      = regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,512}=*)`)
+)
+
+// secretNameKeywords are the words that make an assigned value a credential candidate
+// (generic_secret). Longer words come first where they share a prefix.
+var secretNameKeywords = []string{
+	"password", "passwd", "passphrase", "pwd", "pass",
+	"secret", "token", "apikey", "api_key", "api-key",
+	"access_key", "accesskey", "access-key", "auth", "credentials", "credential",
+	"private_key", "privatekey",
+}
+
+// refNameWords end names that hold a reference to, or a property of, a credential rather
+// than the credential: secretName, token_type, password_file, api_key_id, token_count...
+var refNameWords = map[string]bool{
+	"name": true, "names": true, "ref": true, "id": true, "ids": true, "file": true,
+	"files": true, "path": true, "dir": true, "env": true, "var": true, "type": true,
+	"url": true, "uri": true, "endpoint": true, "count": true, "limit": true,
+	"length": true, "len": true, "size": true, "max": true, "min": true, "policy": true,
+	"field": true, "prompt": true, "label": true, "hint": true, "header": true,
+	"expiry": true, "expires": true, "expiration": true, "ttl": true, "timeout": true,
+	"format": true, "mode": true, "version": true, "kind": true, "usage": true,
+	"required": true, "enabled": true, "rotation": true, "store": true, "provider": true,
+	"manager": true, "source": true, "method": true, "location": true, "scope": true,
+	"scopes": true, "template": true, "pattern": true, "regex": true, "input": true,
+	"placeholder": true, "reset": true, "changed": true,
+}
+
+// secretScanner is the configured detector of the secrets policy.
+type secretScanner struct {
+	anchors    anchorSet
+	kinds      kindSet
+	allow      allowList
+	minEntropy float64
+	minLength  int
+}
+
+var _ detector = (*secretScanner)(nil)
+
+func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLength int) *secretScanner {
+	s := &secretScanner{kinds: kinds, allow: allow, minEntropy: minEntropy, minLength: minLength}
+	a := &s.anchors
+	// Anchors of disabled kinds are left out: they would cost time and be filtered anyway.
+	on := kinds.enabled
+	if on(SecretAnthropicKey) {
+		a.add(anchor{lit: "sk-ant-", match: tokenMatcher(reAnthropicKey, SecretAnthropicKey, isKeyChar)})
+	}
+	if on(SecretOpenAIKey) {
+		a.add(anchor{lit: "sk-", match: s.matchOpenAI})
+	}
+	if on(SecretStripeKey) {
+		for _, p := range []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"} {
+			a.add(anchor{lit: p, match: tokenMatcher(reStripeKey, SecretStripeKey, isAlnumASCII)})
+		}
+	}
+	if on(SecretAWSAccessKeyID) || on(SecretAWSSecretAccessKey) {
+		a.add(anchor{lit: "AKIA", match: s.matchAWSKeyID})
+		a.add(anchor{lit: "ASIA", match: s.matchAWSKeyID})
+	}
+	if on(SecretGitHubToken) {
+		for _, p := range []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"} {
+			a.add(anchor{lit: p, match: tokenMatcher(reGitHubToken, SecretGitHubToken, isKeyChar)})
+		}
+		a.add(anchor{lit: "github_pat_", match: tokenMatcher(reGitHubPAT, SecretGitHubToken, isKeyChar)})
+	}
+	if on(SecretSlackToken) {
+		a.add(anchor{lit: "xox", match: tokenMatcher(reSlackToken, SecretSlackToken, isKeyChar)})
+	}
+	if on(SecretSlackWebhook) {
+		for _, p := range []string{"https://hooks.slack.com/", "http://hooks.slack.com/", "hooks.slack.com/"} {
+			a.add(anchor{lit: p, match: tokenMatcher(reSlackWebhook, SecretSlackWebhook, isKeyChar)})
+		}
+	}
+	if on(SecretGoogleAPIKey) {
+		a.add(anchor{lit: "AIza", match: tokenMatcher(reGoogleAPIKey, SecretGoogleAPIKey, isKeyChar)})
+	}
+	if on(SecretPrivateKey) {
+		a.add(anchor{lit: "-----BEGIN ", inner: true, match: matchPrivateKey})
+	}
+	if on(SecretJWT) {
+		a.add(anchor{lit: "eyJ", match: matchJWT})
+	}
+	if on(SecretBearerToken) {
+		a.add(anchor{lit: "bearer", fold: true, match: s.matchBearer})
+	}
+	if on(SecretGeneric) || on(SecretAWSSecretAccessKey) {
+		for _, kw := range secretNameKeywords {
+			// Inside an upper-case name only the unambiguous words count (PGPASSWORD,
+			// CLIENTSECRET), not PASS (COMPASS, BYPASS) or AUTH (OAUTH).
+			caps := len(kw) >= 5
+			a.add(anchor{lit: kw, fold: true, camel: true, caps: caps, match: func(dst []Finding, text string, at int) ([]Finding, int) {
+				return s.matchAssignment(dst, text, at, len(kw))
+			}})
+		}
+	}
+	return s
+}
+
+// scanText implements detector.
+func (s *secretScanner) scanText(dst []Finding, text string) []Finding {
+	start := len(dst)
+	dst = s.anchors.scan(dst, text)
+	return s.finish(dst, start, text)
+}
+
+// scanField implements detector: the value is scanned as text, and a value stored under a
+// credential-like key ("password", "apiKey", "AWS_SECRET_ACCESS_KEY") is itself a
+// candidate when it passes the same tests as an assigned value in text.
+func (s *secretScanner) scanField(dst []Finding, key, value string) []Finding {
+	start := len(dst)
+	dst = s.anchors.scan(dst, value)
+	if key != "" {
+		if aws, ok := credentialName(key); ok && isSingleToken(value) {
+			if f, ok := s.classifyValue(value, 0, len(value), aws); ok {
+				dst = append(dst, f)
+			}
+		}
+	}
+	return s.finish(dst, start, value)
+}
+
+func (s *secretScanner) finish(dst []Finding, start int, text string) []Finding {
+	fs := dst[start:]
+	fs = s.kinds.filter(fs)
+	fs = s.allow.filter(text, fs)
+	fs = resolveOverlaps(fs)
+	return dst[:start+len(fs)]
+}
+
+// isKeyChar is the alphabet of most API tokens: letters, digits, '_' and '-'.
+func isKeyChar(c byte) bool { return isAlnumASCII(c) || c == '_' || c == '-' }
+
+// tokenMatcher builds a matcher for a prefixed token format: re must match at the
+// position, and the token must end where its alphabet (cont) ends.
+func tokenMatcher(re *regexp.Regexp, kind string, cont func(byte) bool) matchFunc {
+	return func(dst []Finding, text string, at int) ([]Finding, int) {
+		loc := re.FindStringIndex(window(text, at, 512))
+		if loc == nil {
+			return dst, 0
+		}
+		end := at + loc[1]
+		if end < len(text) && cont(text[end]) {
+			return dst, 0
+		}
+		return append(dst, Finding{Start: at, End: end, Kind: kind, priority: prioFormat}), end
+	}
+}
+
+// openAIForms are tried in order: project/service/admin keys, any key with the OpenAI
+// marker, and the legacy 48-character form.
+var openAIForms = []*regexp.Regexp{reOpenAIProject, reOpenAIMarked, reOpenAILegacy}
+
+func (s *secretScanner) matchOpenAI(dst []Finding, text string, at int) ([]Finding, int) {
+	w := window(text, at, 512)
+	for _, re := range openAIForms {
+		loc := re.FindStringIndex(w)
+		if loc == nil {
+			continue
+		}
+		end := at + loc[1]
+		if end < len(text) && isKeyChar(text[end]) {
+			continue
+		}
+		return append(dst, Finding{Start: at, End: end, Kind: SecretOpenAIKey, priority: prioFormat}), end
+	}
+	return dst, 0
+}
+
+// matchAWSKeyID finds an access key id and, right after it (a CSV line, "id:secret", two
+// adjacent environment values), the 40-character secret access key that pairs with it.
+func (s *secretScanner) matchAWSKeyID(dst []Finding, text string, at int) ([]Finding, int) {
+	loc := reAWSKeyID.FindStringIndex(window(text, at, 20))
+	if loc == nil {
+		return dst, 0
+	}
+	end := at + loc[1]
+	if end < len(text) && isAlnumASCII(text[end]) {
+		return dst, 0
+	}
+	dst = append(dst, Finding{Start: at, End: end, Kind: SecretAWSAccessKeyID, priority: prioFormat})
+	if m := reAWSSecretAfter.FindStringSubmatchIndex(window(text, end, 48)); m != nil {
+		vs, ve := end+m[2], end+m[3]
+		if (ve >= len(text) || !isBase64Char(text[ve])) && looksRandomAWSSecret(text[vs:ve]) {
+			dst = append(dst, Finding{Start: vs, End: ve, Kind: SecretAWSSecretAccessKey, priority: prioFormat})
+			return dst, ve
+		}
+	}
+	return dst, end
+}
+
+func isBase64Char(c byte) bool { return isAlnumASCII(c) || c == '+' || c == '/' || c == '=' }
+
+// looksRandomAWSSecret requires the mix of letter cases every real secret access key has,
+// so that a 40-character hex digest next to a key id is not taken for one.
+func looksRandomAWSSecret(v string) bool {
+	if len(v) != 40 {
+		return false
+	}
+	var upper, lower, other bool
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case isUpperASCII(c):
+			upper = true
+		case isLowerASCII(c):
+			lower = true
+		case !isAlnumASCII(c) && c != '+' && c != '/':
+			return false
+		default:
+			other = true
+		}
+	}
+	return upper && lower && other
+}
+
+// matchPrivateKey covers a PEM/OpenSSH/PGP private key block from its BEGIN line to the
+// matching END line, or, when the END line is missing, to the end of the key body.
+func matchPrivateKey(dst []Finding, text string, at int) ([]Finding, int) {
+	m := rePrivKeyBegin.FindStringSubmatchIndex(window(text, at, 80))
+	if m == nil {
+		return dst, 0
+	}
+	label := text[at+m[2] : at+m[3]]
+	bodyStart := at + m[1]
+	const maxBlock = 64 << 10
+	rest := window(text, bodyStart, maxBlock)
+	// A key block holds no quote: stopping at one keeps the span inside a single quoted
+	// string when the block sits in serialized JSON.
+	if q := strings.IndexByte(rest, '"'); q >= 0 {
+		rest = rest[:q]
+	}
+	endLine := "-----END " + label + "-----"
+	if k := strings.Index(rest, endLine); k >= 0 {
+		end := bodyStart + k + len(endLine)
+		return append(dst, Finding{Start: at, End: end, Kind: SecretPrivateKey, priority: prioBlock}), end
+	}
+	end := bodyStart
+	if loc := rePrivKeyBody.FindStringIndex(rest); loc != nil {
+		end = bodyStart + loc[1]
+	}
+	end = trimTrailingBreaks(text, bodyStart, end)
+	return append(dst, Finding{Start: at, End: end, Kind: SecretPrivateKey, priority: prioBlock}), end
+}
+
+// trimTrailingBreaks moves end back over real or escaped line breaks, down to lo, so that
+// the line break after a truncated key body stays outside the placeholder.
+func trimTrailingBreaks(text string, lo, end int) int {
+	for end > lo {
+		switch {
+		case text[end-1] == '\n' || text[end-1] == '\r':
+			end--
+		case end-2 >= lo && text[end-2] == '\\' && (text[end-1] == 'n' || text[end-1] == 'r'):
+			end -= 2
+		default:
+			return end
+		}
+	}
+	return end
+}
+
+// matchJWT accepts three base64url segments whose first decodes to a JSON object with an
+// "alg" member — the JOSE header every JWS/JWT carries.
+func matchJWT(dst []Finding, text string, at int) ([]Finding, int) {
+	loc := reJWT.FindStringIndex(window(text, at, 8192))
+	if loc == nil {
+		return dst, 0
+	}
+	end := at + loc[1]
+	if end < len(text) && (isKeyChar(text[end]) || text[end] == '.') {
+		return dst, 0
+	}
+	tok := text[at:end]
+	header := tok[:strings.IndexByte(tok, '.')]
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(header, "="))
+	if err != nil {
+		return dst, 0
+	}
+	hasAlg := false
+	if err := topLevelMembers(raw, func(k string) bool { return k == "alg" }, func(_ string, v jsonValue) {
+		hasAlg = v.kind == jsonString && v.str != ""
+	}); err != nil || !hasAlg {
+		return dst, 0
+	}
+	return append(dst, Finding{Start: at, End: end, Kind: SecretJWT, priority: prioJWT}), end
+}
+
+// matchBearer finds "Bearer <token>" (an Authorization header or its value). The token
+// must look random (letters and digits, not a dotted/dashed identifier), which rules out
+// prose ("bearer tokens are...") and code ("Bearer " + token, "Bearer ${TOKEN}").
+func (s *secretScanner) matchBearer(dst []Finding, text string, at int) ([]Finding, int) {
+	m := reBearer.FindStringSubmatchIndex(window(text, at, 600))
+	if m == nil {
+		return dst, 0
+	}
+	vs, ve := at+m[2], at+m[3]
+	if ve < len(text) && (isKeyChar(text[ve]) || text[ve] == '.') {
+		return dst, 0
+	}
+	v := text[vs:ve]
+	if !hasDigitAndLetter(v) || looksLikeIdentifier(v) {
+		return dst, 0
+	}
+	return append(dst, Finding{Start: vs, End: ve, Kind: SecretBearerToken, priority: prioBearer}), at + 6
+}
+
+// matchAssignment handles a credential-like name (kwLen bytes at at) followed by an
+// assignment: password=..., "apiKey": "...", DB_PASSWORD: ..., --token ..., token := "...".
+// It resumes right after the keyword, so the value is still offered to the format
+// matchers (a GitHub token assigned to GITHUB_TOKEN is reported as github_token).
+func (s *secretScanner) matchAssignment(dst []Finding, text string, at, kwLen int) ([]Finding, int) {
+	n := len(text)
+	kwEnd := at + kwLen
+	// Glued into an upper-case name (PGPASSWORD): the keyword itself must be upper case.
+	if !wordBoundaryBefore(text, at) && isUpperASCII(text[at-1]) && !allUpper(text[at:kwEnd]) {
+		return dst, 0
+	}
+	// "passwords", "Tokens", "tokenizer": the keyword must end the word or a camel hump.
+	if kwEnd < n && isLetterASCII(text[kwEnd]) && isLowerASCII(text[kwEnd]) == isLowerASCII(text[kwEnd-1]) {
+		return dst, 0
+	}
+	// The rest of the name: token_secret, PASSWORD_HASH, apiKey.value ...
+	nameEnd := kwEnd
+	for nameEnd < n && nameEnd-at < 64 && (isKeyChar(text[nameEnd]) || text[nameEnd] == '.') {
+		nameEnd++
+	}
+	// Include what precedes the keyword in the same name (AWS_, db_, client_), and notice a
+	// command-line option (--password value).
+	nameStart := at
+	for nameStart > 0 && at-nameStart < 32 && (isKeyChar(text[nameStart-1]) || text[nameStart-1] == '.') {
+		nameStart--
+	}
+	dashes := 0
+	for nameStart+dashes < at && text[nameStart+dashes] == '-' {
+		dashes++
+	}
+	nameStart += dashes
+	cliFlag := dashes == 2
+	name := text[nameStart:nameEnd]
+	if refNameWords[lastNameWord(name)] {
+		return dst, 0
+	}
+	j := nameEnd
+	// closing quote of a quoted key, possibly JSON-escaped inside serialized text
+	if j+1 < n && text[j] == '\\' && isQuote(text[j+1]) {
+		j += 2
+	} else if j < n && isQuote(text[j]) {
+		j++
+	}
+	sp := j
+	for j < n && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	switch {
+	case strings.HasPrefix(text[j:], ":=") || strings.HasPrefix(text[j:], "=>"):
+		j += 2
+	case j < n && (text[j] == '=' || text[j] == ':'):
+		j++
+	case cliFlag && j > sp:
+		// --password value
+	default:
+		return dst, 0
+	}
+	for j < n && (text[j] == ' ' || text[j] == '\t') {
+		j++
+	}
+	var quote byte
+	if j+1 < n && text[j] == '\\' && isQuote(text[j+1]) {
+		quote = text[j+1]
+		j += 2
+	} else if j < n && isQuote(text[j]) {
+		quote = text[j]
+		j++
+	}
+	// A quoted value runs to its closing quote and may hold the punctuation that ends an
+	// unquoted one (a password with '&' or ',').
+	vs := j
+	for j < n && j-vs < 256 && (isValueChar(text[j]) || (quote != 0 && text[j] > ' ' && text[j] != quote && text[j] != '\\' && text[j] != 0x7f)) {
+		j++
+	}
+	if j < n && j-vs >= 256 {
+		return dst, 0 // a blob, not a credential value
+	}
+	if quote == 0 && j < n && text[j] == '(' {
+		return dst, 0 // auth = base64.b64encode(...): a call, not a value
+	}
+	aws := isAWSSecretName(name)
+	if f, ok := s.classifyValue(text, vs, j, aws); ok {
+		dst = append(dst, f)
+	}
+	return dst, kwEnd
+}
+
+// classifyValue decides whether text[vs:ve], assigned to a credential-like name, is a
+// credential: a 40-character AWS secret under an AWS secret name, or a random-looking
+// value (length, Shannon entropy, letters and digits, not an identifier or a reference).
+func (s *secretScanner) classifyValue(text string, vs, ve int, aws bool) (Finding, bool) {
+	v := text[vs:ve]
+	if aws && looksRandomAWSSecret(v) {
+		return Finding{Start: vs, End: ve, Kind: SecretAWSSecretAccessKey, priority: prioFormat}, true
+	}
+	if len(v) < s.minLength {
+		return Finding{}, false
+	}
+	switch v[0] {
+	case '$', '%', '&', '*', '@', '!', '=', '#', ':', '/', '.', '~', '-':
+		// $VAR, %(name)s, YAML anchors/aliases/tags, paths, options: references, not values
+		return Finding{}, false
+	}
+	if !hasDigitAndLetter(v) || looksLikeIdentifier(v) || wordy(v) || hasScheme(v) || shannonEntropy(v) < s.minEntropy {
+		return Finding{}, false
+	}
+	return Finding{Start: vs, End: ve, Kind: SecretGeneric, priority: prioGeneric}, true
+}
+
+// hasScheme reports values that start like a URI or resource name (urn:uuid:…,
+// arn:aws:…, https://…): references, not credentials.
+func hasScheme(v string) bool {
+	for i := 0; i < len(v) && i < 16; i++ {
+		c := v[i]
+		switch {
+		case isLetterASCII(c), i > 0 && (isDigitASCII(c) || c == '+' || c == '.' || c == '-'):
+		case c == ':' && i >= 2:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func isQuote(c byte) bool { return c == '"' || c == '\'' || c == '`' }
+
+// isValueChar is what an unquoted or quoted credential value may contain: anything but
+// whitespace, quotes, backslashes and the punctuation that ends values in code,
+// configuration and URL query strings ('&').
+func isValueChar(c byte) bool {
+	if c <= ' ' || c == 0x7f {
+		return false
+	}
+	switch c {
+	case '"', '\'', '`', '\\', ',', ';', '<', '>', '(', ')', '{', '}', '[', ']', '|', '&':
+		return false
+	}
+	return true
+}
+
+// isSingleToken reports a JSON field value without whitespace or control characters: a
+// credential, not a sentence.
+func isSingleToken(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] == 0x7f {
+			return false
+		}
+	}
+	return v != ""
+}
+
+func allUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if isLowerASCII(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasDigitAndLetter(v string) bool {
+	var d, l bool
+	for i := 0; i < len(v); i++ {
+		switch {
+		case isDigitASCII(v[i]):
+			d = true
+		case isLetterASCII(v[i]):
+			l = true
+		}
+	}
+	return d && l
+}
+
+// looksLikeIdentifier reports values made of words: every segment between - _ . / : is
+// letters optionally followed by at most three digits (six in an upper-case word such as
+// NL80211), or a number of at most four digits (my-app-secret-v2, prod_db_1,
+// https://auth.example.com/token, release.2024). Random tokens do not look like this.
+func looksLikeIdentifier(v string) bool {
+	start := 0
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) && strings.IndexByte("-_./:", v[i]) < 0 {
+			continue
+		}
+		if !identSegment(v[start:i]) {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
+
+func identSegment(s string) bool {
+	i := 0
+	for i < len(s) && isLetterASCII(s[i]) {
+		i++
+	}
+	letters := i
+	for i < len(s) && isDigitASCII(s[i]) {
+		i++
+	}
+	if i != len(s) {
+		return false
+	}
+	digits := len(s) - letters
+	if letters == 0 {
+		return digits <= 4
+	}
+	return digits <= 3 || (letters >= 2 && digits <= 6 && allUpper(s))
+}
+
+// wordy reports values made of words, as code identifiers are (testP256PrivateKey →
+// test P 256 Private Key, HTTPServerConfig2 → HTTP Server Config 2): at least three
+// quarters of the characters sit in words of three or more letters (lower-case or
+// Capitalized), in digit runs of three or more, or in an acronym directly followed by a
+// Capitalized word. In a random token the character class changes every one or two
+// characters, and long upper-case runs happen but are not followed by words. Values
+// without lower-case letters (base32 secrets) are left to the other tests.
+func wordy(v string) bool {
+	inWords := 0
+	hasLower := false
+	for i := 0; i < len(v); {
+		c := v[i]
+		j := i + 1
+		counted := false
+		switch {
+		case isLowerASCII(c):
+			hasLower = true
+			for j < len(v) && isLowerASCII(v[j]) {
+				j++
+			}
+			counted = j-i >= 3
+		case isUpperASCII(c) && j < len(v) && isLowerASCII(v[j]):
+			hasLower = true
+			for j < len(v) && isLowerASCII(v[j]) {
+				j++
+			}
+			counted = j-i >= 3
+		case isUpperASCII(c):
+			for j < len(v) && isUpperASCII(v[j]) && !(j+1 < len(v) && isLowerASCII(v[j+1])) {
+				j++
+			}
+			counted = j-i >= 2 && j+1 < len(v) && isUpperASCII(v[j]) && isLowerASCII(v[j+1])
+		case isDigitASCII(c):
+			for j < len(v) && isDigitASCII(v[j]) {
+				j++
+			}
+			counted = j-i >= 3
+		}
+		if counted {
+			inWords += j - i
+		}
+		i = j
+	}
+	return hasLower && 4*inWords >= 3*len(v)
+}
+
+// lastNameWord returns the last word of an identifier, lower-cased: "secretName" → "name",
+// "TOKEN_TYPE" → "type", "api-key" → "key".
+func lastNameWord(name string) string {
+	end := len(name)
+	for end > 0 && !isAlnumASCII(name[end-1]) {
+		end--
+	}
+	start := end
+	for start > 0 && isAlnumASCII(name[start-1]) {
+		// camel hump: aB
+		if isUpperASCII(name[start-1]) && start-1 > 0 && isLowerASCII(name[start-2]) {
+			start--
+			break
+		}
+		start--
+	}
+	return strings.ToLower(name[start:end])
+}
+
+// isAWSSecretName recognises aws_secret_access_key, AWS_SECRET_KEY, SecretAccessKey,
+// secret_access_key and similar names.
+func isAWSSecretName(name string) bool {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if isAlnumASCII(name[i]) {
+			b.WriteByte(lowerASCII(name[i]))
+		}
+	}
+	n := b.String()
+	return strings.Contains(n, "secretaccesskey") || (strings.Contains(n, "aws") && strings.Contains(n, "secret"))
+}
+
+// credentialName reports whether a JSON key names a credential, using the same keyword
+// and suffix rules as an assignment in text. aws is true for AWS secret key names.
+func credentialName(key string) (aws, ok bool) {
+	for i := 0; i < len(key); i++ {
+		if !wordBoundaryBefore(key, i) && !(isUpperASCII(key[i]) && isLowerASCII(key[i-1])) {
+			continue
+		}
+		for _, kw := range secretNameKeywords {
+			if !hasLiteral(key[i:], kw, true) {
+				continue
+			}
+			end := i + len(kw)
+			if end < len(key) && isLetterASCII(key[end]) && isLowerASCII(key[end]) == isLowerASCII(key[end-1]) {
+				continue
+			}
+			if refNameWords[lastNameWord(key)] {
+				return false, false
+			}
+			return isAWSSecretName(key), true
+		}
+	}
+	return false, false
+}
