@@ -9,9 +9,12 @@ import (
 var defaultYAML []byte
 
 // DefaultRegistration is the inline registration document (JSON) that the embedded default
-// configuration carries in RegistrationInline. nil means none: the default is then a plain
-// proxy. It is the seam through which the built-in policies (secrets, tools) are put in
-// front by default; whoever wires them sets it before Default is called.
+// configuration carries in RegistrationInline: the built-in tools policy (default
+// destructive-command deny list) at tool.before, then the secrets policy (redact) at
+// model.request.before, tool.before and tool.after, both fail-closed. nil would mean a
+// plain proxy.
+//
+//go:embed default-registration.json
 var DefaultRegistration []byte
 
 // DefaultYAML returns the text of the embedded default configuration.

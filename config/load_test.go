@@ -177,16 +177,19 @@ func TestDefault(t *testing.T) {
 			t.Errorf("route %+v", r)
 		}
 	}
-	if cfg.RegistrationInline != nil {
-		t.Errorf("default has an inline registration: %s", cfg.RegistrationInline)
+	// The built-in policies' registration is embedded (issue 5): serve with no file puts
+	// secrets and tools in front of the public APIs.
+	if len(cfg.RegistrationInline) == 0 || string(cfg.RegistrationInline) != string(config.DefaultRegistration) {
+		t.Errorf("default inline registration = %q, want the embedded default-registration.json", cfg.RegistrationInline)
 	}
 	// Each call returns a fresh copy.
 	cfg.Routes[0].Prefix = "/changed"
 	if config.Default().Routes[0].Prefix != "/openai" {
 		t.Error("Default shares state between calls")
 	}
+	saved := config.DefaultRegistration
 	config.DefaultRegistration = []byte(`{"protocolVersion":"draft","hooks":[]}`)
-	defer func() { config.DefaultRegistration = nil }()
+	defer func() { config.DefaultRegistration = saved }()
 	if string(config.Default().RegistrationInline) != string(config.DefaultRegistration) {
 		t.Error("DefaultRegistration not carried into RegistrationInline")
 	}

@@ -45,6 +45,7 @@ func runBackendContext(ctx context.Context, args []string, stdin io.Reader, stdo
 	configPath := flags.String("config", "", "configuration file or registration document (default: $"+config.EnvConfig+", else the embedded default's secrets and tools)")
 	listen := flags.String("listen", defaultBackendListen, "HTTP address to serve POST http://ADDR/ on")
 	stdio := flags.Bool("stdio", false, "serve over stdin/stdout (one JSON-RPC message per line) instead of HTTP")
+	tokenEnv := flags.String("token-env", "", "HTTP only: require \"Authorization: Bearer $VAR\", the token read from this environment variable")
 	logLevel := flags.String("log-level", "info", "log level: debug | info | warn | error (logs go to stderr)")
 	logFormat := flags.String("log-format", "json", "log format: json | console")
 	if err := flags.Parse(args); err != nil {
@@ -59,9 +60,18 @@ func runBackendContext(ctx context.Context, args []string, stdin io.Reader, stdo
 	}
 	listenSet := false
 	flags.Visit(func(f *flag.Flag) { listenSet = listenSet || f.Name == "listen" })
-	if *stdio && listenSet {
-		fmt.Fprintln(stderr, "hookproxy backend: --listen and --stdio exclude each other")
+	if *stdio && (listenSet || *tokenEnv != "") {
+		fmt.Fprintln(stderr, "hookproxy backend: --stdio excludes --listen and --token-env (a stdio backend is trusted as a process)")
 		return 2
+	}
+	var opts []backend.Option
+	if *tokenEnv != "" {
+		token := strings.TrimSpace(os.Getenv(*tokenEnv))
+		if token == "" {
+			fmt.Fprintf(stderr, "hookproxy backend: --token-env %s: the variable is unset or empty\n", *tokenEnv)
+			return 2
+		}
+		opts = append(opts, backend.WithBearerToken(token))
 	}
 	logger, err := newWriterLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
@@ -75,7 +85,7 @@ func runBackendContext(ctx context.Context, args []string, stdin io.Reader, stdo
 		fmt.Fprintf(stderr, "hookproxy backend: %v\n", err)
 		return 1
 	}
-	srv, err := backend.New(doc, policies.Factories(), logger)
+	srv, err := backend.New(doc, policies.Factories(), logger, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookproxy backend: %v\n", err)
 		return 1
@@ -115,7 +125,8 @@ func serveBackendHTTP(ctx context.Context, srv *backend.Server, listen, from str
 	logger.Info("hookproxy backend listening",
 		zap.String("url", "http://"+ln.Addr().String()+"/"),
 		zap.String("registration", from),
-		zap.Strings("events", srv.Events()))
+		zap.Strings("events", srv.Events()),
+		zap.Bool("bearerToken", srv.RequiresToken()))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	if ready != nil {

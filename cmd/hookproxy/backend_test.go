@@ -23,6 +23,9 @@ import (
 // backendSecret is a made-up AWS access key id in the real format.
 const backendSecret = "AKIAZ7BACKENDTEST0PQ"
 
+// cmdToken is the bearer token of the protected backend case; unprotected backends ignore it.
+const cmdToken = "cmd-test-token-7d1e"
+
 // interceptLine is a hand-written hooks/intercept request on one line.
 const interceptLine = `{"jsonrpc":"2.0","id":"evt_cmd_1","method":"hooks/intercept","params":{"protocolVersion":"draft",` +
 	`"event":{"id":"evt_cmd_1","source":"urn:example:h","type":"model.request.before","time":"2026-09-15T12:00:00Z",` +
@@ -95,6 +98,7 @@ func TestBackendCommandHTTP(t *testing.T) {
 	reg := writeFile(t, dir, "policies.json", string(config.DefaultRegistration))
 	cfg := writeFile(t, dir, "hookproxy.yaml", "registration: policies.json\nroutes:\n  - prefix: /openai\n    api: openai\n    upstream: https://api.openai.com\n")
 	t.Setenv(config.EnvConfig, "")
+	t.Setenv("HOOKPROXY_TEST_CMD_TOKEN", cmdToken)
 	for _, tc := range []struct {
 		desc string
 		args []string
@@ -102,10 +106,17 @@ func TestBackendCommandHTTP(t *testing.T) {
 		{"a registration document", []string{"--config", reg}},
 		{"a configuration file naming one", []string{"--config", cfg}},
 		{"no --config: the embedded default", nil},
+		{"a bearer token", []string{"--token-env", "HOOKPROXY_TEST_CMD_TOKEN"}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			url, stop := startBackend(t, tc.args...)
-			resp, err := http.Post(url+"any/path", "application/json", strings.NewReader(interceptLine))
+			req, err := http.NewRequest(http.MethodPost, url+"any/path", strings.NewReader(interceptLine))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+cmdToken)
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +184,8 @@ func TestBackendCommandErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"--stdio and --listen", []string{"--stdio", "--listen", "127.0.0.1:0"}, 2, "exclude each other"},
+		{"--stdio and --listen", []string{"--stdio", "--listen", "127.0.0.1:0"}, 2, "--stdio excludes"},
+		{"--token-env unset", []string{"--token-env", "HOOKPROXY_TEST_UNSET_TOKEN"}, 2, "unset or empty"},
 		{"unknown flag", []string{"--bogus"}, 2, ""},
 		{"extra argument", []string{"serve"}, 2, "unexpected arguments"},
 		{"bad log level", []string{"--log-level", "loud"}, 2, "log level"},
