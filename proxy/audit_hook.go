@@ -50,6 +50,12 @@ type BoundaryRecord struct {
 	Supplied    bool // a return candidate was bound
 	Interrupted bool // the client went away while the chain ran
 	Enforcement string
+	// Reapplied counts, on a model.request.before record, the rewrites settled at earlier
+	// requests of the conversation (tool.after modify(output), turn.start modify(prompt))
+	// that were re-applied to this request's messages before its boundaries ran. When it
+	// is above zero and the request is forwarded, Enforcement is "rewritten": the body
+	// sent upstream differs from the client's.
+	Reapplied int
 
 	// Event is the effective event (content included). Auditors must not write its
 	// content unless configured to (audit.includeContent); it never holds credentials.

@@ -42,7 +42,11 @@ func (x *exchange) requestSide() requestOutcome {
 	if ps >= 0 {
 		turnDeliveries = x.s.store.Take(x.storeKey(deliverNextTurn))
 	}
+	// Rewrites settled at earlier requests of the conversation hold again before any
+	// boundary sees the list (rewrites.go).
+	x.recallRewrites()
 	out := x.requestBoundaries(ps, append(deliveries, turnDeliveries...))
+	x.commitRewrites(out.kind)
 	if out.kind != outcomeForward && out.kind != outcomeSupplied {
 		// Refused, stopped or interrupted: the model did not get them; keep them pending.
 		x.s.store.Put(x.storeKey(deliverNextCall), deliveries)
@@ -57,16 +61,22 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 	// (a) tool.after — one per tool result the model has not seen yet.
 	if x.subs.any(ahp.EventToolAfter) {
 		for _, tr := range newToolResults(x.req) {
+			if x.rw.isSettled(tr.ItemIndex) {
+				continue // a retried request: decided before, its rewrite re-applied
+			}
 			if out, done := x.toolAfter(tr, &now); done {
 				return out
 			}
 		}
 	}
 
-	// (b) turn.start — the request ends with a new user prompt.
-	if ps >= 0 && ps <= len(x.items) && x.subs.any(ahp.EventTurnStart) {
-		if out, done := x.turnStart(ps, &now); done {
-			return out
+	// (b) turn.start — the request ends with a new user prompt (not one whose turn.start
+	// was settled and remembered already: a retried request).
+	if ps >= 0 && x.subs.any(ahp.EventTurnStart) && !x.rw.settledFrom(ps, len(x.req.Items)) {
+		if eps := x.rw.at(ps); eps <= len(x.items) {
+			if out, done := x.turnStart(eps, &now); done {
+				return out
+			}
 		}
 	}
 
@@ -136,7 +146,8 @@ func (x *exchange) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, cal
 
 // toolAfter builds and settles the tool.after of one tool result (SPEC-DIGEST §15.3 A.2).
 func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestOutcome, bool) {
-	orig := x.items[r.ItemIndex]
+	idx := x.rw.at(r.ItemIndex) // r indexes the client's list
+	orig := x.items[idx]
 	ev := x.newEvent(ahp.EventToolAfter)
 	call := ahp.Call{ID: r.CallID}
 	if call.ID == "" {
@@ -178,9 +189,11 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 	enforcement := EnforceForwarded
 	if st.Modified && st.Event != nil {
 		// modify(output): the result the model sees is the effective output.
-		x.items[r.ItemIndex] = toolMessage(orig, st.Event.Items)
+		x.items[idx] = toolMessage(orig, st.Event.Items)
 		x.changed = true
 		enforcement = EnforceRewritten
+		// The agent re-sends the original with every later request: hold the decision.
+		x.noteRewrite(r.ItemIndex, 1, x.items[idx:idx+1], ahp.EventToolAfter)
 	}
 	if x.takeInjections(st, ev.ID, now, deliverNextTurn) {
 		enforcement = EnforceRewritten
@@ -189,7 +202,8 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 	return requestOutcome{}, false
 }
 
-// turnStart builds and settles turn.start over the trailing prompt (items[ps:]).
+// turnStart builds and settles turn.start over the trailing prompt (items[ps:], ps an
+// index of the effective list).
 func (x *exchange) turnStart(ps int, now *[]ahp.Message) (requestOutcome, bool) {
 	ev := x.newEvent(ahp.EventTurnStart)
 	ev.Trigger = "user"
@@ -204,6 +218,10 @@ func (x *exchange) turnStart(ps int, now *[]ahp.Message) (requestOutcome, bool) 
 		x.items = append(x.items[:ps:ps], cloneMessages(st.Event.Items)...)
 		x.changed = true
 		enforcement = EnforceRewritten
+		// Held for the rest of the conversation, keyed by the client's prompt messages.
+		if ops := x.req.PromptStart; ops >= 0 {
+			x.noteRewrite(ops, len(x.req.Items)-ops, x.items[ps:], ahp.EventTurnStart)
+		}
 	}
 	if x.takeInjections(st, ev.ID, now, deliverNextTurn) {
 		enforcement = EnforceRewritten
@@ -257,6 +275,11 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	if len(now) > 0 {
 		x.items = append(x.items, now...)
 		x.changed = true
+	}
+	if x.rw.applied > 0 && enforcement == EnforceForwarded {
+		// Remembered rewrites were re-applied: what goes upstream is not the client's
+		// body, and this is the one record of the request that can say so.
+		enforcement = EnforceRewritten
 	}
 	x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
 	return requestOutcome{}, false

@@ -40,8 +40,9 @@ type exchange struct {
 	model     ahp.Model
 	modelGaps []ahp.Gap
 	attempt   ahp.Attempt
-	principal string   // hash of the client's credentials; scopes store keys, never sent
-	secrets   []string // the client's credential values, to scrub provider error text
+	principal string       // hash of the client's credentials; scopes store keys, never sent
+	secrets   []string     // the client's credential values, to scrub provider error text
+	rw        rewriteState // remembered rewrites re-applied and accepted (rewrites.go)
 
 	settlements []*chain.Settlement
 	observing   sync.WaitGroup // observe-only deliveries started by this request
@@ -227,6 +228,9 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 	}
 	if ev.Model != nil {
 		rec.Model = ev.Model.ID
+	}
+	if ev.Type == ahp.EventModelRequestBefore {
+		rec.Reapplied = x.rw.applied
 	}
 	if st != nil {
 		rec.Records = st.Records

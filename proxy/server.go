@@ -29,6 +29,10 @@ type Options struct {
 	Auditor Auditor
 	// Store holds deferred injections (default: NewMemoryStore(0, 0)).
 	Store Store
+	// Rewrites remembers the rewrites settled in each conversation, to re-apply them to
+	// its later requests; share it when several replicas run (default: Store when it
+	// implements RewriteStore, as MemoryStore does, else NewMemoryRewriteStore(0, 0)).
+	Rewrites RewriteStore
 	// Transport overrides the upstream round tripper (default: one shared
 	// *http.Transport built from cfg.Limits).
 	Transport http.RoundTripper
@@ -67,6 +71,7 @@ type Server struct {
 	log       *zap.Logger
 	auditor   Auditor
 	store     Store
+	rewrites  RewriteStore
 	transport http.RoundTripper
 	source    string
 	limits    config.Limits
@@ -90,6 +95,7 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 		log:       opts.Logger,
 		auditor:   opts.Auditor,
 		store:     opts.Store,
+		rewrites:  opts.Rewrites,
 		transport: opts.Transport,
 		source:    cfg.Source,
 		limits:    withDefaultLimits(cfg.Limits),
@@ -101,6 +107,13 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 	}
 	if s.store == nil {
 		s.store = NewMemoryStore(0, 0)
+	}
+	if s.rewrites == nil {
+		if rs, ok := s.store.(RewriteStore); ok {
+			s.rewrites = rs // one store for all conversation state; it survives reloads
+		} else {
+			s.rewrites = NewMemoryRewriteStore(0, 0)
+		}
 	}
 	if s.source == "" {
 		s.source = config.DefaultSource()

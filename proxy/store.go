@@ -12,7 +12,9 @@ import (
 // next_turn, and "now" injections accepted at tool.before, whose next model call is the
 // next request). Keys are session-scoped and opaque to the store. Implementations must
 // be safe for concurrent use; a shared implementation lets several replicas serve one
-// session.
+// session. The other piece of conversation state, settled rewrites, has its own
+// interface (RewriteStore) so that existing Store implementations keep compiling;
+// MemoryStore implements both.
 type Store interface {
 	// Put appends msgs to the messages pending under key.
 	Put(key string, msgs []ahp.Message)
@@ -37,6 +39,9 @@ type MemoryStore struct {
 	now     func() time.Time
 	entries map[string]*pending
 	order   []string // keys in first-Put order, for eviction; may hold stale keys
+	// rewrites is the rewrite memory (rewrites.go), kept here so that the one store a
+	// deployment shares across reloads carries it too.
+	rewrites *MemoryRewriteStore
 }
 
 type pending struct {
@@ -54,7 +59,8 @@ func NewMemoryStore(maxKeys int, ttl time.Duration) *MemoryStore {
 	if ttl <= 0 {
 		ttl = DefaultStoreTTL
 	}
-	return &MemoryStore{maxKeys: maxKeys, ttl: ttl, now: time.Now, entries: map[string]*pending{}}
+	return &MemoryStore{maxKeys: maxKeys, ttl: ttl, now: time.Now, entries: map[string]*pending{},
+		rewrites: NewMemoryRewriteStore(maxKeys, 0)}
 }
 
 // Put implements Store.
