@@ -44,6 +44,9 @@ type Record struct {
 	Flow         Flow          `json:"flow,omitempty"`
 	Denial       *Denial       `json:"denial,omitempty"`
 	Enforcement  Enforcement   `json:"enforcement"`
+	// Reapplied counts the rewrites settled on earlier requests of the conversation that
+	// were put back into this request (model.request.before records only).
+	Reapplied int `json:"reapplied,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`

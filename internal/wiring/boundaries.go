@@ -41,6 +41,7 @@ func AuditRecord(rec proxy.BoundaryRecord) audit.Record {
 	out.Model = audit.Text(rec.Model)
 	out.Tool = audit.Text(rec.ToolName)
 	out.Enforcement = audit.Enforcement(rec.Enforcement)
+	out.Reapplied = rec.Reapplied
 	return out
 }
 
