@@ -1,0 +1,530 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// partSource says where in a native chat message a canonical part came from, which is
+// where an edited part goes back to.
+type partSource uint8
+
+const (
+	srcString       partSource = iota // the message's content string
+	srcText                           // a {"type":"text"} entry of a content array
+	srcJoined                         // the joined text entries of a tool message
+	srcRefusal                        // a {"type":"refusal"} entry of a content array
+	srcRefusalField                   // the assistant's "refusal" string
+	srcReasoning                      // the assistant's "reasoning_content" / "reasoning" string
+	srcFileText                       // a "file" entry whose data URL holds text
+	srcAttachment                     // image_url, input_audio, file and unknown entries
+	srcAudioOutput                    // the "audio" object of a response message
+)
+
+// nativePart is the native origin of one canonical part.
+type nativePart struct {
+	src      partSource
+	raw      string   // the array entry's JSON; "" for fields and content strings
+	field    string   // srcReasoning: the field it came from; srcFileText: the file_data path
+	fileType string   // srcFileText: the data URL's media type
+	data     dataURL  // attachments with inline bytes (AttachmentData)
+	hasData  bool     // data is set
+	item     int      // Responses output: index of the output item it came from
+	canon    ahp.Part // the part as decoded, to tell an unchanged part from an edit
+}
+
+// callKind is the native form of a tool call.
+type callKind uint8
+
+const (
+	callFunction callKind = iota // tool_calls entry of type "function"
+	callCustom                   // tool_calls entry of type "custom" (free-form string input)
+	callLegacy                   // deprecated function_call
+)
+
+// nativeCall is the native origin of one tool call.
+type nativeCall struct {
+	id    string
+	item  int // Responses output: index of the output item
+	kind  callKind
+	raw   string // the tool_calls entry, or the function_call object
+	name  string
+	input string // compact JSON of the canonical input
+	text  string // the canonical tool_call part text as decoded
+}
+
+// natives maps canonical parts back to native JSON. It is shared by request and response
+// state. Calls are found by part id first: call ids are not always unique (some compatible
+// servers number their calls per response), part ids are.
+type natives struct {
+	parts   map[string]*nativePart
+	calls   map[string]*nativeCall // by tool_call part id
+	callIDs map[string]*nativeCall // by call id; the last call with that id
+}
+
+func newNatives() natives {
+	return natives{parts: map[string]*nativePart{}, calls: map[string]*nativeCall{}, callIDs: map[string]*nativeCall{}}
+}
+
+// addCall records the origin of a tool_call part.
+func (n *natives) addCall(p ahp.Part, id string, nc *nativeCall) {
+	nc.id, nc.text = id, p.TextOf()
+	n.calls[p.ID] = nc
+	n.callIDs[id] = nc
+}
+
+// addPart records the origin of p.
+func (n *natives) addPart(p ahp.Part, np nativePart) {
+	np.canon = cloneParts([]ahp.Part{p})[0]
+	n.parts[p.ID] = &np
+}
+
+// unchanged returns the origin of p when p is exactly the part that was decoded.
+func (n *natives) unchanged(p *ahp.Part) *nativePart {
+	if np := n.parts[p.ID]; np != nil && partsEqual(&np.canon, p) {
+		return np
+	}
+	return nil
+}
+
+// --- tool calls ---
+
+// parseArguments turns a native arguments string into a tool input object. ok is false when
+// the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An empty
+// string means a call without arguments, which some OpenAI-compatible servers send.
+func parseArguments(args gjson.Result) (input string, ok bool) {
+	switch {
+	case args.Type == gjson.String:
+		s := strings.TrimSpace(args.Str)
+		if s == "" {
+			return "{}", true
+		}
+		if json.Valid([]byte(s)) && gjson.Parse(s).IsObject() {
+			return normalizeJSON(s), true
+		}
+		return "{}", false
+	case args.IsObject():
+		// Some compatible servers send the arguments as an object instead of a string.
+		return normalizeJSON(args.Raw), true
+	case !args.Exists() || args.Type == gjson.Null:
+		return "{}", true
+	}
+	return "{}", false
+}
+
+// normalizeJSON is the form tool inputs are compared and re-rendered in: compact, with
+// the HTML escapes encoding/json adds (\u003c, \u003e, \u0026) turned back into the
+// characters, so that "<" in arguments stays "<" after a round through a tool_call part.
+func normalizeJSON(s string) string {
+	s = compactJSON(s)
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !inString {
+			inString = c == '"'
+			b.WriteByte(c)
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+5 < len(s) && s[i+1] == 'u' {
+				switch strings.ToLower(s[i+2 : i+6]) {
+				case "003c":
+					b.WriteByte('<')
+					i += 5
+					continue
+				case "003e":
+					b.WriteByte('>')
+					i += 5
+					continue
+				case "0026":
+					b.WriteByte('&')
+					i += 5
+					continue
+				}
+			}
+			b.WriteByte(c)
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// compactJSON removes insignificant whitespace from valid JSON.
+func compactJSON(s string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+// decodeCall reads one tool_calls entry. fallbackID names a call whose id is missing (only
+// tolerated in upstream responses).
+func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp.Part, *ahp.Gap, error) {
+	if !entry.IsObject() {
+		return ahp.Part{}, nil, fmt.Errorf("tool call is not an object")
+	}
+	id := entry.Get("id").String()
+	if id == "" {
+		if fallbackID == "" {
+			return ahp.Part{}, nil, fmt.Errorf("tool call without id")
+		}
+		id = fallbackID
+	}
+	var nc nativeCall
+	nc.raw = entry.Raw
+	var gap *ahp.Gap
+	switch typ := callType(entry); typ {
+	case "custom":
+		nc.kind = callCustom
+		nc.name = entry.Get("custom.name").String()
+		in := entry.Get("custom.input")
+		if in.Exists() && in.Type != gjson.String {
+			return ahp.Part{}, nil, fmt.Errorf("tool call %s: custom.input is not a string", id)
+		}
+		nc.input = `{"input":` + jsonString(in.Str) + `}`
+	case "function":
+		nc.kind = callFunction
+		nc.name = entry.Get("function.name").String()
+		input, ok := parseArguments(entry.Get("function.arguments"))
+		if !ok {
+			gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
+		}
+		nc.input = input
+	default:
+		return ahp.Part{}, nil, fmt.Errorf("tool call %s: unsupported type %q", id, typ)
+	}
+	if nc.name == "" {
+		return ahp.Part{}, nil, fmt.Errorf("tool call %s without a name", id)
+	}
+	p := mapping.ToolCallPart(partID, mapping.ToolCall{ID: id, Name: nc.name, Input: json.RawMessage(nc.input)})
+	n.addCall(p, id, &nc)
+	return p, gap, nil
+}
+
+// callType is the type of a tool_calls entry; without "type" it is "custom" when the entry
+// has a custom object, else "function".
+func callType(entry gjson.Result) string {
+	switch typ := entry.Get("type").String(); {
+	case typ != "":
+		return typ
+	case entry.Get("custom").IsObject():
+		return "custom"
+	}
+	return "function"
+}
+
+// decodeLegacyCall reads a deprecated function_call object.
+func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *ahp.Gap, error) {
+	if !fc.IsObject() {
+		return ahp.Part{}, nil, fmt.Errorf("function_call is not an object")
+	}
+	name := fc.Get("name").String()
+	if name == "" {
+		return ahp.Part{}, nil, fmt.Errorf("function_call without a name")
+	}
+	args := fc.Get("arguments")
+	id := legacyCallID(name, args.String())
+	input, ok := parseArguments(args)
+	var gap *ahp.Gap
+	if !ok {
+		gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
+	}
+	p := mapping.ToolCallPart(partID, mapping.ToolCall{ID: id, Name: name, Input: json.RawMessage(input)})
+	n.addCall(p, id, &nativeCall{kind: callLegacy, raw: fc.Raw, name: name, input: input})
+	return p, gap, nil
+}
+
+// renderCall renders a tool_call part natively. An unchanged call keeps its original JSON;
+// an edited one is patched (so unknown fields of the entry survive); a new one is a
+// function call. legacy reports that the call belongs in function_call.
+func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
+	nc := n.calls[p.ID]
+	if nc != nil && p.Text != nil && *p.Text == nc.text {
+		return nc.raw, nc.kind == callLegacy, nil
+	}
+	c, ok := mapping.ParseToolCall(p)
+	if !ok {
+		return "", false, fmt.Errorf("part %s: tool_call text is not a {\"id\",\"name\",\"input\"} object", p.ID)
+	}
+	in := strings.TrimSpace(string(c.Input))
+	if in == "" {
+		in = "{}"
+	}
+	if !json.Valid([]byte(in)) || !gjson.Parse(in).IsObject() {
+		return "", false, fmt.Errorf("part %s: tool call %s input is not a JSON object", p.ID, c.ID)
+	}
+	args := normalizeJSON(in)
+	if nc == nil || nc.id != c.ID {
+		nc = n.callIDs[c.ID] // a call moved to another part
+	}
+	if nc != nil && nc.name == c.Name && nc.input == args {
+		return nc.raw, nc.kind == callLegacy, nil
+	}
+	if nc == nil {
+		b := make([]byte, 0, 64+len(c.ID)+len(c.Name)+len(args))
+		b = append(b, `{"id":`...)
+		b = appendJSONString(b, c.ID)
+		b = append(b, `,"type":"function","function":{"name":`...)
+		b = appendJSONString(b, c.Name)
+		b = append(b, `,"arguments":`...)
+		b = appendJSONString(b, args)
+		return string(append(b, "}}"...)), false, nil
+	}
+	switch nc.kind {
+	case callCustom:
+		s := gjson.Get(args, "input")
+		if s.Type != gjson.String {
+			return "", false, fmt.Errorf("part %s: custom tool call %s needs input {\"input\": string}", p.ID, c.ID)
+		}
+		raw, err = setFields(nc.raw, "custom.name", jsonString(c.Name), "custom.input", jsonString(s.Str))
+	case callLegacy:
+		raw, err = setFields(nc.raw, "name", jsonString(c.Name), "arguments", jsonString(args))
+	default:
+		raw, err = setFields(nc.raw, "function.name", jsonString(c.Name), "function.arguments", jsonString(args))
+	}
+	return raw, nc.kind == callLegacy, err
+}
+
+// setFields sets raw JSON values at paths (path, value, path, value, ...).
+func setFields(raw string, kv ...string) (string, error) {
+	var err error
+	for i := 0; i+1 < len(kv); i += 2 {
+		if raw, err = sjson.SetRaw(raw, kv[i], kv[i+1]); err != nil {
+			return "", fmt.Errorf("set %s: %w", kv[i], err)
+		}
+	}
+	return raw, nil
+}
+
+// deleteIfPresent removes key from the object raw when it is there.
+func deleteIfPresent(raw, key string) (string, error) {
+	if !gjson.Get(raw, key).Exists() {
+		return raw, nil
+	}
+	return sjson.Delete(raw, key)
+}
+
+// --- content arrays ---
+
+// contentEntry is one rendered native content entry.
+type contentEntry struct {
+	raw  string
+	text *string // set when the entry is plain text that may collapse into a content string
+}
+
+// renderContentPart renders a text or attachment part as a native content entry; a new text
+// entry gets type textType ("text" in Chat Completions, "input_text"/"output_text" in
+// Responses).
+func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry, error) {
+	switch p.Kind {
+	case ahp.KindAttachment:
+		// Attachments are immutable references (AHP-EDIT-001): only an attachment the
+		// request already carried, under the same id, can be rendered back.
+		np := n.parts[p.ID]
+		if np == nil || np.src != srcAttachment || np.canon.MediaType != p.MediaType ||
+			p.SHA256 != "" && np.canon.SHA256 != "" && p.SHA256 != np.canon.SHA256 {
+			return contentEntry{}, fmt.Errorf("attachment part %s is not an unchanged original attachment", p.ID)
+		}
+		return contentEntry{raw: np.raw}, nil
+	case ahp.KindText:
+	default:
+		return contentEntry{}, fmt.Errorf("part %s: unknown kind %q", p.ID, p.Kind)
+	}
+	if np := n.unchanged(p); np != nil && np.raw != "" {
+		return contentEntry{raw: np.raw}, nil
+	}
+	if p.Text == nil {
+		return contentEntry{}, fmt.Errorf("part %s: text part without text (selection %q) cannot be rendered", p.ID, p.Selection)
+	}
+	text := *p.Text
+	if np := n.parts[p.ID]; np != nil && np.raw != "" {
+		// An edited entry keeps its other native fields (cache_control, ...).
+		var raw string
+		var err error
+		switch np.src {
+		case srcText:
+			raw, err = sjson.SetRaw(np.raw, "text", jsonString(text))
+		case srcRefusal:
+			raw, err = sjson.SetRaw(np.raw, "refusal", jsonString(text))
+		case srcFileText:
+			raw, err = sjson.SetRaw(np.raw, np.field, jsonString(encodeDataURL(np.fileType, text)))
+		}
+		if err != nil {
+			return contentEntry{}, fmt.Errorf("part %s: %w", p.ID, err)
+		}
+		if raw != "" {
+			return contentEntry{raw: raw}, nil
+		}
+	}
+	return contentEntry{raw: textEntry(textType, text), text: &text}, nil
+}
+
+// textEntry renders a new text content entry of the given type.
+func textEntry(textType, text string) string {
+	b := make([]byte, 0, len(text)+48)
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, textType)
+	b = append(b, `,"text":`...)
+	b = appendJSONString(b, text)
+	if textType == "output_text" {
+		b = append(b, `,"annotations":[]`...)
+	}
+	return string(append(b, '}'))
+}
+
+// contentJSON renders entries as a content value: a string when there is one plain text
+// entry and the original message did not use an array, else an array; empty when there
+// are no entries.
+func contentJSON(entries []contentEntry, preferArray bool, empty string) string {
+	if len(entries) == 0 {
+		return empty
+	}
+	if len(entries) == 1 && entries[0].text != nil && !preferArray {
+		return jsonString(*entries[0].text)
+	}
+	n := 2
+	for _, e := range entries {
+		n += len(e.raw) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteByte('[')
+	for i, e := range entries {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(e.raw)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// --- assistant messages ---
+
+// assistantParts sorts the parts of an assistant message by native destination.
+type assistantParts struct {
+	reasoning      []string
+	reasoningField string
+	refusal        []string
+	calls          []string
+	legacy         []string
+	content        []*ahp.Part // text and attachment parts, in order
+}
+
+func (n *natives) splitAssistant(parts []ahp.Part) (assistantParts, error) {
+	var a assistantParts
+	for i := range parts {
+		p := &parts[i]
+		if p.Category == ahp.CategoryToolCall {
+			raw, legacy, err := n.renderCall(p)
+			if err != nil {
+				return a, err
+			}
+			if legacy {
+				a.legacy = append(a.legacy, raw)
+			} else {
+				a.calls = append(a.calls, raw)
+			}
+			continue
+		}
+		np := n.parts[p.ID]
+		if p.Kind == ahp.KindText && (p.Category == ahp.CategoryReasoning || np != nil && np.src == srcRefusalField) {
+			if p.Text == nil {
+				return a, fmt.Errorf("part %s: text part without text (selection %q) cannot be rendered", p.ID, p.Selection)
+			}
+			if p.Category == ahp.CategoryReasoning {
+				a.reasoning = append(a.reasoning, *p.Text)
+				if np != nil && np.src == srcReasoning && a.reasoningField == "" {
+					a.reasoningField = np.field
+				}
+			} else {
+				a.refusal = append(a.refusal, *p.Text)
+			}
+			continue
+		}
+		a.content = append(a.content, p)
+	}
+	if len(a.legacy) > 1 {
+		return a, fmt.Errorf("an assistant message holds at most one deprecated function_call, got %d", len(a.legacy))
+	}
+	return a, nil
+}
+
+// applyAssistantFields writes reasoning, refusal and tool calls onto an assistant message.
+// nullRefusal keeps an emptied refusal as null (the response shape) instead of deleting it.
+func applyAssistantFields(raw string, a *assistantParts, nullRefusal bool) (string, error) {
+	var err error
+	if len(a.reasoning) > 0 {
+		field := a.reasoningField
+		if field == "" {
+			field = "reasoning_content"
+		}
+		text := jsonString(strings.Join(a.reasoning, ""))
+		if raw, err = sjson.SetRaw(raw, field, text); err != nil {
+			return "", err
+		}
+		// Servers that send both spellings get both updated, so neither goes stale.
+		for _, other := range []string{"reasoning_content", "reasoning"} {
+			if other != field && gjson.Get(raw, other).Type == gjson.String {
+				if raw, err = sjson.SetRaw(raw, other, text); err != nil {
+					return "", err
+				}
+			}
+		}
+	} else {
+		for _, f := range []string{"reasoning_content", "reasoning"} {
+			if gjson.Get(raw, f).Type == gjson.String {
+				if raw, err = sjson.Delete(raw, f); err != nil {
+					return "", err
+				}
+			}
+		}
+	}
+	switch {
+	case len(a.refusal) > 0:
+		raw, err = sjson.SetRaw(raw, "refusal", jsonString(strings.Join(a.refusal, "\n\n")))
+	case nullRefusal:
+		raw, err = sjson.SetRaw(raw, "refusal", "null")
+	case gjson.Get(raw, "refusal").Type == gjson.String:
+		raw, err = sjson.Delete(raw, "refusal") // an explicit null stays as the client wrote it
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(a.calls) > 0 {
+		raw, err = sjson.SetRaw(raw, "tool_calls", "["+strings.Join(a.calls, ",")+"]")
+	} else {
+		raw, err = deleteIfPresent(raw, "tool_calls")
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(a.legacy) > 0 {
+		raw, err = sjson.SetRaw(raw, "function_call", a.legacy[0])
+	} else {
+		raw, err = deleteIfPresent(raw, "function_call")
+	}
+	return raw, err
+}

@@ -1,0 +1,519 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// chatRequest is the private state of a decoded chat request (mapping.Request.Native).
+type chatRequest struct {
+	natives
+	msgs  []nativeMessage // parallel to items
+	items []ahp.Message   // a private copy of Request.Items as decoded
+	byID  map[string]int  // message id -> index in msgs
+}
+
+// nativeMessage is one original native message.
+type nativeMessage struct {
+	raw          string // the message's JSON, byte for byte
+	role         string // native role ("function" for the deprecated function result)
+	arrayContent bool   // content was an array
+	toolCallID   string // tool and function messages: the call they answer
+}
+
+// DecodeRequest implements mapping.Translator.
+func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
+	s := string(body) // one copy; every raw slice below aliases it
+	if err := checkClientJSON(body, s); err != nil {
+		return nil, &mapping.BadRequest{Reason: err.Error()}
+	}
+	root := gjson.Parse(s)
+	if !root.IsObject() {
+		return nil, &mapping.BadRequest{Reason: "body is not a JSON object"}
+	}
+	msgs := root.Get("messages")
+	if !msgs.IsArray() {
+		return nil, &mapping.BadRequest{Reason: "body has no messages array"}
+	}
+	params, err := sjson.Delete(s, "messages")
+	if err != nil {
+		return nil, &mapping.BadRequest{Reason: "cannot separate params: " + err.Error()}
+	}
+	req := &mapping.Request{
+		Model:       root.Get("model").String(),
+		Stream:      root.Get("stream").Type == gjson.True,
+		Params:      json.RawMessage(params),
+		PromptStart: -1,
+		SessionHint: sessionHint(root),
+		Original:    body,
+	}
+	st := &chatRequest{natives: newNatives(), byID: map[string]int{}}
+	d := requestDecoder{st: st, req: req, used: map[string]bool{}}
+	var derr error
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		derr = d.message(len(st.msgs), m)
+		return derr == nil
+	})
+	if derr != nil {
+		return nil, &mapping.BadRequest{Reason: derr.Error()}
+	}
+	for i := len(req.Items) - 1; i >= 0 && st.msgs[i].role == ahp.RoleUser; i-- {
+		req.PromptStart = i
+	}
+	st.items = cloneItems(req.Items)
+	req.Native = st
+	return req, nil
+}
+
+// sessionHint picks the first native field that names the end user or conversation.
+func sessionHint(root gjson.Result) string {
+	for _, path := range []string{"user", "safety_identifier", "prompt_cache_key", "metadata.session_id"} {
+		if v := root.Get(path); v.Type == gjson.String && v.Str != "" {
+			return v.Str
+		}
+	}
+	return ""
+}
+
+// requestDecoder carries the decode of one request.
+type requestDecoder struct {
+	st   *chatRequest
+	req  *mapping.Request
+	used map[string]bool // message ids taken so far
+	// calls seen so far, for joining tool results to their calls.
+	callNames  map[string]string
+	callInputs map[string]json.RawMessage
+	legacy     []string // ids of deprecated function calls, in order
+}
+
+// uniqueID returns id, or a derived id when an earlier message already took it.
+func (d *requestDecoder) uniqueID(id string, index int) string {
+	for d.used[id] {
+		id += "~" + strconv.Itoa(index)
+	}
+	d.used[id] = true
+	return id
+}
+
+func (d *requestDecoder) message(i int, m gjson.Result) error {
+	where := "messages[" + strconv.Itoa(i) + "]"
+	if !m.IsObject() {
+		return fmt.Errorf("%s is not an object", where)
+	}
+	roleV := m.Get("role")
+	if roleV.Type != gjson.String {
+		return fmt.Errorf("%s has no role", where)
+	}
+	nm := nativeMessage{raw: m.Raw, role: roleV.Str}
+	msg := ahp.Message{Role: nm.role, Synthesized: true}
+	var err error
+	switch nm.role {
+	case ahp.RoleSystem, ahp.RoleDeveloper, ahp.RoleUser:
+		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
+		msg.Parts, nm.arrayContent, err = d.content(m.Get("content"), msg.ID, nil, where)
+	case ahp.RoleAssistant:
+		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
+		msg.Parts, nm.arrayContent, err = d.assistant(m, msg.ID, where)
+	case ahp.RoleTool:
+		id := m.Get("tool_call_id")
+		if id.Type != gjson.String || id.Str == "" {
+			return fmt.Errorf("%s: tool message without tool_call_id", where)
+		}
+		nm.toolCallID = id.Str
+		msg.Role = ahp.RoleTool
+		msg.ID = d.uniqueID(id.Str, i)
+		msg.Parts, nm.arrayContent, err = d.toolContent(m.Get("content"), msg.ID, where)
+	case "function":
+		// Deprecated function result: it answers the latest function_call of that name.
+		msg.Role = ahp.RoleTool
+		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
+		name := m.Get("name").String()
+		nm.toolCallID = msg.ID
+		for j := len(d.legacy) - 1; j >= 0; j-- {
+			if d.callNames[d.legacy[j]] == name {
+				nm.toolCallID = d.legacy[j]
+				break
+			}
+		}
+		msg.Parts, nm.arrayContent, err = d.toolContent(m.Get("content"), msg.ID, where)
+	default:
+		return fmt.Errorf("%s: unknown role %q", where, nm.role)
+	}
+	if err != nil {
+		return err
+	}
+	if msg.Role == ahp.RoleTool {
+		tr := mapping.ToolResult{CallID: nm.toolCallID, ItemIndex: i}
+		if name, ok := d.callNames[nm.toolCallID]; ok {
+			tr.ToolName, tr.Input, tr.CallFound = name, d.callInputs[nm.toolCallID], true
+		}
+		d.req.ToolResults = append(d.req.ToolResults, tr)
+	}
+	if msg.Parts == nil {
+		msg.Parts = []ahp.Part{}
+	}
+	d.st.byID[msg.ID] = len(d.st.msgs)
+	d.st.msgs = append(d.st.msgs, nm)
+	d.req.Items = append(d.req.Items, msg)
+	return nil
+}
+
+// content decodes a content value (string, array of parts, or null) into parts appended to
+// parts.
+func (d *requestDecoder) content(v gjson.Result, msgID string, parts []ahp.Part, where string) ([]ahp.Part, bool, error) {
+	switch {
+	case !v.Exists() || v.Type == gjson.Null:
+		return parts, false, nil
+	case v.Type == gjson.String:
+		p := ahp.TextPart(partID(msgID, len(parts)), v.Str)
+		d.st.addPart(p, nativePart{src: srcString})
+		return append(parts, p), false, nil
+	case !v.IsArray():
+		return nil, false, fmt.Errorf("%s: content is neither a string nor an array", where)
+	}
+	var err error
+	v.ForEach(func(_, e gjson.Result) bool {
+		var p ahp.Part
+		p, err = d.contentEntry(e, partID(msgID, len(parts)), where)
+		if err == nil {
+			parts = append(parts, p)
+		}
+		return err == nil
+	})
+	return parts, true, err
+}
+
+// contentEntry decodes one entry of a content array.
+func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Part, error) {
+	if !e.IsObject() {
+		return ahp.Part{}, fmt.Errorf("%s: content part is not an object", where)
+	}
+	np := nativePart{raw: e.Raw, src: srcAttachment}
+	var p ahp.Part
+	switch typ := e.Get("type").String(); typ {
+	case "text", "refusal":
+		t := e.Get(typ)
+		if t.Type != gjson.String {
+			return ahp.Part{}, fmt.Errorf("%s: %s part without %s string", where, typ, typ)
+		}
+		p = ahp.TextPart(id, t.Str)
+		np.src = srcText
+		if typ == "refusal" {
+			np.src = srcRefusal
+		}
+	case "image_url":
+		u := e.Get("image_url.url")
+		if !u.Exists() {
+			u = e.Get("image_url") // a bare string in some clients
+		}
+		if u.Type != gjson.String || u.Str == "" {
+			return ahp.Part{}, fmt.Errorf("%s: image_url part without url", where)
+		}
+		p = imagePart(id, u.Str, &np)
+	case "input_audio":
+		data := e.Get("input_audio.data")
+		if data.Type != gjson.String {
+			return ahp.Part{}, fmt.Errorf("%s: input_audio part without data", where)
+		}
+		p = audioPart(id, data.Str, e.Get("input_audio.format").String(), &np)
+	case "file":
+		var err error
+		if p, err = filePart(e, id, "file.", &np); err != nil {
+			return ahp.Part{}, fmt.Errorf("%s: %w", where, err)
+		}
+	default:
+		// Content the canonical view cannot carry is named, not dropped: an opaque
+		// attachment keeps its place (and its bytes on the way back) and a gap says why.
+		p = ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mediaOctetStream, Selection: ahp.SelectionMetadata}
+		d.req.Gaps = append(d.req.Gaps, ahp.Gap{Path: "items",
+			Reason: fmt.Sprintf("part %s: content part type %q not represented", id, typ)})
+	}
+	d.st.addPart(p, np)
+	return p, nil
+}
+
+// assistant decodes an assistant message: reasoning, content, refusal, tool calls, in that
+// order.
+func (d *requestDecoder) assistant(m gjson.Result, msgID, where string) ([]ahp.Part, bool, error) {
+	var parts []ahp.Part
+	for _, f := range []string{"reasoning_content", "reasoning"} {
+		if r := m.Get(f); r.Type == gjson.String {
+			p := textPart(partID(msgID, 0), r.Str, ahp.CategoryReasoning)
+			d.st.addPart(p, nativePart{src: srcReasoning, field: f})
+			parts = append(parts, p)
+			break
+		}
+	}
+	parts, array, err := d.content(m.Get("content"), msgID, parts, where)
+	if err != nil {
+		return nil, false, err
+	}
+	if r := m.Get("refusal"); r.Type == gjson.String {
+		p := ahp.TextPart(partID(msgID, len(parts)), r.Str)
+		d.st.addPart(p, nativePart{src: srcRefusalField})
+		parts = append(parts, p)
+	}
+	if a := m.Get("audio"); a.IsObject() {
+		// A reference to an earlier audio answer, held by the provider.
+		d.req.Gaps = append(d.req.Gaps, ahp.Gap{Path: "items",
+			Reason: "message " + msgID + ": assistant audio reference not represented"})
+	}
+	tcs := m.Get("tool_calls")
+	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
+		return nil, false, fmt.Errorf("%s: tool_calls is not an array", where)
+	}
+	tcs.ForEach(func(_, e gjson.Result) bool {
+		var p ahp.Part
+		var gap *ahp.Gap
+		p, gap, err = d.st.decodeCall(e, partID(msgID, len(parts)), "")
+		if err != nil {
+			err = fmt.Errorf("%s: %w", where, err)
+			return false
+		}
+		d.noteCall(p, gap)
+		parts = append(parts, p)
+		return true
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if fc := m.Get("function_call"); fc.Exists() && fc.Type != gjson.Null {
+		p, gap, err := d.st.decodeLegacyCall(fc, partID(msgID, len(parts)))
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", where, err)
+		}
+		d.noteCall(p, gap)
+		d.legacy = append(d.legacy, d.st.calls[p.ID].id)
+		parts = append(parts, p)
+	}
+	return parts, array, nil
+}
+
+// noteCall remembers a call for the tool results that follow it.
+func (d *requestDecoder) noteCall(p ahp.Part, gap *ahp.Gap) {
+	if gap != nil {
+		d.req.Gaps = append(d.req.Gaps, *gap)
+	}
+	nc := d.st.calls[p.ID]
+	if d.callNames == nil {
+		d.callNames, d.callInputs = map[string]string{}, map[string]json.RawMessage{}
+	}
+	// A later call with the same id wins: a result answers the nearest call before it.
+	d.callNames[nc.id], d.callInputs[nc.id] = nc.name, json.RawMessage(nc.input)
+}
+
+// toolContent decodes a tool result: one text part with category tool_result holding the
+// content string (or the text entries joined), then any non-text entries.
+func (d *requestDecoder) toolContent(v gjson.Result, msgID, where string) ([]ahp.Part, bool, error) {
+	if v.Type == gjson.String || !v.Exists() || v.Type == gjson.Null {
+		p := textPart(partID(msgID, 0), v.Str, ahp.CategoryToolResult)
+		d.st.addPart(p, nativePart{src: srcString})
+		return []ahp.Part{p}, false, nil
+	}
+	if !v.IsArray() {
+		return nil, false, fmt.Errorf("%s: content is neither a string nor an array", where)
+	}
+	var text strings.Builder
+	parts := []ahp.Part{{}} // slot 0 is the joined text
+	var err error
+	v.ForEach(func(_, e gjson.Result) bool {
+		if e.IsObject() && e.Get("type").String() == "text" {
+			t := e.Get("text")
+			if t.Type != gjson.String {
+				err = fmt.Errorf("%s: text part without text string", where)
+				return false
+			}
+			text.WriteString(t.Str)
+			return true
+		}
+		var p ahp.Part
+		p, err = d.contentEntry(e, partID(msgID, len(parts)), where)
+		parts = append(parts, p)
+		return err == nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	parts[0] = textPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
+	d.st.addPart(parts[0], nativePart{src: srcJoined})
+	return parts, true, nil
+}
+
+// EncodeRequest implements mapping.Translator. Unchanged items return the original bytes;
+// otherwise only the messages array is rebuilt, unchanged messages keep their original
+// JSON, and every other top-level field stays byte-identical.
+func (c *Chat) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]byte, error) {
+	st, ok := req.Native.(*chatRequest)
+	if !ok {
+		return nil, fmt.Errorf("openai chat: request was not decoded by this translator")
+	}
+	if itemsEqual(items, st.items) {
+		return req.Original, nil
+	}
+	n := 2
+	for _, m := range st.msgs {
+		n += len(m.raw) + 1
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, '[')
+	for i := range items {
+		raw, err := st.renderMessage(&items[i], items)
+		if err != nil {
+			return nil, fmt.Errorf("openai chat: message %s: %w", items[i].ID, err)
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, raw...)
+	}
+	buf = append(buf, ']')
+	out, err := sjson.SetRawBytes(req.Original, "messages", buf)
+	if err != nil {
+		return nil, fmt.Errorf("openai chat: set messages: %w", err)
+	}
+	return out, nil
+}
+
+// renderMessage renders one canonical message natively. An unchanged message keeps its
+// original bytes; an edited one is patched from its original (keeping fields such as
+// "name"); a new one is built from scratch.
+func (st *chatRequest) renderMessage(m *ahp.Message, items []ahp.Message) (string, error) {
+	var orig *nativeMessage
+	if i, ok := st.byID[m.ID]; ok && st.items[i].Role == m.Role {
+		if messagesEqual(m, &st.items[i]) {
+			return st.msgs[i].raw, nil
+		}
+		orig = &st.msgs[i]
+	}
+	switch m.Role {
+	case ahp.RoleSystem, ahp.RoleDeveloper, ahp.RoleUser:
+		base := `{"role":"` + m.Role + `"}`
+		if orig != nil {
+			base = orig.raw
+		}
+		var entries []contentEntry
+		for i := range m.Parts {
+			p := &m.Parts[i]
+			if p.Category == ahp.CategoryToolCall {
+				return "", fmt.Errorf("part %s: a %s message cannot carry a tool call", p.ID, m.Role)
+			}
+			e, err := st.renderContentPart(p, "text")
+			if err != nil {
+				return "", err
+			}
+			entries = append(entries, e)
+		}
+		return sjson.SetRaw(base, "content", contentJSON(entries, orig != nil && orig.arrayContent, `""`))
+	case ahp.RoleAssistant:
+		return st.renderAssistant(m, orig)
+	case ahp.RoleTool:
+		return st.renderTool(m, orig, items)
+	}
+	return "", fmt.Errorf("unknown role %q", m.Role)
+}
+
+func (st *chatRequest) renderAssistant(m *ahp.Message, orig *nativeMessage) (string, error) {
+	a, err := st.splitAssistant(m.Parts)
+	if err != nil {
+		return "", err
+	}
+	base := `{"role":"assistant"}`
+	if orig != nil {
+		base = orig.raw
+	}
+	entries := make([]contentEntry, 0, len(a.content))
+	for _, p := range a.content {
+		e, err := st.renderContentPart(p, "text")
+		if err != nil {
+			return "", err
+		}
+		entries = append(entries, e)
+	}
+	empty := `""`
+	if len(a.calls)+len(a.legacy)+len(a.refusal) > 0 {
+		empty = "null" // the native shape of a message that only calls tools or refuses
+	}
+	raw, err := sjson.SetRaw(base, "content", contentJSON(entries, orig != nil && orig.arrayContent, empty))
+	if err != nil {
+		return "", err
+	}
+	return applyAssistantFields(raw, &a, false)
+}
+
+func (st *chatRequest) renderTool(m *ahp.Message, orig *nativeMessage, items []ahp.Message) (string, error) {
+	var callID string
+	switch {
+	case orig != nil:
+		callID = orig.toolCallID
+	default:
+		// A tool message hookproxy has not seen names its call by its id (the convention
+		// DecodeRequest uses), and that call must exist.
+		for _, c := range mapping.ToolCalls(items) {
+			if c.ID == m.ID {
+				callID = c.ID
+				break
+			}
+		}
+		if callID == "" && st.callIDs[m.ID] != nil {
+			callID = m.ID
+		}
+		if callID == "" {
+			return "", fmt.Errorf("new tool message: its id names no tool call")
+		}
+	}
+	var entries []contentEntry
+	for i := range m.Parts {
+		p := &m.Parts[i]
+		if p.Category == ahp.CategoryToolCall {
+			return "", fmt.Errorf("part %s: a tool message cannot carry a tool call", p.ID)
+		}
+		e, err := st.renderContentPart(p, "text")
+		if err != nil {
+			return "", err
+		}
+		entries = append(entries, e)
+	}
+	if orig != nil && orig.role == "function" {
+		// The deprecated function result takes a content string only.
+		var text strings.Builder
+		for i := range m.Parts {
+			if m.Parts[i].Kind != ahp.KindText {
+				return "", fmt.Errorf("part %s: a function result carries text only", m.Parts[i].ID)
+			}
+			text.WriteString(m.Parts[i].TextOf())
+		}
+		return sjson.SetRaw(orig.raw, "content", jsonString(text.String()))
+	}
+	base := `{"role":"tool","tool_call_id":` + jsonString(callID) + `}`
+	if orig != nil {
+		base = orig.raw
+	}
+	return sjson.SetRaw(base, "content", contentJSON(entries, orig != nil && orig.arrayContent, `""`))
+}
+
+// AttachmentData returns the bytes of an attachment part of a decoded request when the
+// request carries them inline (a data URL or base64). It is an optional capability beside
+// mapping.Translator, for the content upload binding (SPEC-DIGEST §11.6).
+func (c *Chat) AttachmentData(req *mapping.Request, partID string) (mediaType string, data []byte, ok bool) {
+	st, isChat := req.Native.(*chatRequest)
+	if !isChat {
+		return "", nil, false
+	}
+	np := st.parts[partID]
+	if np == nil || !np.hasData {
+		return "", nil, false
+	}
+	b, ok := np.data.bytes()
+	if !ok {
+		return "", nil, false
+	}
+	return np.canon.MediaType, b, true
+}

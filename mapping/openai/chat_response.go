@@ -1,0 +1,360 @@
+package openai
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// chatResponse is the private state of a decoded chat completion (mapping.Response.Native).
+type chatResponse struct {
+	natives
+	items   []ahp.Message // private copy of Response.Items; items[i] is choices[i]
+	choices []responseChoice
+}
+
+// responseChoice is one original choice.
+type responseChoice struct {
+	msgID    string
+	raw      string // choices[i].message
+	finish   string
+	hadCalls bool
+}
+
+// DecodeResponse implements mapping.Translator. Every choice becomes one assistant message
+// (see the package documentation for n > 1).
+func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
+	if !json.Valid(body) {
+		return nil, fmt.Errorf("openai chat: response is not JSON: %w", mapping.ErrMalformed)
+	}
+	s := string(body)
+	root := gjson.Parse(s)
+	if !root.IsObject() {
+		return nil, fmt.Errorf("openai chat: response is not a JSON object: %w", mapping.ErrMalformed)
+	}
+	choices := root.Get("choices")
+	if ue := upstreamError(root); ue != nil && !choices.Exists() {
+		return nil, ue
+	}
+	if !choices.IsArray() || len(choices.Array()) == 0 {
+		return nil, fmt.Errorf("openai chat: response has no choices: %w", mapping.ErrMalformed)
+	}
+	resp := &mapping.Response{
+		ID:       root.Get("id").String(),
+		Model:    root.Get("model").String(),
+		Usage:    chatUsage(root.Get("usage")),
+		Original: body,
+	}
+	baseID, synthesized := resp.ID, false
+	if baseID == "" {
+		baseID, synthesized = messageID(0, "response", s), true
+	}
+	st := &chatResponse{natives: newNatives()}
+	var err error
+	choices.ForEach(func(_, ch gjson.Result) bool {
+		k := len(st.choices)
+		msgID := baseID
+		if k > 0 {
+			msgID = baseID + ".choice" + strconv.Itoa(k)
+		}
+		m := ch.Get("message")
+		if !m.IsObject() {
+			err = fmt.Errorf("openai chat: choices[%d] has no message object: %w", k, mapping.ErrMalformed)
+			return false
+		}
+		var parts []ahp.Part
+		if parts, err = st.decodeMessage(m, msgID); err != nil {
+			err = fmt.Errorf("openai chat: choices[%d]: %v: %w", k, err, mapping.ErrMalformed)
+			return false
+		}
+		rc := responseChoice{msgID: msgID, raw: m.Raw, finish: ch.Get("finish_reason").String()}
+		rc.hadCalls = len(mapping.ToolCalls([]ahp.Message{{Parts: parts}})) > 0
+		st.choices = append(st.choices, rc)
+		resp.Items = append(resp.Items, ahp.Message{ID: msgID, Role: ahp.RoleAssistant, Parts: parts, Synthesized: synthesized})
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.FinishReason = st.choices[0].finish
+	st.items = cloneItems(resp.Items)
+	resp.Native = st
+	return resp, nil
+}
+
+// upstreamError returns the error an OpenAI error body carries, or nil. Status is left 0:
+// the HTTP status belongs to the proxy, which has it.
+func upstreamError(root gjson.Result) *mapping.UpstreamError {
+	e := root.Get("error")
+	switch {
+	case e.IsObject():
+		typ := e.Get("type").String()
+		if typ == "" {
+			typ = e.Get("code").String()
+		}
+		return &mapping.UpstreamError{Type: typ, Message: e.Get("message").String()}
+	case e.Type == gjson.String:
+		return &mapping.UpstreamError{Message: e.Str}
+	}
+	return nil
+}
+
+// chatUsage maps usage; counts the provider did not report stay unknown (nil), never zero.
+func chatUsage(u gjson.Result) *ahp.Usage {
+	if !u.IsObject() {
+		return nil
+	}
+	count := func(path string) *int64 {
+		v := u.Get(path)
+		if v.Type != gjson.Number {
+			return nil
+		}
+		n := v.Int()
+		return &n
+	}
+	return &ahp.Usage{
+		Kind: "amount", Scope: "attempt", Completeness: "complete", Provenance: "provider",
+		InputTokens:      count("prompt_tokens"),
+		OutputTokens:     count("completion_tokens"),
+		CacheReadTokens:  count("prompt_tokens_details.cached_tokens"),
+		CacheWriteTokens: count("prompt_tokens_details.cache_write_tokens"),
+	}
+}
+
+// decodeMessage decodes a response message: reasoning, text, refusal, audio, tool calls.
+func (st *chatResponse) decodeMessage(m gjson.Result, msgID string) ([]ahp.Part, error) {
+	var parts []ahp.Part
+	add := func(p ahp.Part, np nativePart) {
+		st.addPart(p, np)
+		parts = append(parts, p)
+	}
+	for _, f := range []string{"reasoning_content", "reasoning"} {
+		if r := m.Get(f); r.Type == gjson.String {
+			add(textPart(partID(msgID, len(parts)), r.Str, ahp.CategoryReasoning), nativePart{src: srcReasoning, field: f})
+			break
+		}
+	}
+	switch c := m.Get("content"); {
+	case c.Type == gjson.String:
+		add(ahp.TextPart(partID(msgID, len(parts)), c.Str), nativePart{src: srcString})
+	case c.IsArray():
+		// Some compatible servers answer with content parts; only text can be carried.
+		var err error
+		c.ForEach(func(_, e gjson.Result) bool {
+			t := e.Get("text")
+			if !e.IsObject() || t.Type != gjson.String {
+				err = fmt.Errorf("content part is not text")
+				return false
+			}
+			add(ahp.TextPart(partID(msgID, len(parts)), t.Str), nativePart{src: srcString})
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	case c.Exists() && c.Type != gjson.Null:
+		return nil, fmt.Errorf("content is neither a string nor null")
+	}
+	if r := m.Get("refusal"); r.Type == gjson.String {
+		add(ahp.TextPart(partID(msgID, len(parts)), r.Str), nativePart{src: srcRefusalField})
+	}
+	if a := m.Get("audio"); a.IsObject() {
+		du := dataURL{payload: a.Get("data").String(), base64: true}
+		add(metadataAttachment(partID(msgID, len(parts)), "audio/*", &du), nativePart{src: srcAudioOutput, data: du, hasData: true})
+	}
+	tcs := m.Get("tool_calls")
+	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
+		return nil, fmt.Errorf("tool_calls is not an array")
+	}
+	var err error
+	tcs.ForEach(func(_, e gjson.Result) bool {
+		k := len(parts)
+		var p ahp.Part
+		p, _, err = st.decodeCall(e, partID(msgID, k), "call_"+messageID(k, msgID, e.Raw)[1:])
+		if err == nil {
+			parts = append(parts, p)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if fc := m.Get("function_call"); fc.Exists() && fc.Type != gjson.Null {
+		p, _, err := st.decodeLegacyCall(fc, partID(msgID, len(parts)))
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	if parts == nil {
+		parts = []ahp.Part{}
+	}
+	return parts, nil
+}
+
+// EncodeResponse implements mapping.Translator. It patches the original body: per choice,
+// the message (text, reasoning, refusal, tool calls) and the finish reason. finishReason
+// applies to choice 0; another choice whose tool calls were all removed gets "stop".
+func (c *Chat) EncodeResponse(resp *mapping.Response, items []ahp.Message, finishReason string) ([]byte, error) {
+	st, ok := resp.Native.(*chatResponse)
+	if !ok {
+		return nil, fmt.Errorf("openai chat: response was not decoded by this translator")
+	}
+	if finishReason == "" {
+		finishReason = resp.FinishReason
+	}
+	if finishReason == resp.FinishReason && itemsEqual(items, st.items) {
+		return resp.Original, nil
+	}
+	owner := make(map[string]int, len(st.choices))
+	for k, ch := range st.choices {
+		owner[ch.msgID] = k
+	}
+	for i := range items {
+		if items[i].Role != ahp.RoleAssistant {
+			return nil, fmt.Errorf("openai chat: response item %s has role %q; a chat completion carries assistant messages only", items[i].ID, items[i].Role)
+		}
+	}
+	out := string(resp.Original)
+	for k, ch := range st.choices {
+		// Choice k gets its own message; choice 0 also gets every message the response did
+		// not have (a replaced or extended list), so nothing a hook supplied is lost.
+		var parts []ahp.Part
+		for i := range items {
+			if o, known := owner[items[i].ID]; known && o == k || !known && k == 0 {
+				parts = append(parts, items[i].Parts...)
+			}
+		}
+		prefix := "choices." + strconv.Itoa(k)
+		if !partListsEqual(parts, st.items[k].Parts) {
+			raw, err := st.renderMessage(ch.raw, parts)
+			if err != nil {
+				return nil, fmt.Errorf("openai chat: choice %d: %w", k, err)
+			}
+			if out, err = sjson.SetRaw(out, prefix+".message", raw); err != nil {
+				return nil, fmt.Errorf("openai chat: choice %d: %w", k, err)
+			}
+		}
+		finish := ch.finish
+		if k == 0 {
+			finish = finishReason
+		} else if ch.hadCalls && len(mapping.ToolCalls([]ahp.Message{{Parts: parts}})) == 0 {
+			finish = c.TerminalFinishReason()
+		}
+		if finish != ch.finish {
+			var err error
+			if out, err = sjson.SetRaw(out, prefix+".finish_reason", jsonString(finish)); err != nil {
+				return nil, fmt.Errorf("openai chat: choice %d: %w", k, err)
+			}
+		}
+	}
+	return []byte(out), nil
+}
+
+// renderMessage renders a response message from parts by patching base (the original
+// message, or a skeleton). Response content is a string: text parts are joined.
+func (n *natives) renderMessage(base string, parts []ahp.Part) (string, error) {
+	a, err := n.splitAssistant(parts)
+	if err != nil {
+		return "", err
+	}
+	var texts []string
+	keepAudio := false
+	for _, p := range a.content {
+		if p.Kind == ahp.KindAttachment {
+			if np := n.parts[p.ID]; np != nil && np.src == srcAudioOutput && np.canon.MediaType == p.MediaType {
+				keepAudio = true
+				continue
+			}
+			return "", fmt.Errorf("attachment part %s cannot be carried by a chat completion message", p.ID)
+		}
+		if p.Text == nil {
+			return "", fmt.Errorf("part %s: text part without text (selection %q) cannot be rendered", p.ID, p.Selection)
+		}
+		texts = append(texts, *p.Text)
+	}
+	content := "null"
+	if len(texts) > 0 {
+		content = jsonString(joinNonEmpty(texts, "\n\n"))
+	}
+	raw, err := sjson.SetRaw(base, "content", content)
+	if err != nil {
+		return "", err
+	}
+	if !keepAudio {
+		if raw, err = deleteIfPresent(raw, "audio"); err != nil {
+			return "", err
+		}
+	}
+	return applyAssistantFields(raw, &a, true)
+}
+
+// joinNonEmpty joins the non-empty strings of ss with sep.
+func joinNonEmpty(ss []string, sep string) string {
+	var b strings.Builder
+	for _, s := range ss {
+		if s == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// SynthesizeResponse implements mapping.Translator: a complete chat.completion for a request
+// answered without the upstream. It carries no usage: hookproxy never invents token counts.
+func (c *Chat) SynthesizeResponse(req *mapping.Request, items []ahp.Message, finishReason string) ([]byte, error) {
+	var parts []ahp.Part
+	for i := range items {
+		if items[i].Role != ahp.RoleAssistant {
+			return nil, fmt.Errorf("openai chat: supplied item %s has role %q; a chat completion carries assistant messages only", items[i].ID, items[i].Role)
+		}
+		parts = append(parts, items[i].Parts...)
+	}
+	n := natives{} // nothing native to reuse: every part is new
+	msg, err := n.renderMessage(`{"role":"assistant","content":null,"refusal":null}`, parts)
+	if err != nil {
+		return nil, fmt.Errorf("openai chat: %w", err)
+	}
+	if len(parts) == 0 {
+		msg, _ = sjson.SetRaw(msg, "content", `""`)
+	}
+	if finishReason == "" {
+		finishReason = c.TerminalFinishReason()
+		if len(mapping.ToolCalls(items)) > 0 {
+			finishReason = "tool_calls"
+		}
+	}
+	var model string
+	if req != nil {
+		model = req.Model
+	}
+	var rnd [12]byte
+	rand.Read(rnd[:])
+	b := make([]byte, 0, 160+len(msg)+len(model))
+	b = append(b, `{"id":"chatcmpl-hookproxy-`...)
+	b = hex.AppendEncode(b, rnd[:])
+	b = append(b, `","object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, time.Now().Unix(), 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, model)
+	b = append(b, `,"choices":[{"index":0,"message":`...)
+	b = append(b, msg...)
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	b = appendJSONString(b, finishReason)
+	b = append(b, "}]}"...)
+	return b, nil
+}
