@@ -9,8 +9,6 @@ package chain
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"time"
 
@@ -98,7 +96,7 @@ func (c *Chain) failureDeliveries(parent *ahp.Event, failures []hookFailure) []d
 	var ds []delivery
 	for _, f := range failures {
 		ev := &ahp.Event{
-			ID:            newEventID(),
+			ID:            ahp.NewEventID(),
 			Source:        source,
 			Type:          ahp.EventHookFailure,
 			Time:          time.Now().UTC().Format(time.RFC3339Nano),
@@ -111,11 +109,4 @@ func (c *Chain) failureDeliveries(parent *ahp.Event, failures []hookFailure) []d
 		}
 	}
 	return ds
-}
-
-// newEventID returns a random 128-bit hex identity for events the chain creates.
-func newEventID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return "evt_" + hex.EncodeToString(b[:])
 }

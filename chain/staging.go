@@ -81,7 +81,7 @@ func ValidateReply(frame []byte, rc ReplyContext) (*Staged, error) {
 		}
 		v, err := decodeValue(raw, k, s.roleFor(target))
 		if err != nil {
-			return nil, invalidf("current value of %s %v", target, err)
+			return nil, invalidf("current value of %s: %v", target, err)
 		}
 		return v, nil
 	}
@@ -216,9 +216,9 @@ func decodeValue(raw []byte, k valueKind, role string) (*value, error) {
 	var err error
 	switch k {
 	case kindMessages:
-		v.msgs, err = parseMessages(raw, role)
+		v.msgs, err = ahp.ParseContentMessages(raw, role)
 	case kindTextParts:
-		v.parts, err = parseTextParts(raw)
+		v.parts, err = ahp.ParseContentParts(raw, true)
 	case kindObject:
 		if !isJSONObject(raw) {
 			return nil, errors.New("must be an object")
@@ -508,7 +508,7 @@ func (s *stager) effect(raw json.RawMessage) (parsedEffect, error) {
 		if code, ok, err := o.str("code"); err != nil {
 			return pe, fmt.Errorf("deny: %w", err)
 		} else if ok {
-			if !reverseDNS.MatchString(code) {
+			if !ahp.IsReverseDNS(code) {
 				return pe, errors.New("deny: code must be reverse-DNS")
 			}
 			pe.eff.Code = code
@@ -578,8 +578,8 @@ func (s *stager) effect(raw json.RawMessage) (parsedEffect, error) {
 		if !ok {
 			return pe, errors.New("inject: value is required")
 		}
-		if _, err := parseMessages(rawVal, ""); err != nil {
-			return pe, fmt.Errorf("inject: value %w", err)
+		if err := ahp.ValidateContentMessages(rawVal, ""); err != nil {
+			return pe, fmt.Errorf("inject: value: %w", err)
 		}
 		pe.eff.Value = rawVal
 	case ahp.EffectReturn:
@@ -669,12 +669,12 @@ func (s *stager) checkReturn(e *ahp.Effect) error {
 	}
 	switch s.eventType {
 	case ahp.EventModelRequestBefore:
-		if _, err := parseMessages(e.Value, ahp.RoleAssistant); err != nil {
-			return fmt.Errorf("return: model result %w", err)
+		if err := ahp.ValidateContentMessages(e.Value, ahp.RoleAssistant); err != nil {
+			return fmt.Errorf("return: model result: %w", err)
 		}
 	case "context.compact.before":
-		if _, err := parseTextParts(e.Value); err != nil {
-			return fmt.Errorf("return: compaction summary %w", err)
+		if err := ahp.ValidateContentParts(e.Value, true); err != nil {
+			return fmt.Errorf("return: compaction summary: %w", err)
 		}
 	case "user.elicitation.request":
 		return s.checkElicitResult(e.Value)
@@ -736,7 +736,7 @@ func (s *stager) checkModify(e *ahp.Effect) (*value, error) {
 	}
 	v, err := decodeValue(e.Value, k, s.roleFor(e.Target))
 	if err != nil {
-		return nil, fmt.Errorf("modify %s: value %w", e.Target, err)
+		return nil, fmt.Errorf("modify %s: value: %w", e.Target, err)
 	}
 	if s.contextual && s.eventType == ahp.EventUserElicitationResult {
 		o, _ := decodeObject(v.obj)
@@ -855,12 +855,14 @@ func (s *stager) modify(cur *value, pe *parsedEffect) (*value, bool, error) {
 			return next, !jsonEqual(cur.obj, add.obj), nil
 		}
 	case ahp.OpMerge:
+		// slices.Concat allocates: the current list may still be referenced by an earlier
+		// effective event, so its backing array is never appended to.
 		switch add.kind {
 		case kindMessages:
-			next.msgs = appendMessages(cur.msgs, add.msgs)
+			next.msgs = slices.Concat(cur.msgs, add.msgs)
 			return next, len(add.msgs) > 0, nil
 		case kindTextParts:
-			next.parts = appendParts(cur.parts, add.parts)
+			next.parts = slices.Concat(cur.parts, add.parts)
 			return next, len(add.parts) > 0, nil
 		default:
 			base := cur.obj

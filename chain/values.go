@@ -1,14 +1,15 @@
 package chain
 
-// Effective-value helpers for modification targets (AHP-EDIT-001): list append, shallow
-// object merge that keeps member order, and equality used to decide whether an accepted
-// modification really changed the effective value.
+// Effective-value helpers for modification targets (AHP-EDIT-001): shallow object merge
+// that keeps member order, and equality used to decide whether an accepted modification
+// really changed the effective value.
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 )
@@ -111,66 +112,24 @@ func jsonEqual(a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-func strPtrEqual(a, b *string) bool {
+// ptrEqual reports whether a and b are both nil or point to equal values.
+func ptrEqual[T comparable](a, b *T) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
 	return *a == *b
 }
 
-func partEqual(a, b *ahp.Part) bool {
-	if a.ID != b.ID || a.Kind != b.Kind || a.MediaType != b.MediaType || a.Selection != b.Selection ||
-		a.Category != b.Category || a.SHA256 != b.SHA256 || a.Synthesized != b.Synthesized ||
-		!strPtrEqual(a.Text, b.Text) {
-		return false
-	}
-	if (a.Size == nil) != (b.Size == nil) || a.Size != nil && *a.Size != *b.Size {
-		return false
-	}
-	if (a.Body == nil) != (b.Body == nil) || a.Body != nil && *a.Body != *b.Body {
-		return false
-	}
-	if (a.Gap == nil) != (b.Gap == nil) || a.Gap != nil && *a.Gap != *b.Gap {
-		return false
-	}
-	return true
+func partEqual(a, b ahp.Part) bool {
+	return a.ID == b.ID && a.Kind == b.Kind && a.MediaType == b.MediaType && a.Selection == b.Selection &&
+		a.Category == b.Category && a.SHA256 == b.SHA256 && a.Synthesized == b.Synthesized &&
+		ptrEqual(a.Text, b.Text) && ptrEqual(a.Size, b.Size) && ptrEqual(a.Body, b.Body) && ptrEqual(a.Gap, b.Gap)
 }
 
-func partsEqual(a, b []ahp.Part) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !partEqual(&a[i], &b[i]) {
-			return false
-		}
-	}
-	return true
-}
+func partsEqual(a, b []ahp.Part) bool { return slices.EqualFunc(a, b, partEqual) }
 
 func messagesEqual(a, b []ahp.Message) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].ID != b[i].ID || a[i].Role != b[i].Role || a[i].Synthesized != b[i].Synthesized ||
-			!partsEqual(a[i].Parts, b[i].Parts) {
-			return false
-		}
-	}
-	return true
-}
-
-// appendMessages returns cur followed by add, never sharing cur's backing array: the
-// current value may still be referenced by an earlier effective event.
-func appendMessages(cur, add []ahp.Message) []ahp.Message {
-	out := make([]ahp.Message, 0, len(cur)+len(add))
-	out = append(out, cur...)
-	return append(out, add...)
-}
-
-func appendParts(cur, add []ahp.Part) []ahp.Part {
-	out := make([]ahp.Part, 0, len(cur)+len(add))
-	out = append(out, cur...)
-	return append(out, add...)
+	return slices.EqualFunc(a, b, func(x, y ahp.Message) bool {
+		return x.ID == y.ID && x.Role == y.Role && x.Synthesized == y.Synthesized && partsEqual(x.Parts, y.Parts)
+	})
 }

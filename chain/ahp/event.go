@@ -1,6 +1,10 @@
 package ahp
 
-import "encoding/json"
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+)
 
 // Event types hookproxy emits or routes (SPEC-DIGEST §3). The full catalogue of 32 names
 // is EventTypes.
@@ -19,6 +23,14 @@ const (
 	EventUserElicitationResult = "user.elicitation.result"
 	EventUserMessageOutbound   = "user.message.outbound"
 )
+
+// NewEventID returns a fresh event identity: "evt_" and 128 random bits in hex
+// (crypto/rand), for events the harness creates itself.
+func NewEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return "evt_" + hex.EncodeToString(b[:])
+}
 
 // Event is the AHP event envelope plus the event-specific members hookproxy produces.
 // Members that the protocol requires to be present even when empty use omitzero on a

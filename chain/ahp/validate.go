@@ -12,12 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/big"
 	"net/url"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
 // Violation is one broken rule, at a JSON path into the validated document such as
@@ -32,6 +35,7 @@ func (v Violation) String() string { return v.Path + ": " + v.Message }
 // ValidationError lists the violations found in one document (at most maxViolations).
 type ValidationError struct {
 	Violations []Violation
+	subject    string // what the document is, for Error; "" is an AHP message
 }
 
 func (e *ValidationError) Error() string {
@@ -39,7 +43,11 @@ func (e *ValidationError) Error() string {
 	for i, v := range e.Violations {
 		parts[i] = v.String()
 	}
-	return "invalid AHP message: " + strings.Join(parts, "; ")
+	subject := e.subject
+	if subject == "" {
+		subject = "AHP message"
+	}
+	return "invalid " + subject + ": " + strings.Join(parts, "; ")
 }
 
 // maxViolations bounds the report: the first few problems explain a bad frame, and an
@@ -47,13 +55,19 @@ func (e *ValidationError) Error() string {
 const maxViolations = 20
 
 var (
-	reReverseDNS = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`)
-	reSHA256     = regexp.MustCompile(`^[a-f0-9]{64}$`)
-	reCurrency   = regexp.MustCompile(`^[A-Z]{3}$`)
+	reSHA256   = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	reCurrency = regexp.MustCompile(`^[A-Z]{3}$`)
 	// reTextOrJSONMediaType matches the media types an attachment may not have: text/*,
 	// application/json and any +json type (AHP-CONTENT-002: that content is inline text).
 	reTextOrJSONMediaType = regexp.MustCompile(`^(?:[Tt][Ee][Xx][Tt]/|[^/]+/(?:[^;]+\+)?[Jj][Ss][Oo][Nn](?:;|$))`)
 )
+
+// reverseDNS is the form of extension keys and effect types, deny codes and backend ids.
+var reverseDNS = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`)
+
+// IsReverseDNS reports whether s is a reverse-DNS name such as com.example.policy: the form
+// of extension keys and extension effect types (AHP-EXT-001), deny codes and backend ids.
+func IsReverseDNS(s string) bool { return reverseDNS.MatchString(s) }
 
 // validator accumulates violations while walking a generic JSON tree.
 type validator struct {
@@ -66,11 +80,19 @@ func (v *validator) failf(path, format string, args ...any) {
 	}
 }
 
-func (v *validator) err() error {
-	if len(v.violations) == 0 {
-		return nil
+// validate decodes data strictly (decodeFrame) and checks the document with check. It
+// returns the decoded document when it is valid; subject names it in the error.
+func validate(data []byte, subject string, check func(v *validator, x any)) (any, error) {
+	x, err := decodeFrame(data)
+	if err != nil {
+		return nil, &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}, subject: subject}
 	}
-	return &ValidationError{Violations: v.violations}
+	v := &validator{}
+	check(v, x)
+	if len(v.violations) > 0 {
+		return nil, &ValidationError{Violations: v.violations, subject: subject}
+	}
+	return x, nil
 }
 
 // decodeFrame decodes one JSON document strictly: valid UTF-8 (AHP-RPC-001), exactly one
@@ -92,102 +114,10 @@ func decodeFrame(data []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value")
 	}
-	if path, dup := duplicateMember(data); dup {
-		return nil, fmt.Errorf("member %s is written more than once", path)
+	if dups := jsonpath.Duplicates(data); len(dups) > 0 {
+		return nil, fmt.Errorf("member %s is written more than once", dups[0])
 	}
 	return val, nil
-}
-
-// duplicateMember finds the first object member written twice in a well-formed document.
-func duplicateMember(data []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var walk func(path string) (string, bool, error)
-	walk = func(path string) (string, bool, error) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false, err
-		}
-		d, isDelim := tok.(json.Delim)
-		if !isDelim {
-			return "", false, nil
-		}
-		switch d {
-		case '{':
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return "", false, err
-				}
-				k, _ := kt.(string)
-				if seen[k] {
-					return member(path, k), true, nil
-				}
-				seen[k] = true
-				if p, dup, err := walk(member(path, k)); dup || err != nil {
-					return p, dup, err
-				}
-			}
-		case '[':
-			for i := 0; dec.More(); i++ {
-				if p, dup, err := walk(index(path, i)); dup || err != nil {
-					return p, dup, err
-				}
-			}
-		}
-		_, err = dec.Token()
-		return "", false, err
-	}
-	p, dup, _ := walk("$")
-	return p, dup
-}
-
-var reIdent = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
-
-// member renders path.key (path["key"] for keys that are not identifiers).
-func member(path, key string) string {
-	if !reIdent.MatchString(key) {
-		k, _ := json.Marshal(key)
-		return path + "[" + string(k) + "]"
-	}
-	if path == "$" || path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
-
-func jsonType(x any) string {
-	switch x.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", x)
-}
-
-// asInteger reports whether n is an integer value (1.0 counts, as in JSON Schema 2020-12).
-func asInteger(n json.Number) (*big.Int, bool) {
-	if i, ok := new(big.Int).SetString(string(n), 10); ok {
-		return i, true
-	}
-	f, _, err := big.ParseFloat(string(n), 10, 256, big.ToNearestEven)
-	if err != nil || f.IsInf() || !f.IsInt() {
-		return nil, false
-	}
-	i, _ := f.Int(nil)
-	return i, true
 }
 
 // --- primitive checks. Each reports its own violation and returns whether the value passed.
@@ -195,7 +125,7 @@ func asInteger(n json.Number) (*big.Int, bool) {
 func (v *validator) object(path string, x any) (map[string]any, bool) {
 	m, ok := x.(map[string]any)
 	if !ok {
-		v.failf(path, "must be an object, not %s", jsonType(x))
+		v.failf(path, "must be an object, not %s", jsonpath.TypeName(x))
 	}
 	return m, ok
 }
@@ -203,7 +133,7 @@ func (v *validator) object(path string, x any) (map[string]any, bool) {
 func (v *validator) array(path string, x any) ([]any, bool) {
 	a, ok := x.([]any)
 	if !ok {
-		v.failf(path, "must be an array, not %s", jsonType(x))
+		v.failf(path, "must be an array, not %s", jsonpath.TypeName(x))
 	}
 	return a, ok
 }
@@ -212,7 +142,7 @@ func (v *validator) array(path string, x any) ([]any, bool) {
 func (v *validator) str(path string, x any, minLen int) (string, bool) {
 	s, ok := x.(string)
 	if !ok {
-		v.failf(path, "must be a string, not %s", jsonType(x))
+		v.failf(path, "must be a string, not %s", jsonpath.TypeName(x))
 		return "", false
 	}
 	if utf8.RuneCountInString(s) < minLen {
@@ -228,7 +158,7 @@ func (v *validator) str(path string, x any, minLen int) (string, bool) {
 
 func (v *validator) boolean(path string, x any) bool {
 	if _, ok := x.(bool); !ok {
-		v.failf(path, "must be a boolean, not %s", jsonType(x))
+		v.failf(path, "must be a boolean, not %s", jsonpath.TypeName(x))
 		return false
 	}
 	return true
@@ -238,10 +168,10 @@ func (v *validator) boolean(path string, x any) bool {
 func (v *validator) integer(path string, x any, min int64) bool {
 	n, ok := x.(json.Number)
 	if !ok {
-		v.failf(path, "must be an integer, not %s", jsonType(x))
+		v.failf(path, "must be an integer, not %s", jsonpath.TypeName(x))
 		return false
 	}
-	i, isInt := asInteger(n)
+	i, isInt := jsonpath.Integer(n)
 	if !isInt {
 		v.failf(path, "must be an integer, not %s", n)
 		return false
@@ -257,7 +187,7 @@ func (v *validator) integer(path string, x any, min int64) bool {
 func (v *validator) nonNegative(path string, x any) bool {
 	n, ok := x.(json.Number)
 	if !ok {
-		v.failf(path, "must be a number, not %s", jsonType(x))
+		v.failf(path, "must be a number, not %s", jsonpath.TypeName(x))
 		return false
 	}
 	f, _, err := big.ParseFloat(string(n), 10, 64, big.ToNearestEven)
@@ -280,7 +210,7 @@ func (v *validator) enum(path string, x any, values ...string) (string, bool) {
 		v.failf(path, "%q is not one of %s", s, strings.Join(values, ", "))
 		return "", false
 	}
-	v.failf(path, "must be one of %s, not %s", strings.Join(values, ", "), jsonType(x))
+	v.failf(path, "must be one of %s, not %s", strings.Join(values, ", "), jsonpath.TypeName(x))
 	return "", false
 }
 
@@ -455,9 +385,9 @@ func daysIn(year, month int) int {
 
 // closed reports members of a closed protocol object that are not in allowed.
 func (v *validator) closed(path string, obj map[string]any, allowed ...string) {
-	for _, k := range sortedKeys(obj) {
-		if !contains(allowed, k) {
-			v.failf(member(path, k), "is not allowed here (closed object)")
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(allowed, k) {
+			v.failf(jsonpath.Member(path, k), "is not allowed here (closed object)")
 		}
 	}
 }
@@ -474,36 +404,34 @@ func (v *validator) required(path string, obj map[string]any, keys ...string) bo
 	return ok
 }
 
+// strMembers checks each of keys that obj holds: a string of at least minLen characters.
+func (v *validator) strMembers(path string, obj map[string]any, minLen int, keys ...string) {
+	for _, k := range keys {
+		if x, has := obj[k]; has {
+			v.str(jsonpath.Member(path, k), x, minLen)
+		}
+	}
+}
+
+// stringRecord checks a closed object whose members are all required, non-empty strings
+// (model {id, provider}, harness {name, version}).
+func (v *validator) stringRecord(path string, x any, keys ...string) {
+	m, ok := v.object(path, x)
+	if !ok {
+		return
+	}
+	v.required(path, m, keys...)
+	v.closed(path, m, keys...)
+	v.strMembers(path, m, 1, keys...)
+}
+
 // forbidden reports each member that must not appear.
 func (v *validator) forbidden(path string, obj map[string]any, why string, keys ...string) {
 	for _, k := range keys {
 		if _, has := obj[k]; has {
-			v.failf(member(path, k), "is not allowed %s", why)
+			v.failf(jsonpath.Member(path, k), "is not allowed %s", why)
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	// Insertion sort: objects are small and this keeps the package free of sort imports.
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }
 
 // uniqueStrings checks an array of unique strings of at least minLen characters with at
@@ -519,12 +447,12 @@ func (v *validator) uniqueStrings(path string, x any, minItems, minLen int) []st
 	seen := map[string]bool{}
 	var out []string
 	for i, e := range arr {
-		s, ok := v.str(index(path, i), e, minLen)
+		s, ok := v.str(jsonpath.Index(path, i), e, minLen)
 		if !ok {
 			continue
 		}
 		if seen[s] {
-			v.failf(index(path, i), "duplicate %q", s)
+			v.failf(jsonpath.Index(path, i), "duplicate %q", s)
 			continue
 		}
 		seen[s] = true
@@ -539,9 +467,9 @@ func (v *validator) extensions(path string, x any) {
 	if !ok {
 		return
 	}
-	for _, k := range sortedKeys(m) {
-		if !reReverseDNS.MatchString(k) {
-			v.failf(member(path, k), "extension key %q is not reverse-DNS (e.g. org.w3c.trace_context)", k)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !IsReverseDNS(k) {
+			v.failf(jsonpath.Member(path, k), "extension key %q is not reverse-DNS (e.g. org.w3c.trace_context)", k)
 		}
 	}
 }

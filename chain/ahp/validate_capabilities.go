@@ -1,6 +1,12 @@
 package ahp
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
+)
 
 // Capabilities and the manifest (SPEC-DIGEST §6; AHP-CAP-001, AHP-CAP-002).
 
@@ -14,17 +20,14 @@ var (
 // lie within that event's per-event bound (EventBounds): only the event's effects, its own
 // modify target and its flow operations. eventType "" checks the generic shape only.
 func ValidateCapabilities(eventType string, caps json.RawMessage) error {
-	x, err := decodeFrame(caps)
-	if err != nil {
-		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
-	}
-	v := &validator{}
-	if eventType != "" && !IsInterceptable(eventType) {
-		v.failf("$", "%q is not an interceptable event, so it has no capabilities", eventType)
-		return v.err()
-	}
-	v.capabilities("$", x, eventType)
-	return v.err()
+	_, err := validate(caps, "", func(v *validator, x any) {
+		if eventType != "" && !IsInterceptable(eventType) {
+			v.failf("$", "%q is not an interceptable event, so it has no capabilities", eventType)
+			return
+		}
+		v.capabilities("$", x, eventType)
+	})
+	return err
 }
 
 // capabilities checks an advertisement; eventType, when interceptable, applies its bound.
@@ -38,30 +41,30 @@ func (v *validator) capabilities(path string, x any, eventType string) {
 	if e, has := c["effects"]; !has {
 		// AHP-CAP-002: every interception advertises its effects; {} grants nothing.
 		v.failf(path, "\"effects\" is required")
-	} else if arr, ok := v.array(member(path, "effects"), e); ok {
-		ep := member(path, "effects")
+	} else if arr, ok := v.array(jsonpath.Member(path, "effects"), e); ok {
+		ep := jsonpath.Member(path, "effects")
 		seen := map[string]bool{}
 		for i, item := range arr {
-			ip := index(ep, i)
+			ip := jsonpath.Index(ep, i)
 			s, isStr := item.(string)
 			switch {
 			case !isStr:
-				v.failf(ip, "must be a string, not %s", jsonType(item))
+				v.failf(ip, "must be a string, not %s", jsonpath.TypeName(item))
 				continue
 			case seen[s]:
 				v.failf(ip, "duplicate effect %q", s)
 				continue
-			case !contains(coreEffects, s) && !reReverseDNS.MatchString(s):
+			case !slices.Contains(coreEffects, s) && !IsReverseDNS(s):
 				v.failf(ip, "unknown effect %q", s)
 				continue
-			case bounded && !contains(bound.Effects, s):
+			case bounded && !slices.Contains(bound.Effects, s):
 				v.failf(ip, "effect %q cannot be advertised for %s", s, eventType)
 			}
 			seen[s] = true
 			effects = append(effects, s)
 		}
 	}
-	has := func(e string) bool { return contains(effects, e) }
+	has := func(e string) bool { return slices.Contains(effects, e) }
 
 	// The modify, flow and inject blocks exist exactly when their effect is advertised.
 	for _, blk := range []string{EffectModify, EffectFlow, EffectInject} {
@@ -73,24 +76,24 @@ func (v *validator) capabilities(path string, x any, eventType string) {
 		case has(blk) && !present:
 			v.failf(path, "%q is required when effects lists %q", blk, blk)
 		case present && !has(blk):
-			v.failf(member(path, blk), "is only allowed when effects lists %q", blk)
+			v.failf(jsonpath.Member(path, blk), "is only allowed when effects lists %q", blk)
 		}
 	}
 	if m, present := c["modify"]; present {
-		v.modifyCaps(member(path, "modify"), m, bound.Target, bounded)
+		v.modifyCaps(jsonpath.Member(path, "modify"), m, bound.Target, bounded)
 	}
 	if f, present := c["flow"]; present {
-		v.flowCaps(member(path, "flow"), f, bound.FlowOps, bounded, eventType)
+		v.flowCaps(jsonpath.Member(path, "flow"), f, bound.FlowOps, bounded, eventType)
 	}
 	if in, present := c["inject"]; present {
-		v.injectCaps(member(path, "inject"), in)
+		v.injectCaps(jsonpath.Member(path, "inject"), in)
 	}
 	if el, present := c["elicitation"]; present {
-		ep := member(path, "elicitation")
+		ep := jsonpath.Member(path, "elicitation")
 		if m, ok := v.object(ep, el); ok {
 			for _, k := range []string{"form", "url"} {
 				if mode, has := m[k]; has {
-					v.object(member(ep, k), mode)
+					v.object(jsonpath.Member(ep, k), mode)
 				}
 			}
 		}
@@ -108,8 +111,8 @@ func (v *validator) modifyCaps(path string, x any, target string, bounded bool) 
 	if len(m) == 0 {
 		v.failf(path, "must name at least one target")
 	}
-	for _, k := range sortedKeys(m) {
-		tp := member(path, k)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		tp := jsonpath.Member(path, k)
 		if bounded && k != target {
 			if target == "" {
 				v.failf(tp, "this event has no modification target")
@@ -118,7 +121,7 @@ func (v *validator) modifyCaps(path string, x any, target string, bounded bool) 
 			}
 			continue
 		}
-		if !contains(modifyTargets, k) {
+		if !slices.Contains(modifyTargets, k) {
 			// The generic shape leaves unknown target names open; they grant nothing.
 			continue
 		}
@@ -129,7 +132,7 @@ func (v *validator) modifyCaps(path string, x any, target string, bounded bool) 
 		v.required(tp, ops, "replace", "merge")
 		anyTrue := false
 		for _, op := range []string{"replace", "merge"} {
-			if b, has := ops[op]; has && v.boolean(member(tp, op), b) && b.(bool) {
+			if b, has := ops[op]; has && v.boolean(jsonpath.Member(tp, op), b) && b.(bool) {
 				anyTrue = true
 			}
 		}
@@ -150,14 +153,14 @@ func (v *validator) flowCaps(path string, x any, allowed []string, bounded bool,
 	if !v.required(path, m, "operations") {
 		return
 	}
-	op := member(path, "operations")
+	op := jsonpath.Member(path, "operations")
 	if arr, ok := v.array(op, m["operations"]); ok {
 		if len(arr) == 0 {
 			v.failf(op, "must name at least one operation")
 		}
 		seen := map[string]bool{}
 		for i, e := range arr {
-			ip := index(op, i)
+			ip := jsonpath.Index(op, i)
 			s, ok := v.enum(ip, e, OpStop, OpContinue)
 			if !ok {
 				continue
@@ -166,7 +169,7 @@ func (v *validator) flowCaps(path string, x any, allowed []string, bounded bool,
 				v.failf(ip, "duplicate operation %q", s)
 			}
 			seen[s] = true
-			if bounded && !contains(allowed, s) {
+			if bounded && !slices.Contains(allowed, s) {
 				v.failf(ip, "flow %q cannot be advertised for %s", s, eventType)
 			}
 			if s == OpContinue {
@@ -176,7 +179,7 @@ func (v *validator) flowCaps(path string, x any, allowed []string, bounded bool,
 	}
 	for _, k := range []string{"remainingContinuations", "continuationCount", "maxContinuations"} {
 		if n, has := m[k]; has {
-			v.integer(member(path, k), n, 0)
+			v.integer(jsonpath.Member(path, k), n, 0)
 		}
 	}
 	if hasContinue {
@@ -193,7 +196,7 @@ func (v *validator) injectCaps(path string, x any) {
 	if !v.required(path, m, "context") {
 		return
 	}
-	cp := member(path, "context")
+	cp := jsonpath.Member(path, "context")
 	ctx, ok := v.object(cp, m["context"])
 	if !ok {
 		return
@@ -201,20 +204,20 @@ func (v *validator) injectCaps(path string, x any) {
 	v.required(cp, ctx, "append", "deliverAt")
 	if a, has := ctx["append"]; has {
 		if b, isBool := a.(bool); !isBool || !b {
-			v.failf(member(cp, "append"), "must be true (injection only appends)")
+			v.failf(jsonpath.Member(cp, "append"), "must be true (injection only appends)")
 		}
 	}
 	if d, has := ctx["deliverAt"]; has {
-		dp := member(cp, "deliverAt")
+		dp := jsonpath.Member(cp, "deliverAt")
 		if arr, ok := v.array(dp, d); ok {
 			if len(arr) == 0 {
 				v.failf(dp, "must name at least one delivery point")
 			}
 			seen := map[string]bool{}
 			for i, e := range arr {
-				if s, ok := v.enum(index(dp, i), e, DeliverNow, DeliverNextTurn); ok {
+				if s, ok := v.enum(jsonpath.Index(dp, i), e, DeliverNow, DeliverNextTurn); ok {
 					if seen[s] {
-						v.failf(index(dp, i), "duplicate %q", s)
+						v.failf(jsonpath.Index(dp, i), "duplicate %q", s)
 					}
 					seen[s] = true
 				}
@@ -225,13 +228,8 @@ func (v *validator) injectCaps(path string, x any) {
 
 // ValidateManifest validates a harness manifest (SPEC-DIGEST §6.5).
 func ValidateManifest(manifest json.RawMessage) error {
-	x, err := decodeFrame(manifest)
-	if err != nil {
-		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
-	}
-	v := &validator{}
-	v.manifest("$", x)
-	return v.err()
+	_, err := validate(manifest, "", func(v *validator, x any) { v.manifest("$", x) })
+	return err
 }
 
 // manifest checks the nine required keys of a manifest. A manifest describes capabilities
@@ -245,20 +243,20 @@ func (v *validator) manifest(path string, x any) {
 		"limits", "managedPolicy", "correlationIdentityFields")
 	v.forbidden(path, m, "in a manifest (discovery is not an identity assertion)", "identity")
 	if e, has := m["events"]; has {
-		v.manifestEvents(member(path, "events"), e)
+		v.manifestEvents(jsonpath.Member(path, "events"), e)
 	}
 	if g, has := m["gaps"]; has {
-		v.gaps(member(path, "gaps"), g, false)
+		v.gaps(jsonpath.Member(path, "gaps"), g, false)
 	}
 	enumSet := func(key string, values ...string) {
 		x, has := m[key]
 		if !has {
 			return
 		}
-		kp := member(path, key)
+		kp := jsonpath.Member(path, key)
 		for i, s := range v.uniqueStrings(kp, x, 0, 0) {
-			if !contains(values, s) {
-				v.failf(index(kp, i), "%q is not one of %v", s, values)
+			if !slices.Contains(values, s) {
+				v.failf(jsonpath.Index(kp, i), "%q is not one of %v", s, values)
 			}
 		}
 	}
@@ -266,34 +264,34 @@ func (v *validator) manifest(path string, x any) {
 	enumSet("authentication", "bearer", "oauth")
 	for _, k := range []string{"toolPaths", "contentCategories", "correlationIdentityFields"} {
 		if x, has := m[k]; has {
-			v.uniqueStrings(member(path, k), x, 0, 1)
+			v.uniqueStrings(jsonpath.Member(path, k), x, 0, 1)
 		}
 	}
 	if l, has := m["limits"]; has {
-		lp := member(path, "limits")
+		lp := jsonpath.Member(path, "limits")
 		if limits, ok := v.object(lp, l); ok {
 			for _, k := range []string{"maxUploadBytes", "maxContinuations", "minTimeoutMs", "maxTimeoutMs"} {
 				if n, has := limits[k]; has {
-					v.integer(member(lp, k), n, 0)
+					v.integer(jsonpath.Member(lp, k), n, 0)
 				}
 			}
 		}
 	}
 	if mp, has := m["managedPolicy"]; has {
-		pp := member(path, "managedPolicy")
+		pp := jsonpath.Member(path, "managedPolicy")
 		if pol, ok := v.object(pp, mp); ok {
 			v.required(pp, pol, "scopes", "disableable")
 			managed := false
 			if s, has := pol["scopes"]; has {
-				for _, sc := range v.uniqueStrings(member(pp, "scopes"), s, 0, 0) {
-					if !contains([]string{"user", "project", "managed"}, sc) {
-						v.failf(member(pp, "scopes"), "%q is not user, project or managed", sc)
+				for _, sc := range v.uniqueStrings(jsonpath.Member(pp, "scopes"), s, 0, 0) {
+					if !slices.Contains([]string{"user", "project", "managed"}, sc) {
+						v.failf(jsonpath.Member(pp, "scopes"), "%q is not user, project or managed", sc)
 					}
 					managed = managed || sc == "managed"
 				}
 			}
-			if d, has := pol["disableable"]; has && v.boolean(member(pp, "disableable"), d) && managed && d.(bool) {
-				v.failf(member(pp, "disableable"), "must be false when scopes include \"managed\"")
+			if d, has := pol["disableable"]; has && v.boolean(jsonpath.Member(pp, "disableable"), d) && managed && d.(bool) {
+				v.failf(jsonpath.Member(pp, "disableable"), "must be false when scopes include \"managed\"")
 			}
 		}
 	}
@@ -305,7 +303,7 @@ func (v *validator) manifestEvents(path string, x any) {
 		return
 	}
 	for i, e := range arr {
-		ip := index(path, i)
+		ip := jsonpath.Index(path, i)
 		m, ok := v.object(ip, e)
 		if !ok {
 			continue
@@ -316,12 +314,12 @@ func (v *validator) manifestEvents(path string, x any) {
 			if s, isStr := ev.(string); isStr && IsEventType(s) {
 				event = s
 			} else {
-				v.failf(member(ip, "event"), "must be an event of the catalogue")
+				v.failf(jsonpath.Member(ip, "event"), "must be an event of the catalogue")
 			}
 		}
 		intercept := false
 		if md, has := m["modes"]; has {
-			mp := member(ip, "modes")
+			mp := jsonpath.Member(ip, "modes")
 			modes := v.uniqueStrings(mp, md, 1, 0)
 			for _, mode := range modes {
 				if mode != "observe" && mode != "intercept" {
@@ -331,7 +329,7 @@ func (v *validator) manifestEvents(path string, x any) {
 			}
 		}
 		if intercept && event != "" && !IsInterceptable(event) {
-			v.failf(member(ip, "modes"), "%s is observe-only and cannot be intercepted", event)
+			v.failf(jsonpath.Member(ip, "modes"), "%s is observe-only and cannot be intercepted", event)
 		}
 		caps, hasCaps := m["capabilities"]
 		if intercept && !hasCaps {
@@ -340,7 +338,7 @@ func (v *validator) manifestEvents(path string, x any) {
 		if !hasCaps {
 			continue
 		}
-		cp := member(ip, "capabilities")
+		cp := jsonpath.Member(ip, "capabilities")
 		bound := ""
 		if IsInterceptable(event) {
 			bound = event
@@ -350,7 +348,7 @@ func (v *validator) manifestEvents(path string, x any) {
 			// Observation grants no effect.
 			if c, ok := caps.(map[string]any); ok {
 				if eff, ok := c["effects"].([]any); ok && len(eff) > 0 {
-					v.failf(member(cp, "effects"), "must be empty when the event is only observed")
+					v.failf(jsonpath.Member(cp, "effects"), "must be empty when the event is only observed")
 				}
 			}
 		}

@@ -2,7 +2,12 @@ package ahp
 
 import (
 	"encoding/json"
+	"maps"
+	"math"
+	"slices"
 	"strings"
+
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
 // Canonical content (SPEC-DIGEST §4; AHP-CONTENT-001, AHP-CONTENT-002): model-visible slots
@@ -21,18 +26,18 @@ func (v *validator) message(path string, x any, role string) {
 	v.required(path, m, "id", "role", "parts")
 	v.closed(path, m, "id", "role", "parts", "synthesized")
 	if id, has := m["id"]; has {
-		v.str(member(path, "id"), id, 1)
+		v.str(jsonpath.Member(path, "id"), id, 1)
 	}
 	if r, has := m["role"]; has {
-		if got, ok := v.enum(member(path, "role"), r, roles...); ok && role != "" && got != role {
-			v.failf(member(path, "role"), "must be %q in this slot, not %q", role, got)
+		if got, ok := v.enum(jsonpath.Member(path, "role"), r, roles...); ok && role != "" && got != role {
+			v.failf(jsonpath.Member(path, "role"), "must be %q in this slot, not %q", role, got)
 		}
 	}
 	if s, has := m["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
+		v.boolean(jsonpath.Member(path, "synthesized"), s)
 	}
 	if p, has := m["parts"]; has {
-		v.parts(member(path, "parts"), p, false)
+		v.parts(jsonpath.Member(path, "parts"), p, false)
 	}
 }
 
@@ -43,7 +48,7 @@ func (v *validator) messages(path string, x any, role string) {
 		return
 	}
 	for i, e := range arr {
-		v.message(index(path, i), e, role)
+		v.message(jsonpath.Index(path, i), e, role)
 	}
 }
 
@@ -54,7 +59,7 @@ func (v *validator) parts(path string, x any, textOnly bool) {
 		return
 	}
 	for i, e := range arr {
-		v.part(index(path, i), e, textOnly)
+		v.part(jsonpath.Index(path, i), e, textOnly)
 	}
 }
 
@@ -75,49 +80,49 @@ func (v *validator) part(path string, x any, textOnly bool) {
 	if !v.required(path, p, "id", "kind", "mediaType", "selection") {
 		return
 	}
-	v.str(member(path, "id"), p["id"], 1)
-	kind, kindOK := v.enum(member(path, "kind"), p["kind"], KindText, KindAttachment)
-	sel, selOK := v.enum(member(path, "selection"), p["selection"], SelectionBody, SelectionMetadata, SelectionOmit)
+	v.str(jsonpath.Member(path, "id"), p["id"], 1)
+	kind, kindOK := v.enum(jsonpath.Member(path, "kind"), p["kind"], KindText, KindAttachment)
+	sel, selOK := v.enum(jsonpath.Member(path, "selection"), p["selection"], SelectionBody, SelectionMetadata, SelectionOmit)
 	if !kindOK || !selOK {
 		return
 	}
 	if textOnly && kind != KindText {
-		v.failf(member(path, "kind"), "must be \"text\" in a text-part list")
+		v.failf(jsonpath.Member(path, "kind"), "must be \"text\" in a text-part list")
 		return
 	}
-	mpath := member(path, "mediaType")
+	mpath := jsonpath.Member(path, "mediaType")
 	if kind == KindText {
 		// Text is always inline text/plain; structure is serialized into it.
 		v.constant(mpath, p["mediaType"], MediaTypeText)
 	} else if mt, ok := v.str(mpath, p["mediaType"], 1); ok && reTextOrJSONMediaType.MatchString(mt) {
-		v.failf(mpath, "%q cannot be an attachment media type (text and JSON are inline text parts)", mt)
+		v.failf(mpath, "%q is not allowed as an attachment media type (text and JSON are inline text parts)", mt)
 	}
 	if c, has := p["category"]; has {
-		v.str(member(path, "category"), c, 1)
+		v.str(jsonpath.Member(path, "category"), c, 1)
 	}
 	if s, has := p["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
+		v.boolean(jsonpath.Member(path, "synthesized"), s)
 	}
 	_, hasGap := p["gap"]
 	switch {
 	case sel == SelectionBody && hasGap:
 		// A requested body that could not be supplied: no text, no body ref.
 		v.closedPart(path, p, kind, sel, partGap)
-		v.gap(member(path, "gap"), p["gap"])
+		v.gap(jsonpath.Member(path, "gap"), p["gap"])
 		v.description(path, p)
 	case sel == SelectionBody && kind == KindText:
 		v.closedPart(path, p, kind, sel, partTextBody)
 		if t, has := p["text"]; !has {
 			v.failf(path, "\"text\" is required on a body-selected text part (text is always inline)")
 		} else if _, isStr := t.(string); !isStr {
-			v.failf(member(path, "text"), "must be a string, not %s", jsonType(t))
+			v.failf(jsonpath.Member(path, "text"), "must be a string, not %s", jsonpath.TypeName(t))
 		}
 	case sel == SelectionBody:
 		v.closedPart(path, p, kind, sel, partAttachBody)
 		if b, has := p["body"]; !has {
 			v.failf(path, "\"body\" is required on a body-selected attachment (or a gap)")
 		} else {
-			v.contentReference(member(path, "body"), b)
+			v.contentReference(jsonpath.Member(path, "body"), b)
 		}
 	default:
 		// metadata and omit views never carry content (AHP-CONTENT-002).
@@ -129,23 +134,23 @@ func (v *validator) part(path string, x any, textOnly bool) {
 // closedPart reports members the variant does not admit, with the reason that matters to a
 // reader: content leaking into a view that must not carry it.
 func (v *validator) closedPart(path string, p map[string]any, kind, sel string, allowed []string) {
-	for _, k := range sortedKeys(p) {
-		if contains(allowed, k) {
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if slices.Contains(allowed, k) {
 			continue
 		}
 		switch {
 		case (k == "text" || k == "body") && sel != SelectionBody:
-			v.failf(member(path, k), "%s must not carry content", article(sel+"-selected part"))
-		case (k == "text" || k == "body") && contains(allowed, "gap"):
-			v.failf(member(path, k), "a gap part must not carry content")
+			v.failf(jsonpath.Member(path, k), "unknown member of %s: it must not carry content", article(sel+"-selected part"))
+		case (k == "text" || k == "body") && slices.Contains(allowed, "gap"):
+			v.failf(jsonpath.Member(path, k), "unknown member of a gap part: it must not carry content")
 		case k == "text" && kind == KindAttachment:
-			v.failf(member(path, k), "an attachment carries its bytes by reference, never inline text")
+			v.failf(jsonpath.Member(path, k), "unknown member of an attachment: it carries its bytes by reference, never inline text")
 		case k == "body" && kind == KindText:
-			v.failf(member(path, k), "text is always inline, never an upload reference")
+			v.failf(jsonpath.Member(path, k), "unknown member of a text part: text is always inline, never an upload reference")
 		case k == "size" || k == "sha256":
-			v.failf(member(path, k), "is not allowed on a body-selected part (size and digest belong to the upload receipt)")
+			v.failf(jsonpath.Member(path, k), "unknown member of a body-selected part: size and digest belong to the upload receipt")
 		default:
-			v.failf(member(path, k), "is not allowed on a %s %s part (closed object)", kind, sel)
+			v.failf(jsonpath.Member(path, k), "unknown member of a %s %s part (closed object)", kind, sel)
 		}
 	}
 }
@@ -153,11 +158,17 @@ func (v *validator) closedPart(path string, p map[string]any, kind, sel string, 
 // description checks the optional size and sha256 of a metadata, omit or gap part.
 func (v *validator) description(path string, p map[string]any) {
 	if s, has := p["size"]; has {
-		v.integer(member(path, "size"), s, 0)
+		// A byte count, held as the int64 of Part.Size.
+		sp := jsonpath.Member(path, "size")
+		if n, _ := s.(json.Number); v.integer(sp, s, 0) {
+			if _, fits := jsonpath.Int64(n); !fits {
+				v.failf(sp, "must be at most %d", int64(math.MaxInt64))
+			}
+		}
 	}
 	if h, has := p["sha256"]; has {
-		if s, ok := v.str(member(path, "sha256"), h, 0); ok && !reSHA256.MatchString(s) {
-			v.failf(member(path, "sha256"), "must be exactly 64 lowercase hex characters")
+		if s, ok := v.str(jsonpath.Member(path, "sha256"), h, 0); ok && !reSHA256.MatchString(s) {
+			v.failf(jsonpath.Member(path, "sha256"), "must be exactly 64 lowercase hex characters")
 		}
 	}
 }
@@ -171,10 +182,10 @@ func (v *validator) gap(path string, x any) {
 	v.required(path, g, "reason")
 	v.closed(path, g, "reason", "path")
 	if r, has := g["reason"]; has {
-		v.str(member(path, "reason"), r, 1)
+		v.str(jsonpath.Member(path, "reason"), r, 1)
 	}
 	if p, has := g["path"]; has {
-		v.str(member(path, "path"), p, 1)
+		v.str(jsonpath.Member(path, "path"), p, 1)
 	}
 }
 
@@ -185,14 +196,14 @@ func (v *validator) contentReference(path string, x any) {
 		return
 	}
 	v.required(path, r, "ref")
-	for _, k := range sortedKeys(r) {
+	for _, k := range slices.Sorted(maps.Keys(r)) {
 		switch k {
 		case "ref":
-			v.str(member(path, k), r[k], 1)
+			v.str(jsonpath.Member(path, k), r[k], 1)
 		case "size", "sha256":
-			v.failf(member(path, k), "is not allowed in a body reference (size and digest belong to the upload receipt)")
+			v.failf(jsonpath.Member(path, k), "is not allowed in a body reference (size and digest belong to the upload receipt)")
 		default:
-			v.failf(member(path, k), "is not allowed in a body reference (closed object)")
+			v.failf(jsonpath.Member(path, k), "is not allowed in a body reference (closed object)")
 		}
 	}
 }
@@ -201,25 +212,78 @@ func (v *validator) contentReference(path string, x any) {
 // slot or an effect value such as modify(prompt|request|response|output), inject or
 // return at model.request.before). role, when not "", is required of every message.
 func ValidateContentMessages(list json.RawMessage, role string) error {
-	x, err := decodeFrame(list)
-	if err != nil {
-		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
-	}
-	v := &validator{}
-	v.messages("$", x, role)
-	return v.err()
+	_, err := ParseContentMessages(list, role)
+	return err
 }
 
 // ValidateContentParts validates a JSON list of bare parts; textOnly restricts it to text
 // parts (modify(instructions|summary), return at context.compact.before).
 func ValidateContentParts(list json.RawMessage, textOnly bool) error {
-	x, err := decodeFrame(list)
+	_, err := ParseContentParts(list, textOnly)
+	return err
+}
+
+// ParseContentMessages validates list as ValidateContentMessages does and returns it
+// decoded. Decoding follows the validated generic tree, so it inherits every rule: exact
+// member names, closed objects, no member written twice, sizes that fit an int64.
+func ParseContentMessages(list json.RawMessage, role string) ([]Message, error) {
+	x, err := validate(list, contentSubject, func(v *validator, x any) { v.messages("$", x, role) })
 	if err != nil {
-		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
+		return nil, err
 	}
-	v := &validator{}
-	v.parts("$", x, textOnly)
-	return v.err()
+	items, _ := x.([]any)
+	out := make([]Message, len(items))
+	for i, e := range items {
+		m, _ := e.(map[string]any)
+		out[i] = Message{ID: stringOf(m["id"]), Role: stringOf(m["role"]), Parts: partsOf(m["parts"])}
+		out[i].Synthesized, _ = m["synthesized"].(bool)
+	}
+	return out, nil
+}
+
+// ParseContentParts validates list as ValidateContentParts does and returns it decoded.
+func ParseContentParts(list json.RawMessage, textOnly bool) ([]Part, error) {
+	x, err := validate(list, contentSubject, func(v *validator, x any) { v.parts("$", x, textOnly) })
+	if err != nil {
+		return nil, err
+	}
+	return partsOf(x), nil
+}
+
+// contentSubject names a content list in a ValidationError.
+const contentSubject = "canonical content"
+
+// partsOf decodes a validated part list (never nil).
+func partsOf(x any) []Part {
+	items, _ := x.([]any)
+	out := make([]Part, len(items))
+	for i, e := range items {
+		p, _ := e.(map[string]any)
+		part := &out[i]
+		part.ID, part.Kind, part.MediaType, part.Selection = stringOf(p["id"]), stringOf(p["kind"]), stringOf(p["mediaType"]), stringOf(p["selection"])
+		part.Category, part.SHA256 = stringOf(p["category"]), stringOf(p["sha256"])
+		part.Synthesized, _ = p["synthesized"].(bool)
+		if t, ok := p["text"].(string); ok {
+			part.Text = &t
+		}
+		if b, ok := p["body"].(map[string]any); ok {
+			part.Body = &Ref{Ref: stringOf(b["ref"])}
+		}
+		if g, ok := p["gap"].(map[string]any); ok {
+			part.Gap = &Gap{Reason: stringOf(g["reason"]), Path: stringOf(g["path"])}
+		}
+		if n, ok := p["size"].(json.Number); ok {
+			size, _ := jsonpath.Int64(n)
+			part.Size = &size
+		}
+	}
+	return out
+}
+
+// stringOf is the string x holds, or "" (absent members of a validated tree).
+func stringOf(x any) string {
+	s, _ := x.(string)
+	return s
 }
 
 // article prefixes a noun phrase with "a" or "an".

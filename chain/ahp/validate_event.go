@@ -1,6 +1,12 @@
 package ahp
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
+)
 
 // Event validation (SPEC-DIGEST §2.2, §3, §3.1, §3.2). The envelope is open — unknown
 // top-level members are ignored (AHP-CORE-003) — but every nested protocol object is closed,
@@ -26,11 +32,11 @@ var eventRules map[string]*eventRule
 
 func init() {
 	// Shared member checks.
-	model := func(v *validator, p string, x any) { v.model(p, x) }
+	model := func(v *validator, p string, x any) { v.stringRecord(p, x, "id", "provider") }
 	attempt := func(v *validator, p string, x any) { v.attempt(p, x) }
 	execution := func(v *validator, p string, x any) { v.execution(p, x) }
 	errorInfo := func(v *validator, p string, x any) { v.errorInfo(p, x) }
-	call := func(v *validator, p string, x any) { v.identity(p, x) }
+	call := func(v *validator, p string, x any) { v.identity(p, x, true) }
 	tool := func(v *validator, p string, x any) { v.tool(p, x) }
 	batch := func(v *validator, p string, x any) { v.batch(p, x) }
 	toolPath := func(v *validator, p string, x any) { v.str(p, x, 1) }
@@ -70,7 +76,7 @@ func init() {
 				"trigger":        enum("startup", "resume", "clear", "compact", "fork"),
 				"resumedFrom":    call,
 				"permissionMode": nonEmpty,
-				"harness":        func(v *validator, p string, x any) { v.harness(p, x) },
+				"harness":        func(v *validator, p string, x any) { v.stringRecord(p, x, "name", "version") },
 				"manifest":       func(v *validator, p string, x any) { v.manifest(p, x) },
 			},
 			check: func(v *validator, p string, ev map[string]any) {
@@ -154,7 +160,7 @@ func init() {
 				// A supplied result fabricates no usage or latency.
 				if status, reason := executionOf(ev); status == ExecutionSkipped {
 					if reason != "" && reason != SkipSuppliedResult {
-						v.failf(member(member(p, "execution"), "reason"), "must be %q on model.response.after", SkipSuppliedResult)
+						v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "reason"), "must be %q on model.response.after", SkipSuppliedResult)
 					}
 					v.forbidden(p, ev, "when the response was a supplied result (execution skipped)", "usage", "latencyMs")
 				}
@@ -170,7 +176,7 @@ func init() {
 			},
 			check: func(v *validator, p string, ev map[string]any) {
 				if status, _ := executionOf(ev); status != "" && status != ExecutionExecuted {
-					v.failf(member(member(p, "execution"), "status"), "must be %q on model.error", ExecutionExecuted)
+					v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "status"), "must be %q on model.error", ExecutionExecuted)
 				}
 			},
 		},
@@ -202,7 +208,7 @@ func init() {
 				"fileChanges": func(v *validator, p string, x any) {
 					if arr, ok := v.array(p, x); ok {
 						for i, e := range arr {
-							v.fileChange(index(p, i), e)
+							v.fileChange(jsonpath.Index(p, i), e)
 						}
 					}
 				},
@@ -230,7 +236,7 @@ func init() {
 				"suggestions": func(v *validator, p string, x any) {
 					if arr, ok := v.array(p, x); ok {
 						for i, e := range arr {
-							v.object(index(p, i), e)
+							v.object(jsonpath.Index(p, i), e)
 						}
 					}
 				},
@@ -284,12 +290,12 @@ func init() {
 				"removed": func(v *validator, p string, x any) {
 					if arr, ok := v.array(p, x); ok {
 						for i, e := range arr {
-							ip := index(p, i)
+							ip := jsonpath.Index(p, i)
 							if m, ok := v.object(ip, e); ok {
 								v.required(ip, m, "id")
 								v.closed(ip, m, "id")
 								if id, has := m["id"]; has {
-									v.str(member(ip, "id"), id, 1)
+									v.str(jsonpath.Member(ip, "id"), id, 1)
 								}
 							}
 						}
@@ -299,7 +305,7 @@ func init() {
 			},
 			check: func(v *validator, p string, ev map[string]any) {
 				if status, reason := executionOf(ev); status == ExecutionSkipped && reason != "" && reason != SkipSuppliedResult {
-					v.failf(member(member(p, "execution"), "reason"), "must be %q on context.compact.after", SkipSuppliedResult)
+					v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "reason"), "must be %q on context.compact.after", SkipSuppliedResult)
 				}
 			},
 		},
@@ -325,13 +331,8 @@ func init() {
 
 // ValidateEvent validates one event object (the params.event member of a message).
 func ValidateEvent(event json.RawMessage) error {
-	x, err := decodeFrame(event)
-	if err != nil {
-		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
-	}
-	v := &validator{}
-	v.event("$", x)
-	return v.err()
+	_, err := validate(event, "", func(v *validator, x any) { v.event("$", x) })
+	return err
 }
 
 // event validates an event and returns its type and id ("" when absent or invalid).
@@ -345,58 +346,58 @@ func (v *validator) event(path string, x any) (typ, id string) {
 		s, isStr := t.(string)
 		switch {
 		case !isStr:
-			v.failf(member(path, "type"), "must be a string, not %s", jsonType(t))
+			v.failf(jsonpath.Member(path, "type"), "must be a string, not %s", jsonpath.TypeName(t))
 		case !IsEventType(s):
 			// Unknown event types are unsupported semantics, never ignorable.
-			v.failf(member(path, "type"), "unknown event type %q", s)
+			v.failf(jsonpath.Member(path, "type"), "unknown event type %q", s)
 		default:
 			typ = s
 		}
 	}
 	if x, has := ev["id"]; has {
-		id, _ = v.str(member(path, "id"), x, 1)
+		id, _ = v.str(jsonpath.Member(path, "id"), x, 1)
 	}
 	if x, has := ev["source"]; has {
-		v.uri(member(path, "source"), x)
+		v.uri(jsonpath.Member(path, "source"), x)
 	}
 	if x, has := ev["time"]; has {
-		v.dateTime(member(path, "time"), x)
+		v.dateTime(jsonpath.Member(path, "time"), x)
 	}
 	if x, has := ev["session"]; has {
-		v.session(member(path, "session"), x)
+		v.session(jsonpath.Member(path, "session"), x)
 	}
 	if x, has := ev["parentEventId"]; has {
 		// Omit a parent that is unknown; an empty one is not a parent.
-		v.str(member(path, "parentEventId"), x, 1)
+		v.str(jsonpath.Member(path, "parentEventId"), x, 1)
 	}
 	if x, has := ev["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), x)
+		v.boolean(jsonpath.Member(path, "synthesized"), x)
 	}
 	if x, has := ev["extensions"]; has {
-		v.extensions(member(path, "extensions"), x)
+		v.extensions(jsonpath.Member(path, "extensions"), x)
 	}
 	if x, has := ev["gaps"]; has {
-		v.gaps(member(path, "gaps"), x, false)
+		v.gaps(jsonpath.Member(path, "gaps"), x, false)
 	}
 	rule := eventRules[typ]
 	if x, has := ev["turn"]; has {
-		v.turn(member(path, "turn"), x, rule != nil && rule.closedTurn)
+		v.identity(jsonpath.Member(path, "turn"), x, rule != nil && rule.closedTurn)
 	}
 	if rule == nil {
 		return typ, id
 	}
 	if x, has := ev["items"]; has {
 		if rule.messageItems {
-			v.messages(member(path, "items"), x, "")
+			v.messages(jsonpath.Member(path, "items"), x, "")
 		} else {
-			v.parts(member(path, "items"), x, false)
+			v.parts(jsonpath.Member(path, "items"), x, false)
 		}
 	}
 	v.required(path, ev, rule.required...)
 	v.forbidden(path, ev, "on "+typ, rule.forbidden...)
-	for _, k := range sortedKeys(ev) {
+	for _, k := range slices.Sorted(maps.Keys(ev)) {
 		if f := rule.fields[k]; f != nil {
-			f(v, member(path, k), ev[k])
+			f(v, jsonpath.Member(path, k), ev[k])
 		}
 	}
 	if rule.check != nil {
@@ -413,69 +414,50 @@ func (v *validator) session(path string, x any) {
 	}
 	v.required(path, s, "id")
 	if x, has := s["id"]; has {
-		v.str(member(path, "id"), x, 1)
+		v.str(jsonpath.Member(path, "id"), x, 1)
 	}
-	for _, k := range []string{"cwd", "model"} {
-		if x, has := s[k]; has {
-			v.str(member(path, k), x, 0)
-		}
-	}
+	v.strMembers(path, s, 0, "cwd", "model")
 	if x, has := s["workspaceRoots"]; has {
-		if arr, ok := v.array(member(path, "workspaceRoots"), x); ok {
+		if arr, ok := v.array(jsonpath.Member(path, "workspaceRoots"), x); ok {
 			for i, e := range arr {
-				v.str(index(member(path, "workspaceRoots"), i), e, 0)
+				v.str(jsonpath.Index(jsonpath.Member(path, "workspaceRoots"), i), e, 0)
 			}
 		}
 	}
 	if x, has := s["agent"]; has {
-		ap := member(path, "agent")
+		ap := jsonpath.Member(path, "agent")
 		if a, ok := v.object(ap, x); ok {
 			v.required(ap, a, "id")
 			if id, has := a["id"]; has {
-				v.str(member(ap, "id"), id, 1)
+				v.str(jsonpath.Member(ap, "id"), id, 1)
 			}
 			if t, has := a["type"]; has {
-				v.str(member(ap, "type"), t, 0)
+				v.str(jsonpath.Member(ap, "type"), t, 0)
 			}
 		}
 	}
 	if x, has := s["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), x)
+		v.boolean(jsonpath.Member(path, "synthesized"), x)
 	}
 }
 
-// turn checks {id, synthesized?}; closed on execution events.
-func (v *validator) turn(path string, x any, closed bool) {
-	t, ok := v.object(path, x)
-	if !ok {
-		return
-	}
-	v.required(path, t, "id")
-	if closed {
-		v.closed(path, t, "id", "synthesized")
-	}
-	if id, has := t["id"]; has {
-		v.str(member(path, "id"), id, 1)
-	}
-	if s, has := t["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
-	}
-}
-
-// identity checks a closed identity object {id, synthesized?} (call, resumedFrom, item,
-// lastAssistantItem, tool.batch.after batch).
-func (v *validator) identity(path string, x any) {
+// identity checks an identity object {id, synthesized?}: call, resumedFrom, item,
+// lastAssistantItem and the tool.batch.after batch are closed; turn is closed only on
+// execution events.
+func (v *validator) identity(path string, x any, closed bool) {
 	m, ok := v.object(path, x)
 	if !ok {
 		return
 	}
 	v.required(path, m, "id")
-	v.closed(path, m, "id", "synthesized")
+	if closed {
+		v.closed(path, m, "id", "synthesized")
+	}
 	if id, has := m["id"]; has {
-		v.str(member(path, "id"), id, 1)
+		v.str(jsonpath.Member(path, "id"), id, 1)
 	}
 	if s, has := m["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
+		v.boolean(jsonpath.Member(path, "synthesized"), s)
 	}
 }
 
@@ -487,7 +469,7 @@ func (v *validator) gaps(path string, x any, closed bool) []string {
 	}
 	var paths []string
 	for i, e := range arr {
-		ip := index(path, i)
+		ip := jsonpath.Index(path, i)
 		g, ok := v.object(ip, e)
 		if !ok {
 			continue
@@ -497,29 +479,15 @@ func (v *validator) gaps(path string, x any, closed bool) []string {
 			v.closed(ip, g, "path", "reason")
 		}
 		if p, has := g["path"]; has {
-			if s, ok := v.str(member(ip, "path"), p, 1); ok {
+			if s, ok := v.str(jsonpath.Member(ip, "path"), p, 1); ok {
 				paths = append(paths, s)
 			}
 		}
 		if r, has := g["reason"]; has {
-			v.str(member(ip, "reason"), r, 1)
+			v.str(jsonpath.Member(ip, "reason"), r, 1)
 		}
 	}
 	return paths
-}
-
-func (v *validator) model(path string, x any) {
-	m, ok := v.object(path, x)
-	if !ok {
-		return
-	}
-	v.required(path, m, "id", "provider")
-	v.closed(path, m, "id", "provider")
-	for _, k := range []string{"id", "provider"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
 }
 
 func (v *validator) attempt(path string, x any) {
@@ -530,13 +498,13 @@ func (v *validator) attempt(path string, x any) {
 	v.required(path, m, "id", "number")
 	v.closed(path, m, "id", "number", "synthesized")
 	if id, has := m["id"]; has {
-		v.str(member(path, "id"), id, 1)
+		v.str(jsonpath.Member(path, "id"), id, 1)
 	}
 	if n, has := m["number"]; has {
-		v.integer(member(path, "number"), n, 1)
+		v.integer(jsonpath.Member(path, "number"), n, 1)
 	}
 	if s, has := m["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
+		v.boolean(jsonpath.Member(path, "synthesized"), s)
 	}
 }
 
@@ -550,7 +518,7 @@ func (v *validator) execution(path string, x any) {
 	if !v.required(path, m, "status") {
 		return
 	}
-	status, ok := v.enum(member(path, "status"), m["status"], ExecutionExecuted, ExecutionSkipped)
+	status, ok := v.enum(jsonpath.Member(path, "status"), m["status"], ExecutionExecuted, ExecutionSkipped)
 	if !ok {
 		return
 	}
@@ -561,7 +529,7 @@ func (v *validator) execution(path string, x any) {
 	if !v.required(path, m, "reason") {
 		return
 	}
-	reason, ok := v.enum(member(path, "reason"), m["reason"], SkipSuppliedResult, SkipPolicy, SkipCancelled, SkipTimeout, SkipOther)
+	reason, ok := v.enum(jsonpath.Member(path, "reason"), m["reason"], SkipSuppliedResult, SkipPolicy, SkipCancelled, SkipTimeout, SkipOther)
 	if !ok {
 		return
 	}
@@ -571,7 +539,7 @@ func (v *validator) execution(path string, x any) {
 	}
 	v.closed(path, m, "status", "reason", "detail")
 	if d, has := m["detail"]; has {
-		v.str(member(path, "detail"), d, 1)
+		v.str(jsonpath.Member(path, "detail"), d, 1)
 	}
 }
 
@@ -589,7 +557,7 @@ func (v *validator) deniedIsPolicySkip(path string, obj map[string]any, outcome 
 		return
 	}
 	if status, reason := executionOf(obj); status != "" && (status != ExecutionSkipped || reason != SkipPolicy) {
-		v.failf(member(path, "execution"), "must be {\"status\": \"skipped\", \"reason\": \"policy\"} when outcome is \"denied\"")
+		v.failf(jsonpath.Member(path, "execution"), "must be {\"status\": \"skipped\", \"reason\": \"policy\"} when outcome is \"denied\"")
 	}
 }
 
@@ -600,19 +568,15 @@ func (v *validator) errorInfo(path string, x any) {
 	}
 	v.required(path, m, "message", "class")
 	v.closed(path, m, "message", "class", "code", "status", "native")
-	for _, k := range []string{"message", "class", "code"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
+	v.strMembers(path, m, 1, "message", "class", "code")
 	if s, has := m["status"]; has {
 		switch st := s.(type) {
 		case string:
-			v.str(member(path, "status"), st, 1)
+			v.str(jsonpath.Member(path, "status"), st, 1)
 		case json.Number:
-			v.integer(member(path, "status"), st, -1<<62)
+			v.integer(jsonpath.Member(path, "status"), st, -1<<62)
 		default:
-			v.failf(member(path, "status"), "must be a string or an integer, not %s", jsonType(s))
+			v.failf(jsonpath.Member(path, "status"), "must be a string or an integer, not %s", jsonpath.TypeName(s))
 		}
 	}
 }
@@ -629,48 +593,48 @@ func (v *validator) usage(path string, x any, turn bool) {
 		"cacheReadTokens", "cacheWriteTokens", "cost")
 	if k, has := m["kind"]; has {
 		if turn {
-			v.constant(member(path, "kind"), k, "total")
+			v.constant(jsonpath.Member(path, "kind"), k, "total")
 		} else {
-			v.constant(member(path, "kind"), k, "amount")
+			v.constant(jsonpath.Member(path, "kind"), k, "amount")
 		}
 	}
 	if s, has := m["scope"]; has {
 		if turn {
-			v.constant(member(path, "scope"), s, "turn")
+			v.constant(jsonpath.Member(path, "scope"), s, "turn")
 		} else {
-			v.constant(member(path, "scope"), s, "attempt")
+			v.constant(jsonpath.Member(path, "scope"), s, "attempt")
 		}
 	}
 	if c, has := m["completeness"]; has {
-		v.enum(member(path, "completeness"), c, "complete", "partial", "unknown")
+		v.enum(jsonpath.Member(path, "completeness"), c, "complete", "partial", "unknown")
 	}
 	if p, has := m["provenance"]; has {
 		if turn {
-			v.enum(member(path, "provenance"), p, "provider", "estimate", "mixed")
+			v.enum(jsonpath.Member(path, "provenance"), p, "provider", "estimate", "mixed")
 		} else {
-			v.enum(member(path, "provenance"), p, "provider", "estimate")
+			v.enum(jsonpath.Member(path, "provenance"), p, "provider", "estimate")
 		}
 	}
 	for _, k := range []string{"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"} {
 		if n, has := m[k]; has {
-			v.integer(member(path, k), n, 0)
+			v.integer(jsonpath.Member(path, k), n, 0)
 		}
 	}
 	if c, has := m["cost"]; has {
-		cp := member(path, "cost")
+		cp := jsonpath.Member(path, "cost")
 		if cost, ok := v.object(cp, c); ok {
 			v.required(cp, cost, "amount", "currency", "basis")
 			v.closed(cp, cost, "amount", "currency", "basis")
 			if a, has := cost["amount"]; has {
-				v.nonNegative(member(cp, "amount"), a)
+				v.nonNegative(jsonpath.Member(cp, "amount"), a)
 			}
 			if cur, has := cost["currency"]; has {
-				if s, ok := v.str(member(cp, "currency"), cur, 0); ok && !reCurrency.MatchString(s) {
-					v.failf(member(cp, "currency"), "must be an ISO 4217 code such as USD")
+				if s, ok := v.str(jsonpath.Member(cp, "currency"), cur, 0); ok && !reCurrency.MatchString(s) {
+					v.failf(jsonpath.Member(cp, "currency"), "must be an ISO 4217 code such as USD")
 				}
 			}
 			if b, has := cost["basis"]; has {
-				v.enum(member(cp, "basis"), b, "billed", "reported", "estimated")
+				v.enum(jsonpath.Member(cp, "basis"), b, "billed", "reported", "estimated")
 			}
 		}
 	}
@@ -684,13 +648,13 @@ func (v *validator) pricing(path string, x any) {
 	v.required(path, m, "currency")
 	v.closed(path, m, "currency", "inputPerMillionTokens", "outputPerMillionTokens")
 	if c, has := m["currency"]; has {
-		if s, ok := v.str(member(path, "currency"), c, 0); ok && !reCurrency.MatchString(s) {
-			v.failf(member(path, "currency"), "must be an ISO 4217 code such as USD")
+		if s, ok := v.str(jsonpath.Member(path, "currency"), c, 0); ok && !reCurrency.MatchString(s) {
+			v.failf(jsonpath.Member(path, "currency"), "must be an ISO 4217 code such as USD")
 		}
 	}
 	for _, k := range []string{"inputPerMillionTokens", "outputPerMillionTokens"} {
 		if n, has := m[k]; has {
-			v.nonNegative(member(path, k), n)
+			v.nonNegative(jsonpath.Member(path, k), n)
 		}
 	}
 }
@@ -705,29 +669,29 @@ func (v *validator) tool(path string, x any) {
 	v.required(path, m, "name", "input", "origin")
 	v.closed(path, m, "name", "kind", "input", "origin", "mcp")
 	if n, has := m["name"]; has {
-		v.str(member(path, "name"), n, 1)
+		v.str(jsonpath.Member(path, "name"), n, 1)
 	}
 	if k, has := m["kind"]; has {
-		v.str(member(path, "kind"), k, 1)
+		v.str(jsonpath.Member(path, "kind"), k, 1)
 	}
 	if in, has := m["input"]; has {
 		if _, isObj := in.(map[string]any); !isObj {
-			v.failf(member(path, "input"), "must be a JSON object, not %s (structured input is never a JSON-encoded string)", jsonType(in))
+			v.failf(jsonpath.Member(path, "input"), "must be a JSON object, not %s (structured input is never a JSON-encoded string)", jsonpath.TypeName(in))
 		}
 	}
 	origin := ""
 	if o, has := m["origin"]; has {
-		origin, _ = v.enum(member(path, "origin"), o, OriginNative, OriginMCP)
+		origin, _ = v.enum(jsonpath.Member(path, "origin"), o, OriginNative, OriginMCP)
 	}
 	_, hasMCP := m["mcp"]
 	switch {
 	case origin == OriginMCP && !hasMCP:
 		v.failf(path, "\"mcp\" is required when origin is \"mcp\"")
 	case origin != OriginMCP && hasMCP && origin != "":
-		v.failf(member(path, "mcp"), "is only allowed when origin is \"mcp\"")
+		v.failf(jsonpath.Member(path, "mcp"), "is only allowed when origin is \"mcp\"")
 	}
 	if hasMCP {
-		v.mcp(member(path, "mcp"), m["mcp"])
+		v.mcp(jsonpath.Member(path, "mcp"), m["mcp"])
 	}
 }
 
@@ -739,25 +703,21 @@ func (v *validator) mcp(path string, x any) {
 	v.required(path, m, "server", "toolName", "provenance", "connection")
 	v.closed(path, m, "server", "toolName", "provenance", "connection")
 	if s, has := m["server"]; has {
-		sp := member(path, "server")
+		sp := jsonpath.Member(path, "server")
 		if srv, ok := v.object(sp, s); ok {
 			v.required(sp, srv, "id")
 			v.closed(sp, srv, "id", "name")
-			for _, k := range []string{"id", "name"} {
-				if x, has := srv[k]; has {
-					v.str(member(sp, k), x, 1)
-				}
-			}
+			v.strMembers(sp, srv, 1, "id", "name")
 		}
 	}
 	if t, has := m["toolName"]; has {
-		v.str(member(path, "toolName"), t, 1)
+		v.str(jsonpath.Member(path, "toolName"), t, 1)
 	}
 	if p, has := m["provenance"]; has {
-		v.enum(member(path, "provenance"), p, "runtime", "inferred")
+		v.enum(jsonpath.Member(path, "provenance"), p, "runtime", "inferred")
 	}
 	if c, has := m["connection"]; has {
-		v.connection(member(path, "connection"), c)
+		v.connection(jsonpath.Member(path, "connection"), c)
 	}
 }
 
@@ -772,13 +732,13 @@ func (v *validator) connection(path string, x any) {
 	if !v.required(path, m, "transport") {
 		return
 	}
-	t, ok := v.str(member(path, "transport"), m["transport"], 0)
+	t, ok := v.str(jsonpath.Member(path, "transport"), m["transport"], 0)
 	if !ok {
 		return
 	}
 	var gapped []string
 	if g, has := m["gaps"]; has {
-		gp := member(path, "gaps")
+		gp := jsonpath.Member(path, "gaps")
 		gapped = v.gaps(gp, g, true)
 		if arr, isArr := g.([]any); isArr && len(arr) == 0 {
 			v.failf(gp, "must not be empty (omit it instead)")
@@ -786,7 +746,7 @@ func (v *validator) connection(path string, x any) {
 	}
 	locate := func(keys ...string) {
 		for _, k := range keys {
-			if _, has := m[k]; !has && !contains(gapped, k) {
+			if _, has := m[k]; !has && !slices.Contains(gapped, k) {
 				v.failf(path, "%q is required, or a gap with path %q", k, k)
 			}
 		}
@@ -795,23 +755,23 @@ func (v *validator) connection(path string, x any) {
 	case t == "http" || t == "sse":
 		v.closed(path, m, "transport", "url", "gaps")
 		if u, has := m["url"]; has {
-			if s, ok := v.uri(member(path, "url"), u); ok && !hasHTTPScheme(s) {
-				v.failf(member(path, "url"), "must be an http:// or https:// URL")
+			if s, ok := v.uri(jsonpath.Member(path, "url"), u); ok && !hasHTTPScheme(s) {
+				v.failf(jsonpath.Member(path, "url"), "must be an http:// or https:// URL")
 			}
 		}
 		locate("url")
 	case t == "stdio":
 		v.closed(path, m, "transport", "command", "args", "cwd", "gaps")
 		if c, has := m["command"]; has {
-			v.str(member(path, "command"), c, 1)
+			v.str(jsonpath.Member(path, "command"), c, 1)
 		}
 		if c, has := m["cwd"]; has {
-			v.str(member(path, "cwd"), c, 1)
+			v.str(jsonpath.Member(path, "cwd"), c, 1)
 		}
 		if a, has := m["args"]; has {
-			if arr, ok := v.array(member(path, "args"), a); ok {
+			if arr, ok := v.array(jsonpath.Member(path, "args"), a); ok {
 				for i, e := range arr {
-					v.str(index(member(path, "args"), i), e, 0)
+					v.str(jsonpath.Index(jsonpath.Member(path, "args"), i), e, 0)
 				}
 			}
 		}
@@ -819,14 +779,10 @@ func (v *validator) connection(path string, x any) {
 	case len(t) > 1 && t[0] == '_':
 		// Extension transports carry an address form and address, each present or gapped.
 		v.closed(path, m, "transport", "addressForm", "address", "gaps")
-		for _, k := range []string{"addressForm", "address"} {
-			if a, has := m[k]; has {
-				v.str(member(path, k), a, 1)
-			}
-		}
+		v.strMembers(path, m, 1, "addressForm", "address")
 		locate("addressForm", "address")
 	default:
-		v.failf(member(path, "transport"), "%q is not http, sse, stdio or an extension transport \"_name\"", t)
+		v.failf(jsonpath.Member(path, "transport"), "%q is not http, sse, stdio or an extension transport \"_name\"", t)
 	}
 }
 
@@ -843,13 +799,13 @@ func (v *validator) batch(path string, x any) {
 	v.required(path, m, "id", "callIds")
 	v.closed(path, m, "id", "callIds", "synthesized")
 	if id, has := m["id"]; has {
-		v.str(member(path, "id"), id, 1)
+		v.str(jsonpath.Member(path, "id"), id, 1)
 	}
 	if c, has := m["callIds"]; has {
-		v.uniqueStrings(member(path, "callIds"), c, 1, 1)
+		v.uniqueStrings(jsonpath.Member(path, "callIds"), c, 1, 1)
 	}
 	if s, has := m["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
+		v.boolean(jsonpath.Member(path, "synthesized"), s)
 	}
 }
 
@@ -862,7 +818,7 @@ func (v *validator) batchCalls(path string, x any) {
 		v.failf(path, "must hold at least one call")
 	}
 	for i, e := range arr {
-		ip := index(path, i)
+		ip := jsonpath.Index(path, i)
 		c, ok := v.object(ip, e)
 		if !ok {
 			continue
@@ -870,16 +826,16 @@ func (v *validator) batchCalls(path string, x any) {
 		v.required(ip, c, "call", "tool", "path", "outcome", "execution")
 		v.closed(ip, c, "call", "tool", "path", "batch", "outcome", "execution")
 		checks := map[string]func(string, any){
-			"call":      v.identity,
+			"call":      func(p string, x any) { v.identity(p, x, true) },
 			"tool":      v.tool,
 			"path":      func(p string, x any) { v.str(p, x, 1) },
 			"batch":     v.batch,
 			"outcome":   func(p string, x any) { v.enum(p, x, "ok", "error", "denied", "cancelled", "timeout") },
 			"execution": v.execution,
 		}
-		for _, k := range sortedKeys(c) {
+		for _, k := range slices.Sorted(maps.Keys(c)) {
 			if f := checks[k]; f != nil {
-				f(member(ip, k), c[k])
+				f(jsonpath.Member(ip, k), c[k])
 			}
 		}
 		outcome, _ := c["outcome"].(string)
@@ -895,18 +851,14 @@ func (v *validator) fileChange(path string, x any) {
 	}
 	v.required(path, m, "path", "change")
 	v.closed(path, m, "path", "change", "previousPath", "before", "after")
-	for _, k := range []string{"path", "previousPath"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
+	v.strMembers(path, m, 1, "path", "previousPath")
 	change := ""
 	if c, has := m["change"]; has {
-		change, _ = v.enum(member(path, "change"), c, "created", "modified", "deleted", "moved")
+		change, _ = v.enum(jsonpath.Member(path, "change"), c, "created", "modified", "deleted", "moved")
 	}
 	for _, k := range []string{"before", "after"} {
 		if p, has := m[k]; has {
-			v.part(member(path, k), p, false)
+			v.part(jsonpath.Member(path, k), p, false)
 		}
 	}
 	switch change {
@@ -930,24 +882,10 @@ func (v *validator) tokenCounts(path string, x any) map[string]any {
 	v.closed(path, m, "before", "after")
 	for _, k := range []string{"before", "after"} {
 		if n, has := m[k]; has {
-			v.integer(member(path, k), n, 0)
+			v.integer(jsonpath.Member(path, k), n, 0)
 		}
 	}
 	return m
-}
-
-func (v *validator) harness(path string, x any) {
-	m, ok := v.object(path, x)
-	if !ok {
-		return
-	}
-	v.required(path, m, "name", "version")
-	v.closed(path, m, "name", "version")
-	for _, k := range []string{"name", "version"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
 }
 
 func (v *validator) counters(path string, x any) {
@@ -955,8 +893,8 @@ func (v *validator) counters(path string, x any) {
 	if !ok {
 		return
 	}
-	for _, k := range sortedKeys(m) {
-		v.integer(member(path, k), m[k], 0)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v.integer(jsonpath.Member(path, k), m[k], 0)
 	}
 }
 
@@ -971,22 +909,18 @@ func (v *validator) configChange(path string, x any, after bool) {
 	} else {
 		v.closed(path, m, "source", "scope", "settings", "summary", "path")
 	}
-	for _, k := range []string{"source", "scope", "summary", "path"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
+	v.strMembers(path, m, 1, "source", "scope", "summary", "path")
 	if s, has := m["settings"]; has {
-		if arr, ok := v.array(member(path, "settings"), s); ok {
+		if arr, ok := v.array(jsonpath.Member(path, "settings"), s); ok {
 			for i, e := range arr {
-				v.str(index(member(path, "settings"), i), e, 1)
+				v.str(jsonpath.Index(jsonpath.Member(path, "settings"), i), e, 1)
 			}
 		}
 	}
 	if s, has := m["mcpServers"]; has && after {
-		if arr, ok := v.array(member(path, "mcpServers"), s); ok {
+		if arr, ok := v.array(jsonpath.Member(path, "mcpServers"), s); ok {
 			for i, e := range arr {
-				v.object(index(member(path, "mcpServers"), i), e)
+				v.object(jsonpath.Index(jsonpath.Member(path, "mcpServers"), i), e)
 			}
 		}
 	}
@@ -1000,18 +934,18 @@ func (v *validator) task(path string, x any) {
 	v.required(path, m, "id", "operation", "change")
 	v.closed(path, m, "id", "operation", "change", "prior", "synthesized")
 	if id, has := m["id"]; has {
-		v.str(member(path, "id"), id, 1)
+		v.str(jsonpath.Member(path, "id"), id, 1)
 	}
 	if o, has := m["operation"]; has {
-		v.enum(member(path, "operation"), o, "create", "update", "remove")
+		v.enum(jsonpath.Member(path, "operation"), o, "create", "update", "remove")
 	}
 	for _, k := range []string{"change", "prior"} {
 		if c, has := m[k]; has {
-			v.object(member(path, k), c)
+			v.object(jsonpath.Member(path, k), c)
 		}
 	}
 	if s, has := m["synthesized"]; has {
-		v.boolean(member(path, "synthesized"), s)
+		v.boolean(jsonpath.Member(path, "synthesized"), s)
 	}
 }
 
@@ -1023,14 +957,14 @@ func (v *validator) workspace(path string, x any) {
 	v.required(path, m, "kind", "change")
 	v.closed(path, m, "kind", "change", "prior", "reason")
 	if k, has := m["kind"]; has {
-		v.enum(member(path, "kind"), k, "cwd", "roots", "switch")
+		v.enum(jsonpath.Member(path, "kind"), k, "cwd", "roots", "switch")
 	}
 	for _, k := range []string{"change", "prior"} {
 		c, has := m[k]
 		if !has {
 			continue
 		}
-		cp := member(path, k)
+		cp := jsonpath.Member(path, k)
 		wc, ok := v.object(cp, c)
 		if !ok {
 			continue
@@ -1040,14 +974,14 @@ func (v *validator) workspace(path string, x any) {
 		}
 		v.closed(cp, wc, "cwd", "workspaceRoots")
 		if d, has := wc["cwd"]; has {
-			v.str(member(cp, "cwd"), d, 1)
+			v.str(jsonpath.Member(cp, "cwd"), d, 1)
 		}
 		if r, has := wc["workspaceRoots"]; has {
-			v.uniqueStrings(member(cp, "workspaceRoots"), r, 0, 1)
+			v.uniqueStrings(jsonpath.Member(cp, "workspaceRoots"), r, 0, 1)
 		}
 	}
 	if r, has := m["reason"]; has {
-		v.str(member(path, "reason"), r, 0)
+		v.str(jsonpath.Member(path, "reason"), r, 0)
 	}
 }
 
@@ -1060,7 +994,7 @@ func (v *validator) fileChanged(path string, x any) {
 		v.failf(path, "must hold at least one change")
 	}
 	for i, e := range arr {
-		ip := index(path, i)
+		ip := jsonpath.Index(path, i)
 		m, ok := v.object(ip, e)
 		if !ok {
 			continue
@@ -1068,17 +1002,17 @@ func (v *validator) fileChanged(path string, x any) {
 		v.required(ip, m, "path", "operation", "agentCaused")
 		v.closed(ip, m, "path", "operation", "agentCaused", "before", "after")
 		if p, has := m["path"]; has {
-			v.str(member(ip, "path"), p, 1)
+			v.str(jsonpath.Member(ip, "path"), p, 1)
 		}
 		if o, has := m["operation"]; has {
-			v.enum(member(ip, "operation"), o, "create", "update", "remove")
+			v.enum(jsonpath.Member(ip, "operation"), o, "create", "update", "remove")
 		}
 		if a, has := m["agentCaused"]; has {
-			v.boolean(member(ip, "agentCaused"), a)
+			v.boolean(jsonpath.Member(ip, "agentCaused"), a)
 		}
 		for _, k := range []string{"before", "after"} {
 			if p, has := m[k]; has {
-				v.part(member(ip, k), p, false)
+				v.part(jsonpath.Member(ip, k), p, false)
 			}
 		}
 	}
@@ -1092,11 +1026,11 @@ func (v *validator) attention(path string, x any) {
 	v.required(path, m, "kind", "message", "title")
 	v.closed(path, m, "kind", "message", "title")
 	if k, has := m["kind"]; has {
-		v.str(member(path, "kind"), k, 1)
+		v.str(jsonpath.Member(path, "kind"), k, 1)
 	}
 	for _, k := range []string{"message", "title"} {
 		if p, has := m[k]; has {
-			v.parts(member(path, k), p, true)
+			v.parts(jsonpath.Member(path, k), p, true)
 		}
 	}
 }
@@ -1116,17 +1050,17 @@ func (v *validator) elicitation(path string, x any, result bool) {
 		v.closed(path, m, "server", "mode", "request")
 	}
 	if s, has := m["server"]; has {
-		v.str(member(path, "server"), s, 1)
+		v.str(jsonpath.Member(path, "server"), s, 1)
 	}
 	if md, has := m["mode"]; has {
-		v.enum(member(path, "mode"), md, "form", "url")
+		v.enum(jsonpath.Member(path, "mode"), md, "form", "url")
 	}
 	if a, has := m["action"]; has && result {
-		v.enum(member(path, "action"), a, "accept", "decline", "cancel")
+		v.enum(jsonpath.Member(path, "action"), a, "accept", "decline", "cancel")
 	}
 	for _, k := range []string{"request", "result"} {
 		if p, has := m[k]; has {
-			v.part(member(path, k), p, true)
+			v.part(jsonpath.Member(path, k), p, true)
 		}
 	}
 }
@@ -1147,13 +1081,9 @@ func (v *validator) userMessage(path string, x any, inbound bool) {
 		v.required(path, m, "channel", "messages")
 		v.closed(path, m, "channel", "messages")
 	}
-	for _, k := range []string{"channel", "sender"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
+	v.strMembers(path, m, 1, "channel", "sender")
 	if msgs, has := m["messages"]; has {
-		v.messages(member(path, "messages"), msgs, role)
+		v.messages(jsonpath.Member(path, "messages"), msgs, role)
 	}
 }
 
@@ -1164,12 +1094,8 @@ func (v *validator) failure(path string, x any) {
 	}
 	v.required(path, m, "backendId", "reason", "policy")
 	v.closed(path, m, "backendId", "reason", "policy")
-	for _, k := range []string{"backendId", "reason"} {
-		if s, has := m[k]; has {
-			v.str(member(path, k), s, 1)
-		}
-	}
+	v.strMembers(path, m, 1, "backendId", "reason")
 	if p, has := m["policy"]; has {
-		v.enum(member(path, "policy"), p, "fail-open", "fail-closed")
+		v.enum(jsonpath.Member(path, "policy"), p, "fail-open", "fail-closed")
 	}
 }

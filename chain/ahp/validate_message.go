@@ -3,6 +3,8 @@ package ahp
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
 // ValidateMessage validates one AHP JSON-RPC 2.0 message as a harness or backend receives
@@ -21,13 +23,8 @@ import (
 // Unknown members of the envelope are ignored (AHP-CORE-003); the error lists violations
 // with JSON paths.
 func ValidateMessage(frame []byte) error {
-	x, err := decodeFrame(frame)
-	if err != nil {
-		return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}}
-	}
-	v := &validator{}
-	v.rpcMessage(x)
-	return v.err()
+	_, err := validate(frame, "", func(v *validator, x any) { v.rpcMessage(x) })
+	return err
 }
 
 // ValidateStdioFrame validates one stdio frame (AHP-STDIO-001): exactly one line holding one
@@ -73,7 +70,7 @@ func (v *validator) rpcID(path string, x any, allowNull bool) {
 			v.failf(path, "must not be empty")
 		}
 	case json.Number:
-		if _, ok := asInteger(id); !ok {
+		if _, ok := jsonpath.Integer(id); !ok {
 			v.failf(path, "must be a string or an integer, not %s", id)
 		}
 	case nil:
@@ -81,7 +78,7 @@ func (v *validator) rpcID(path string, x any, allowNull bool) {
 			v.failf(path, "must be a string or an integer, not null")
 		}
 	default:
-		v.failf(path, "must be a string or an integer, not %s", jsonType(x))
+		v.failf(path, "must be a string or an integer, not %s", jsonpath.TypeName(x))
 	}
 }
 
@@ -157,29 +154,29 @@ func describe(x any) string {
 		b, _ := json.Marshal(s)
 		return string(b)
 	}
-	return jsonType(x)
+	return jsonpath.TypeName(x)
 }
 
 // interceptParams checks hooks/intercept params and returns the event id.
 func (v *validator) interceptParams(path string, params map[string]any) string {
 	v.required(path, params, "protocolVersion", "event", "capabilities")
-	v.protocolVersion(member(path, "protocolVersion"), params)
+	v.protocolVersion(jsonpath.Member(path, "protocolVersion"), params)
 	typ, id := "", ""
 	if ev, has := params["event"]; has {
-		typ, id = v.event(member(path, "event"), ev)
+		typ, id = v.event(jsonpath.Member(path, "event"), ev)
 		if typ != "" && !IsInterceptable(typ) {
-			v.failf(member(member(path, "event"), "type"), "%s is observe-only and is never delivered by hooks/intercept", typ)
+			v.failf(jsonpath.Member(jsonpath.Member(path, "event"), "type"), "%s is observe-only and is never delivered by hooks/intercept", typ)
 			typ = ""
 		}
 	}
 	if c, has := params["capabilities"]; has {
-		v.capabilities(member(path, "capabilities"), c, typ)
+		v.capabilities(jsonpath.Member(path, "capabilities"), c, typ)
 	}
 	if s, has := params["state"]; has {
-		v.state(member(path, "state"), s)
+		v.state(jsonpath.Member(path, "state"), s)
 	}
 	if e, has := params["extensions"]; has {
-		v.extensions(member(path, "extensions"), e)
+		v.extensions(jsonpath.Member(path, "extensions"), e)
 	}
 	return id
 }
@@ -193,30 +190,30 @@ func (v *validator) state(path string, x any) {
 	}
 	v.required(path, s, "permission", "candidate")
 	if p, has := s["permission"]; has {
-		v.enum(member(path, "permission"), p, PermissionNone, PermissionAllow, PermissionAsk, PermissionDeny)
+		v.enum(jsonpath.Member(path, "permission"), p, PermissionNone, PermissionAllow, PermissionAsk, PermissionDeny)
 	}
 	if c, has := s["candidate"]; has && c != nil {
-		cp := member(path, "candidate")
+		cp := jsonpath.Member(path, "candidate")
 		if cand, ok := v.object(cp, c); ok {
 			v.required(cp, cand, "value")
 			if pv, has := cand["provenance"]; has {
-				v.object(member(cp, "provenance"), pv)
+				v.object(jsonpath.Member(cp, "provenance"), pv)
 			}
 		}
 	}
 	if f, has := s["flow"]; has {
-		v.enum(member(path, "flow"), f, FlowNone, FlowStop, FlowContinue)
+		v.enum(jsonpath.Member(path, "flow"), f, FlowNone, FlowStop, FlowContinue)
 	}
 	if in, has := s["instructions"]; has {
-		ip := member(path, "instructions")
+		ip := jsonpath.Member(path, "instructions")
 		if arr, ok := v.array(ip, in); ok {
 			for i, e := range arr {
-				v.str(index(ip, i), e, 1)
+				v.str(jsonpath.Index(ip, i), e, 1)
 			}
 		}
 	}
 	if inj, has := s["injections"]; has {
-		v.array(member(path, "injections"), inj)
+		v.array(jsonpath.Member(path, "injections"), inj)
 	}
 }
 
@@ -242,8 +239,8 @@ func (v *validator) rpcResponse(msg map[string]any) {
 			v.required(ep, eo, "code", "message")
 			if c, has := eo["code"]; has {
 				if n, isNum := c.(json.Number); !isNum {
-					v.failf("error.code", "must be an integer, not %s", jsonType(c))
-				} else if _, isInt := asInteger(n); !isInt {
+					v.failf("error.code", "must be an integer, not %s", jsonpath.TypeName(c))
+				} else if _, isInt := jsonpath.Integer(n); !isInt {
 					v.failf("error.code", "must be an integer, not %s", n)
 				}
 			}
@@ -270,8 +267,8 @@ func (v *validator) rpcResponse(msg map[string]any) {
 	case hasEffects:
 		if arr, ok := v.array("result.effects", effects); ok {
 			for i, e := range arr {
-				if eo, ok := v.object(index("result.effects", i), e); ok {
-					v.required(index("result.effects", i), eo, "type")
+				if eo, ok := v.object(jsonpath.Index("result.effects", i), e); ok {
+					v.required(jsonpath.Index("result.effects", i), eo, "type")
 				}
 			}
 		}

@@ -1,32 +1,29 @@
 package registration
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"math/big"
 	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
 var (
-	// reverseDNS is the backend id and extension key form (registration.schema.json).
-	reverseDNS = regexp.MustCompile(`^(?:[A-Za-z][A-Za-z0-9_-]*\.)+[A-Za-z][A-Za-z0-9_-]*$`)
 	// envName is the portable form of tokenEnv.
 	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	// wildcard is "*" or a whole-family selector such as "model.*" (no matcher language).
 	wildcard = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9]*\.\*)$`)
-	// identKey decides whether a JSON path member can be written as .key.
-	identKey = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 )
 
 // Selections of the content policy (SPEC-DIGEST §4.3).
@@ -55,64 +52,11 @@ func (c *checker) errors() []Problem {
 	return out
 }
 
-// member renders path.key, or path["key"] when key is not a plain identifier.
-func member(path, key string) string {
-	if !identKey.MatchString(key) {
-		k, _ := json.Marshal(key)
-		if path == "$" {
-			return "$[" + string(k) + "]"
-		}
-		return path + "[" + string(k) + "]"
-	}
-	if path == "$" || path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
-
-// jsonType names the JSON type of a generic value for messages.
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	case string:
-		return "a string"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// integer reports whether n is an integer value (1.0 counts, per JSON Schema 2020-12) that
-// fits an int64.
-func integer(n json.Number) (int64, bool) {
-	if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-		return i, true
-	}
-	f, _, err := big.ParseFloat(string(n), 10, 256, big.ToNearestEven)
-	if err != nil || !f.IsInt() {
-		return 0, false
-	}
-	i, acc := f.Int64()
-	if acc != big.Exact {
-		return 0, false
-	}
-	return i, true
-}
-
 // object asserts that v is a JSON object.
 func (c *checker) object(path string, v any) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		c.errf(path, "must be an object, not %s", jsonType(v))
+		c.errf(path, "must be an object, not %s", jsonpath.TypeName(v))
 	}
 	return m, ok
 }
@@ -128,11 +72,11 @@ func (c *checker) str(obj map[string]any, path, key string, required, nonEmpty b
 	}
 	s, isStr := v.(string)
 	if !isStr {
-		c.errf(member(path, key), "must be a string, not %s", jsonType(v))
+		c.errf(jsonpath.Member(path, key), "must be a string, not %s", jsonpath.TypeName(v))
 		return "", false
 	}
 	if nonEmpty && s == "" {
-		c.errf(member(path, key), "must not be empty")
+		c.errf(jsonpath.Member(path, key), "must not be empty")
 		return "", false
 	}
 	return s, true
@@ -149,20 +93,20 @@ func (c *checker) integerMember(obj map[string]any, path, key string, required b
 	}
 	n, isNum := v.(json.Number)
 	if !isNum {
-		c.errf(member(path, key), "must be an integer, not %s", jsonType(v))
+		c.errf(jsonpath.Member(path, key), "must be an integer, not %s", jsonpath.TypeName(v))
 		return 0, false
 	}
-	i, isInt := integer(n)
+	i, isInt := jsonpath.Int64(n)
 	if !isInt {
-		c.errf(member(path, key), "must be an integer, not %s", n)
+		c.errf(jsonpath.Member(path, key), "must be an integer, not %s", n)
 		return 0, false
 	}
 	if i < min {
-		c.errf(member(path, key), "must be at least %d, not %d", min, i)
+		c.errf(jsonpath.Member(path, key), "must be at least %d, not %d", min, i)
 		return 0, false
 	}
 	if i > max {
-		c.errf(member(path, key), "must be at most %d, not %d", max, i)
+		c.errf(jsonpath.Member(path, key), "must be at most %d, not %d", max, i)
 		return 0, false
 	}
 	return i, true
@@ -175,7 +119,7 @@ func (c *checker) boolMember(obj map[string]any, path, key string) (b, present b
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		c.errf(member(path, key), "must be a boolean, not %s", jsonType(v))
+		c.errf(jsonpath.Member(path, key), "must be a boolean, not %s", jsonpath.TypeName(v))
 		return false, false
 	}
 	return b, true
@@ -184,7 +128,7 @@ func (c *checker) boolMember(obj map[string]any, path, key string) (b, present b
 // unknownMembers warns about members the protocol does not define. They are ignored, never
 // activate semantics (AHP-CORE-003), but an operator usually wants to know about a typo.
 func (c *checker) unknownMembers(obj map[string]any, path string, known ...string) {
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		isKnown := false
 		for _, kk := range known {
 			if k == kk {
@@ -193,7 +137,7 @@ func (c *checker) unknownMembers(obj map[string]any, path string, known ...strin
 			}
 		}
 		if !isKnown {
-			c.warnf(member(path, k), "unknown member is ignored")
+			c.warnf(jsonpath.Member(path, k), "unknown member is ignored")
 		}
 	}
 }
@@ -216,7 +160,7 @@ func (c *checker) document(v any) {
 	}
 	hooks, isArr := hv.([]any)
 	if !isArr {
-		c.errf("hooks", "must be an array, not %s", jsonType(hv))
+		c.errf("hooks", "must be an array, not %s", jsonpath.TypeName(hv))
 		return
 	}
 	if len(hooks) == 0 {
@@ -225,13 +169,13 @@ func (c *checker) document(v any) {
 	}
 	seen := map[string]int{}
 	for i, b := range hooks {
-		path := index("hooks", i)
+		path := jsonpath.Index("hooks", i)
 		id := c.backend(path, b)
 		if id == "" {
 			continue
 		}
 		if first, dup := seen[id]; dup {
-			c.errf(member(path, "id"), "duplicate backend id %q (also hooks[%d].id)", id, first)
+			c.errf(jsonpath.Member(path, "id"), "duplicate backend id %q (also hooks[%d].id)", id, first)
 		} else {
 			seen[id] = i
 		}
@@ -245,19 +189,19 @@ func (c *checker) backend(path string, v any) string {
 		return ""
 	}
 	id, idOK := c.str(b, path, "id", true, false)
-	if idOK && !reverseDNS.MatchString(id) {
-		c.errf(member(path, "id"), "%q is not a reverse-DNS name such as com.example.policy", id)
+	if idOK && !ahp.IsReverseDNS(id) {
+		c.errf(jsonpath.Member(path, "id"), "%q is not a reverse-DNS name such as com.example.policy", id)
 		idOK = false
 	}
 	if _, bad := b["contentReceiver"]; bad {
-		c.errf(member(path, "contentReceiver"), "is not allowed (removed alias; configure subscriptions[].upload instead)")
+		c.errf(jsonpath.Member(path, "contentReceiver"), "is not allowed (removed alias; configure subscriptions[].upload instead)")
 	}
 	c.unknownMembers(b, path, "id", "transport", "authentication", "subscriptions", "contentReceiver")
 
-	ttype := c.transport(member(path, "transport"), b)
+	ttype := c.transport(jsonpath.Member(path, "transport"), b)
 
 	if av, present := b["authentication"]; present {
-		apath := member(path, "authentication")
+		apath := jsonpath.Member(path, "authentication")
 		if ttype != "" && ttype != TransportHTTP {
 			// AHP-AUTH-001: stdio trust is process trust; in_process runs inside hookproxy.
 			c.errf(apath, "is only allowed with an http transport, not %s", ttype)
@@ -269,12 +213,12 @@ func (c *checker) backend(path string, v any) string {
 	if !present {
 		c.errf(path, "%q is required", "subscriptions")
 	} else if subs, isArr := sv.([]any); !isArr {
-		c.errf(member(path, "subscriptions"), "must be an array, not %s", jsonType(sv))
+		c.errf(jsonpath.Member(path, "subscriptions"), "must be an array, not %s", jsonpath.TypeName(sv))
 	} else if len(subs) == 0 {
-		c.errf(member(path, "subscriptions"), "must hold at least one subscription")
+		c.errf(jsonpath.Member(path, "subscriptions"), "must hold at least one subscription")
 	} else {
 		for i, s := range subs {
-			c.subscription(index(member(path, "subscriptions"), i), s)
+			c.subscription(jsonpath.Index(jsonpath.Member(path, "subscriptions"), i), s)
 		}
 	}
 	if !idOK {
@@ -306,14 +250,14 @@ func (c *checker) transport(path string, b map[string]any) string {
 	foreign := func(kinds string, keys ...string) {
 		for _, k := range keys {
 			if _, has := t[k]; has {
-				c.errf(member(path, k), "belongs to %s transports, not %s (exactly one transport per backend)", kinds, typ)
+				c.errf(jsonpath.Member(path, k), "belongs to %s transports, not %s (exactly one transport per backend)", kinds, typ)
 			}
 		}
 	}
 	switch typ {
 	case TransportHTTP:
 		if u, ok := c.str(t, path, "url", true, false); ok {
-			c.endpoint(member(path, "url"), u, true)
+			c.endpoint(jsonpath.Member(path, "url"), u, true)
 		}
 		foreign("stdio", "command", "args", "lifecycle", "cwd")
 		foreign("in_process", "policy", "config")
@@ -329,7 +273,7 @@ func (c *checker) transport(path string, b map[string]any) string {
 		foreign("stdio", "command", "args", "lifecycle", "cwd")
 		c.unknownMembers(t, path, "type", "url", "command", "args", "lifecycle", "cwd", "policy", "config")
 	default:
-		c.errf(member(path, "type"), "unknown transport type %q (want http, stdio or in_process)", typ)
+		c.errf(jsonpath.Member(path, "type"), "unknown transport type %q (want http, stdio or in_process)", typ)
 		return ""
 	}
 	return typ
@@ -345,22 +289,22 @@ func parentPath(path string) string {
 func (c *checker) stdio(path string, t map[string]any) {
 	command, cmdOK := c.str(t, path, "command", true, true)
 	if lc, ok := c.str(t, path, "lifecycle", true, false); ok && lc != LifecyclePersistent && lc != LifecyclePerEvent {
-		c.errf(member(path, "lifecycle"), "must be %q or %q, not %q", LifecyclePersistent, LifecyclePerEvent, lc)
+		c.errf(jsonpath.Member(path, "lifecycle"), "must be %q or %q, not %q", LifecyclePersistent, LifecyclePerEvent, lc)
 	}
 	if av, present := t["args"]; present {
 		args, isArr := av.([]any)
 		if !isArr {
-			c.errf(member(path, "args"), "must be an array of strings, not %s", jsonType(av))
+			c.errf(jsonpath.Member(path, "args"), "must be an array of strings, not %s", jsonpath.TypeName(av))
 		}
 		for i, a := range args {
 			if _, isStr := a.(string); !isStr {
-				c.errf(index(member(path, "args"), i), "must be a string, not %s", jsonType(a))
+				c.errf(jsonpath.Index(jsonpath.Member(path, "args"), i), "must be a string, not %s", jsonpath.TypeName(a))
 			}
 		}
 	}
 	cwd, _ := c.str(t, path, "cwd", false, false)
 	if cmdOK && !c.opts.NoEnvironmentChecks {
-		c.commandExists(member(path, "command"), command, cwd)
+		c.commandExists(jsonpath.Member(path, "command"), command, cwd)
 	}
 }
 
@@ -389,18 +333,18 @@ func (c *checker) commandExists(path, command, cwd string) {
 func (c *checker) inProcess(path string, t map[string]any) {
 	name, ok := c.str(t, path, "policy", true, true)
 	if ok && !c.opts.Policies[name] {
-		c.errf(member(path, "policy"), "unknown built-in policy %q (known: %s)", name, knownList(c.opts.Policies))
+		c.errf(jsonpath.Member(path, "policy"), "unknown built-in policy %q (known: %s)", name, knownList(c.opts.Policies))
 		ok = false
 	}
 	var raw json.RawMessage
 	if cv, present := t["config"]; present {
 		if _, isObj := cv.(map[string]any); !isObj && cv != nil {
-			c.errf(member(path, "config"), "must be an object, not %s", jsonType(cv))
+			c.errf(jsonpath.Member(path, "config"), "must be an object, not %s", jsonpath.TypeName(cv))
 			return
 		}
 		b, err := json.Marshal(cv)
 		if err != nil {
-			c.errf(member(path, "config"), "cannot encode: %v", err)
+			c.errf(jsonpath.Member(path, "config"), "cannot encode: %v", err)
 			return
 		}
 		raw = b
@@ -409,9 +353,9 @@ func (c *checker) inProcess(path string, t map[string]any) {
 		if err := c.opts.CheckPolicyConfig(name, raw); err != nil {
 			var pe *PolicyConfigError
 			if errors.As(err, &pe) {
-				c.errf(member(path, "config")+strings.TrimPrefix(pe.Path, "$"), "policy %s: %s", name, pe.Reason)
+				c.errf(jsonpath.Member(path, "config")+strings.TrimPrefix(pe.Path, "$"), "policy %s: %s", name, pe.Reason)
 			} else {
-				c.errf(member(path, "config"), "policy %s: %v", name, err)
+				c.errf(jsonpath.Member(path, "config"), "policy %s: %v", name, err)
 			}
 		}
 	}
@@ -513,16 +457,16 @@ func secretKey(k string) bool {
 func (c *checker) literalSecrets(path string, v any) {
 	switch x := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if secretKey(k) {
-				c.errf(member(path, k), "literal secrets are not allowed in a registration; reference the secret with tokenEnv, tokenRef or clientSecretRef")
+				c.errf(jsonpath.Member(path, k), "literal secrets are not allowed in a registration; reference the secret with tokenEnv, tokenRef or clientSecretRef")
 				continue
 			}
-			c.literalSecrets(member(path, k), x[k])
+			c.literalSecrets(jsonpath.Member(path, k), x[k])
 		}
 	case []any:
 		for i, e := range x {
-			c.literalSecrets(index(path, i), e)
+			c.literalSecrets(jsonpath.Index(path, i), e)
 		}
 	}
 }
@@ -552,14 +496,14 @@ func (c *checker) authentication(path string, v any) {
 			name, isStr := env.(string)
 			switch {
 			case !isStr:
-				c.errf(member(path, "tokenEnv"), "must be a string, not %s", jsonType(env))
+				c.errf(jsonpath.Member(path, "tokenEnv"), "must be a string, not %s", jsonpath.TypeName(env))
 			case !envName.MatchString(name):
-				c.errf(member(path, "tokenEnv"), "%q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", name)
+				c.errf(jsonpath.Member(path, "tokenEnv"), "%q is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)", name)
 			case !c.opts.NoEnvironmentChecks:
 				if val, set := c.opts.LookupEnv(name); !set {
-					c.warnf(member(path, "tokenEnv"), "environment variable %s is not set; deliveries to this backend will fail until it is", name)
+					c.warnf(jsonpath.Member(path, "tokenEnv"), "environment variable %s is not set; deliveries to this backend will fail until it is", name)
 				} else if val == "" {
-					c.warnf(member(path, "tokenEnv"), "environment variable %s is empty; deliveries to this backend will fail until it is set", name)
+					c.warnf(jsonpath.Member(path, "tokenEnv"), "environment variable %s is empty; deliveries to this backend will fail until it is set", name)
 				}
 			}
 		}
@@ -569,22 +513,22 @@ func (c *checker) authentication(path string, v any) {
 		c.unknownMembers(a, path, append([]string{"type", "tokenEnv", "tokenRef"}, secretMembers(a)...)...)
 	case "oauth":
 		if issuer, ok := c.str(a, path, "issuer", true, false); ok {
-			c.endpoint(member(path, "issuer"), issuer, false)
+			c.endpoint(jsonpath.Member(path, "issuer"), issuer, false)
 		}
 		c.str(a, path, "resource", true, true)
 		c.str(a, path, "clientId", true, true)
 		if flow, ok := c.str(a, path, "flow", true, false); ok && flow != "authorization_code_pkce" && flow != "client_credentials" {
-			c.errf(member(path, "flow"), "must be \"authorization_code_pkce\" or \"client_credentials\", not %q", flow)
+			c.errf(jsonpath.Member(path, "flow"), "must be \"authorization_code_pkce\" or \"client_credentials\", not %q", flow)
 		}
 		c.str(a, path, "clientSecretRef", false, true)
 		if sv, present := a["scopes"]; present {
-			c.uniqueStrings(member(path, "scopes"), sv, false)
+			c.uniqueStrings(jsonpath.Member(path, "scopes"), sv, false)
 		}
 		c.unknownMembers(a, path, append([]string{"type", "issuer", "resource", "clientId", "flow", "scopes", "clientSecretRef"}, secretMembers(a)...)...)
 	default:
 		// Unknown mechanisms are invalid, not forward-compatible selectors; mTLS and workload
 		// identity are deployment settings beneath AHP (AHP-AUTH-001).
-		c.errf(member(path, "type"), "unknown authentication type %q (portable types are bearer and oauth)", typ)
+		c.errf(jsonpath.Member(path, "type"), "unknown authentication type %q (portable types are bearer and oauth)", typ)
 	}
 }
 
@@ -604,7 +548,7 @@ func secretMembers(a map[string]any) []string {
 func (c *checker) uniqueStrings(path string, v any, allowEmptyArray bool) []string {
 	arr, ok := v.([]any)
 	if !ok {
-		c.errf(path, "must be an array of strings, not %s", jsonType(v))
+		c.errf(path, "must be an array of strings, not %s", jsonpath.TypeName(v))
 		return nil
 	}
 	if len(arr) == 0 && !allowEmptyArray {
@@ -616,11 +560,11 @@ func (c *checker) uniqueStrings(path string, v any, allowEmptyArray bool) []stri
 		s, isStr := e.(string)
 		switch {
 		case !isStr:
-			c.errf(index(path, i), "must be a string, not %s", jsonType(e))
+			c.errf(jsonpath.Index(path, i), "must be a string, not %s", jsonpath.TypeName(e))
 		case s == "":
-			c.errf(index(path, i), "must not be empty")
+			c.errf(jsonpath.Index(path, i), "must not be empty")
 		case seen[s]:
-			c.errf(index(path, i), "duplicate %q", s)
+			c.errf(jsonpath.Index(path, i), "duplicate %q", s)
 		default:
 			seen[s] = true
 			out = append(out, s)
@@ -637,7 +581,7 @@ func (c *checker) subscription(path string, v any) {
 	}
 	mode, modeOK := c.str(s, path, "mode", true, false)
 	if modeOK && mode != ModeIntercept && mode != ModeObserve {
-		c.errf(member(path, "mode"), "must be %q or %q, not %q", ModeIntercept, ModeObserve, mode)
+		c.errf(jsonpath.Member(path, "mode"), "must be %q or %q, not %q", ModeIntercept, ModeObserve, mode)
 		modeOK = false
 	}
 	c.events(path, s, mode, modeOK)
@@ -648,12 +592,12 @@ func (c *checker) subscription(path string, v any) {
 		// policy is declared, never defaulted.
 		c.integerMember(s, path, "timeoutMs", true, 1, math.MaxInt32)
 		if fp, ok := c.str(s, path, "failurePolicy", true, false); ok && fp != FailOpen && fp != FailClosed {
-			c.errf(member(path, "failurePolicy"), "must be %q or %q, not %q", FailOpen, FailClosed, fp)
+			c.errf(jsonpath.Member(path, "failurePolicy"), "must be %q or %q, not %q", FailOpen, FailClosed, fp)
 		}
 	case modeOK && mode == ModeObserve:
 		for _, k := range []string{"timeoutMs", "failurePolicy"} {
 			if _, has := s[k]; has {
-				c.errf(member(path, k), "is not allowed on an observe subscription (observation never blocks, so it has no deadline or failure policy)")
+				c.errf(jsonpath.Member(path, k), "is not allowed on an observe subscription (observation never blocks, so it has no deadline or failure policy)")
 			}
 		}
 	}
@@ -661,32 +605,32 @@ func (c *checker) subscription(path string, v any) {
 	if cv, present := s["content"]; !present {
 		c.errf(path, "%q is required (an explicit content selection, e.g. {\"default\": \"metadata\"})", "content")
 	} else {
-		c.content(member(path, "content"), cv)
+		c.content(jsonpath.Member(path, "content"), cv)
 	}
 	c.boolMember(s, path, "includeNative")
 	if uv, present := s["upload"]; present {
-		c.upload(member(path, "upload"), uv)
+		c.upload(jsonpath.Member(path, "upload"), uv)
 	}
 	if fv, present := s["filters"]; present {
-		if f, ok := c.object(member(path, "filters"), fv); ok {
+		if f, ok := c.object(jsonpath.Member(path, "filters"), fv); ok {
 			for _, k := range []string{"toolKinds", "paths"} {
 				if v, has := f[k]; has {
-					c.uniqueStrings(member(member(path, "filters"), k), v, true)
+					c.uniqueStrings(jsonpath.Member(jsonpath.Member(path, "filters"), k), v, true)
 				}
 			}
-			c.unknownMembers(f, member(path, "filters"), "toolKinds", "paths")
+			c.unknownMembers(f, jsonpath.Member(path, "filters"), "toolKinds", "paths")
 		}
 	}
 	scope, scopeOK := c.str(s, path, "scope", false, false)
 	if scopeOK && scope != "managed" && scope != "project" && scope != "user" {
-		c.errf(member(path, "scope"), "must be \"managed\", \"project\" or \"user\", not %q", scope)
+		c.errf(jsonpath.Member(path, "scope"), "must be \"managed\", \"project\" or \"user\", not %q", scope)
 	}
 	dis, disPresent := c.boolMember(s, path, "disableable")
 	if scopeOK && scope == "managed" {
 		if _, has := s["disableable"]; !has {
 			c.errf(path, "\"disableable\": false is required when scope is \"managed\"")
 		} else if disPresent && dis {
-			c.errf(member(path, "disableable"), "must be false when scope is \"managed\"")
+			c.errf(jsonpath.Member(path, "disableable"), "must be false when scope is \"managed\"")
 		}
 	}
 	// "id" is the conventional harness-local subscription identifier; it never goes on the wire.
@@ -702,10 +646,10 @@ func (c *checker) events(path string, s map[string]any, mode string, modeOK bool
 		c.errf(path, "%q is required", "events")
 		return
 	}
-	epath := member(path, "events")
+	epath := jsonpath.Member(path, "events")
 	arr, ok := ev.([]any)
 	if !ok {
-		c.errf(epath, "must be an array of event names, not %s", jsonType(ev))
+		c.errf(epath, "must be an array of event names, not %s", jsonpath.TypeName(ev))
 		return
 	}
 	if len(arr) == 0 {
@@ -714,10 +658,10 @@ func (c *checker) events(path string, s map[string]any, mode string, modeOK bool
 	}
 	seen := map[string]bool{}
 	for i, e := range arr {
-		ipath := index(epath, i)
+		ipath := jsonpath.Index(epath, i)
 		name, isStr := e.(string)
 		if !isStr {
-			c.errf(ipath, "must be a string, not %s", jsonType(e))
+			c.errf(ipath, "must be a string, not %s", jsonpath.TypeName(e))
 			continue
 		}
 		if seen[name] {
@@ -808,11 +752,11 @@ func (c *checker) content(path string, v any) {
 	if _, has := m["default"]; !has {
 		c.errf(path, "%q is required (there is no implicit content policy)", "default")
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val := m[k]
 		s, isStr := val.(string)
 		if !isStr || !selections[s] {
-			c.errf(member(path, k), "must be \"body\", \"metadata\" or \"omit\", not %s", describeValue(val))
+			c.errf(jsonpath.Member(path, k), "must be \"body\", \"metadata\" or \"omit\", not %s", describeValue(val))
 		}
 	}
 }
@@ -821,7 +765,7 @@ func describeValue(v any) string {
 	if s, ok := v.(string); ok {
 		return strconv.Quote(s)
 	}
-	return jsonType(v)
+	return jsonpath.TypeName(v)
 }
 
 // upload checks the binary upload binding of a subscription (SPEC-DIGEST §11.6).
@@ -831,12 +775,12 @@ func (c *checker) upload(path string, v any) {
 		return
 	}
 	if ep, ok := c.str(u, path, "endpoint", true, false); ok {
-		c.endpoint(member(path, "endpoint"), ep, true)
+		c.endpoint(jsonpath.Member(path, "endpoint"), ep, true)
 	}
 	c.integerMember(u, path, "timeoutMs", true, 1, math.MaxInt32)
 	c.integerMember(u, path, "maxBytes", true, 0, math.MaxInt64)
 	if av, present := u["auth"]; present {
-		c.authentication(member(path, "auth"), av)
+		c.authentication(jsonpath.Member(path, "auth"), av)
 	}
 	c.unknownMembers(u, path, "endpoint", "timeoutMs", "maxBytes", "auth")
 }
@@ -844,44 +788,7 @@ func (c *checker) upload(path string, v any) {
 // duplicateKeys reports object members written twice. encoding/json keeps the last one
 // silently, which would make e.g. two failurePolicy values an invisible choice.
 func (c *checker) duplicateKeys(data []byte) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var walk func(path string) error
-	walk = func(path string) error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		d, isDelim := tok.(json.Delim)
-		if !isDelim {
-			return nil
-		}
-		switch d {
-		case '{':
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				k, _ := kt.(string)
-				if seen[k] {
-					c.errf(member(path, k), "member is written more than once")
-				}
-				seen[k] = true
-				if err := walk(member(path, k)); err != nil {
-					return err
-				}
-			}
-		case '[':
-			for i := 0; dec.More(); i++ {
-				if err := walk(index(path, i)); err != nil {
-					return err
-				}
-			}
-		}
-		_, err = dec.Token() // closing delimiter
-		return err
+	for _, path := range jsonpath.Duplicates(data) {
+		c.errf(path, "member is written more than once")
 	}
-	_ = walk("$") // syntax errors were already reported by decodeGeneric
 }

@@ -9,9 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
 // Options configure the hookproxy-specific and environment-dependent rules of validation.
@@ -165,21 +165,11 @@ func normalizeNumbers(v any) any {
 			x[i] = normalizeNumbers(e)
 		}
 	case json.Number:
-		if n, ok := integer(x); ok {
+		if n, ok := jsonpath.Int64(x); ok {
 			return json.Number(fmt.Sprint(n))
 		}
 	}
 	return v
-}
-
-// sortedKeys returns the keys of m in a stable order for deterministic reports.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // commandPath resolves the path a stdio command is launched from, for the existence check.
