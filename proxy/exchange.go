@@ -178,7 +178,7 @@ func (x *exchange) storeKey(kind string) string {
 // newEvent starts an event of this exchange with a fresh identity.
 func (x *exchange) newEvent(typ string) *ahp.Event {
 	sess, turn := x.session, x.turn
-	return &ahp.Event{ID: newEventID(), Source: x.s.source, Type: typ, Time: eventTime(),
+	return &ahp.Event{ID: ahp.NewEventID(), Source: x.s.source, Type: typ, Time: eventTime(),
 		Session: &sess, Turn: &turn}
 }
 

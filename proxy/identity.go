@@ -15,9 +15,8 @@ import (
 // later request must reproduce is derived from content with sha256, so any replica can
 // serve any request; only ids of one-off occurrences are random.
 
-// newEventID returns a random 128-bit event id (SPEC-DIGEST §2.2: unique per source).
-func newEventID() string { return "evt_" + randomHex() }
-
+// randomHex returns 128 random bits in hex, for ids of one-off occurrences (attempts,
+// nonces). Event ids come from ahp.NewEventID.
 func randomHex() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms

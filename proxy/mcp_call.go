@@ -206,7 +206,7 @@ func (x *mcpExchange) decide() error {
 
 // newEvent starts a tool event of call c.
 func (x *mcpExchange) newEvent(typ string, c *mcpCallSt) *ahp.Event {
-	ev := &ahp.Event{ID: newEventID(), Source: x.h.env.Source, Type: typ, Time: eventTime(),
+	ev := &ahp.Event{ID: ahp.NewEventID(), Source: x.h.env.Source, Type: typ, Time: eventTime(),
 		Call: &ahp.Call{ID: c.callID, Synthesized: true}, Path: mcp.ToolPath}
 	if x.session != nil {
 		s := *x.session
