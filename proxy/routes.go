@@ -13,6 +13,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/anthropic"
 	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/responses"
 )
 
 // translatorTable lists, per API kind, the native endpoints (path after the route prefix,
@@ -24,7 +25,7 @@ func translatorTable(api string) (table map[string]mapping.Translator, errT mapp
 		chat := openai.NewChat()
 		return map[string]mapping.Translator{
 			"/v1/chat/completions": chat,
-			// "/v1/responses": openai.NewResponses(), once that translator exists.
+			"/v1/responses":        responses.New(),
 		}, chat
 	case config.APIAnthropic:
 		msgs := anthropic.NewMessages()

@@ -37,7 +37,6 @@ type nativePart struct {
 	fileType string   // srcFileText: the data URL's media type
 	data     dataURL  // attachments with inline bytes (AttachmentData)
 	hasData  bool     // data is set
-	item     int      // Responses output: index of the output item it came from
 	canon    ahp.Part // the part as decoded, to tell an unchanged part from an edit
 }
 
@@ -53,7 +52,6 @@ const (
 // nativeCall is the native origin of one tool call.
 type nativeCall struct {
 	id    string
-	item  int // Responses output: index of the output item
 	kind  callKind
 	raw   string // the tool_calls entry, or the function_call object
 	name  string

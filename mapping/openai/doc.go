@@ -1,10 +1,9 @@
 // Package openai maps the OpenAI model APIs onto canonical AHP content and back.
 //
-// Chat is the translator for Chat Completions (POST /v1/chat/completions); Responses the
-// one for the Responses API (POST /v1/responses, see its type documentation). Both read
-// native JSON with gjson and write with sjson, so every native field they do not
-// understand, and every message a hook left unchanged, survives byte for byte. Both also
-// offer AttachmentData, an optional capability beside mapping.Translator that returns the
+// Chat is the translator for Chat Completions (POST /v1/chat/completions); the Responses
+// API has its own package, mapping/openai/responses. Chat reads native JSON with gjson and
+// writes with sjson, so every native field it does not understand, and every message a hook
+// left unchanged, survives byte for byte. It also offers AttachmentData, an optional capability beside mapping.Translator that returns the
 // inline bytes of an attachment part (for the content upload binding).
 //
 // Client bodies are checked before they are read: valid JSON, nesting at most 256 levels,

@@ -1,0 +1,287 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// requestState is the private state of a decoded request (mapping.Request.Native).
+type requestState struct {
+	natives
+	decoded     []ahp.Message  // a private copy of Request.Items as decoded
+	byID        map[string]int // canonical message id -> index in decoded
+	itemsOf     [][]int        // canonical message index -> its native items, in order
+	instrID     string         // id of the message decoded from "instructions", or ""
+	hasInput    bool           // the body had an "input" member
+	inputString bool           // "input" was a string
+}
+
+// DecodeRequest implements mapping.Translator.
+func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
+	if err := checkClientJSON(body); err != nil {
+		return nil, &mapping.BadRequest{Reason: err.Error()}
+	}
+	s := string(body) // one copy; every raw slice below aliases it
+	root := gjson.Parse(s)
+	if !root.IsObject() {
+		return nil, &mapping.BadRequest{Reason: "body is not a JSON object"}
+	}
+	params := s
+	for _, k := range [...]string{"input", "instructions"} {
+		if root.Get(k).Exists() {
+			var err error
+			if params, err = sjson.Delete(params, k); err != nil {
+				return nil, &mapping.BadRequest{Reason: "cannot separate params: " + err.Error()}
+			}
+		}
+	}
+	req := &mapping.Request{
+		Model:       root.Get("model").String(),
+		Stream:      root.Get("stream").Type == gjson.True,
+		Params:      json.RawMessage(params),
+		PromptStart: -1,
+		SessionHint: sessionHint(root),
+		Original:    body,
+	}
+	st := &requestState{natives: newNatives(), byID: map[string]int{}}
+	d := &requestDecoder{decoder: decoder{n: &st.natives}, st: st, req: req, used: map[string]bool{}, open: -1}
+
+	// Server-held context: the visible items are only a delta (SPEC-DIGEST §15.4). The
+	// proxy does not advertise whole-list replace while Request.Gaps is non-empty.
+	prev := root.Get("previous_response_id")
+	conv := root.Get("conversation")
+	if prev.Type == gjson.String && prev.Str != "" || conv.Exists() && conv.Type != gjson.Null {
+		d.gap(gapServerHistory)
+	}
+	if p := root.Get("prompt"); p.Exists() && p.Type != gjson.Null {
+		d.gap(gapServerPrompt)
+	}
+
+	if in := root.Get("instructions"); in.Exists() && in.Type != gjson.Null {
+		if in.Type != gjson.String {
+			return nil, &mapping.BadRequest{Reason: "instructions is not a string"}
+		}
+		idx := d.newMessage(ahp.RoleSystem, "", itemID(-1, "instructions", in.Raw))
+		id := req.Items[idx].ID
+		p := ahp.TextPart(partID(id, 0), in.Str)
+		st.addPart(p, partOrigin{item: -1, src: srcInstructions})
+		req.Items[idx].Parts = append(req.Items[idx].Parts, p)
+		st.instrID = id
+	}
+
+	switch input := root.Get("input"); {
+	case !input.Exists() || input.Type == gjson.Null:
+		// A request may carry no input (a stored prompt, or instructions only).
+	case input.Type == gjson.String:
+		st.hasInput, st.inputString = true, true
+		// The string is one user message; its native form, should the list ever need
+		// rendering as an array, is an easy input message.
+		raw := `{"role":"user","content":` + input.Raw + `}`
+		if err := d.item(0, gjson.Parse(raw)); err != nil {
+			return nil, &mapping.BadRequest{Reason: err.Error()}
+		}
+	case input.IsArray():
+		st.hasInput = true
+		var err error
+		i := 0
+		input.ForEach(func(_, it gjson.Result) bool {
+			err = d.item(i, it)
+			i++
+			return err == nil
+		})
+		if err != nil {
+			return nil, &mapping.BadRequest{Reason: err.Error()}
+		}
+	default:
+		return nil, &mapping.BadRequest{Reason: "input is neither a string nor an array"}
+	}
+
+	if req.Items == nil {
+		req.Items = []ahp.Message{}
+	}
+	for i := range req.Items {
+		if req.Items[i].Parts == nil {
+			req.Items[i].Parts = []ahp.Part{}
+		}
+	}
+	for i := len(req.Items) - 1; i >= 0 && req.Items[i].Role == ahp.RoleUser; i-- {
+		req.PromptStart = i
+	}
+	req.Gaps = d.gaps
+	st.decoded = cloneItems(req.Items)
+	req.Native = st
+	return req, nil
+}
+
+// sessionHint picks the first native field that names the end user or the conversation.
+func sessionHint(root gjson.Result) string {
+	for _, path := range [...]string{"user", "safety_identifier", "prompt_cache_key",
+		"metadata.session_id", "metadata.user_id", "conversation", "conversation.id"} {
+		if v := root.Get(path); v.Type == gjson.String && v.Str != "" {
+			return v.Str
+		}
+	}
+	return ""
+}
+
+// requestDecoder carries the decode of one request.
+type requestDecoder struct {
+	decoder
+	st   *requestState
+	req  *mapping.Request
+	used map[string]bool // canonical message ids taken so far
+
+	// The assistant message being built from consecutive model items (see doc.go): open is
+	// its index or -1; afterResult says a function_call_output came after its last
+	// reasoning or message item.
+	open        int
+	afterResult bool
+}
+
+// newMessage appends a canonical message and returns its index. nativeID is the item's own
+// id ("" when it has none); fallback is the derived id used then.
+func (d *requestDecoder) newMessage(role, nativeID, fallback string) int {
+	id, synthesized := nativeID, nativeID == ""
+	if synthesized {
+		id = fallback
+	}
+	for base, k := id, 1; d.used[id]; k++ {
+		id = base + "~" + strconv.Itoa(k)
+	}
+	d.used[id] = true
+	idx := len(d.req.Items)
+	d.req.Items = append(d.req.Items, ahp.Message{ID: id, Role: role, Synthesized: synthesized})
+	d.st.byID[id] = idx
+	d.st.itemsOf = append(d.st.itemsOf, nil)
+	return idx
+}
+
+// attach records native item ni as part of canonical message msg.
+func (d *requestDecoder) attach(ni *nativeItem, msg, before int) {
+	ni.msg = msg
+	for _, p := range d.req.Items[msg].Parts[before:] {
+		ni.parts = append(ni.parts, p.ID)
+	}
+	d.st.itemsOf[msg] = append(d.st.itemsOf[msg], len(d.st.items))
+	d.st.items = append(d.st.items, *ni)
+}
+
+// item decodes one input item.
+func (d *requestDecoder) item(i int, it gjson.Result) error {
+	where := "input[" + strconv.Itoa(i) + "]"
+	if !it.IsObject() {
+		return fmt.Errorf("%s is not an object", where)
+	}
+	typ := it.Get("type").String()
+	role := it.Get("role")
+	ni := nativeItem{raw: it.Raw, typ: typ, msg: -1}
+	var nativeID string
+	if v := it.Get("id"); v.Type == gjson.String {
+		nativeID = v.Str
+	}
+	switch {
+	case typ == "message" || typ == "" && role.Exists():
+		if role.Type != gjson.String {
+			return fmt.Errorf("%s: message without a role", where)
+		}
+		ni.kind, ni.role = itemMessage, role.Str
+		switch role.Str {
+		case ahp.RoleUser, ahp.RoleSystem, ahp.RoleDeveloper:
+			d.open = -1
+			msg := d.newMessage(role.Str, nativeID, itemID(i, role.Str, it.Raw))
+			return d.messageContent(&ni, msg, it, where)
+		case ahp.RoleAssistant:
+			msg := d.assistant(false, nativeID, i, it.Raw)
+			return d.messageContent(&ni, msg, it, where)
+		}
+		return fmt.Errorf("%s: unknown role %q", where, role.Str)
+	case typ == "":
+		return fmt.Errorf("%s has neither a type nor a role", where)
+	case typ == "function_call":
+		ni.kind = itemCall
+		msg := d.assistant(true, nativeID, i, it.Raw)
+		m := &d.req.Items[msg]
+		p, err := d.call(it, partID(m.ID, len(m.Parts)), len(d.st.items), "", where)
+		if err != nil {
+			return err
+		}
+		ni.callID = d.n.calls[p.ID].id
+		before := len(m.Parts)
+		m.Parts = append(m.Parts, p)
+		d.attach(&ni, msg, before)
+		return nil
+	case typ == "function_call_output":
+		ni.kind = itemCallOutput
+		cid := it.Get("call_id")
+		if cid.Type != gjson.String || cid.Str == "" {
+			return fmt.Errorf("%s: function_call_output without call_id", where)
+		}
+		ni.callID = cid.Str
+		if d.open >= 0 {
+			d.afterResult = true
+		}
+		// The result's message takes the call id, so tool.after items and call.id agree.
+		msg := d.newMessage(ahp.RoleTool, cid.Str, "")
+		m := &d.req.Items[msg]
+		parts, str, err := d.output(it.Get("output"), m.ID, len(d.st.items), where)
+		if err != nil {
+			return err
+		}
+		m.Parts, ni.stringBody = parts, str
+		tr := mapping.ToolResult{CallID: cid.Str, ItemIndex: msg}
+		if c := d.n.callIDs[cid.Str]; c != nil {
+			tr.ToolName, tr.Input, tr.CallFound = c.name, json.RawMessage(c.input), true
+		}
+		d.req.ToolResults = append(d.req.ToolResults, tr)
+		d.attach(&ni, msg, 0)
+		return nil
+	case typ == "reasoning":
+		ni.kind = itemReasoning
+		msg := d.assistant(false, nativeID, i, it.Raw)
+		m := &d.req.Items[msg]
+		before := len(m.Parts)
+		parts, err := d.reasoning(it, m.ID, m.Parts, len(d.st.items), where)
+		if err != nil {
+			return err
+		}
+		m.Parts = parts
+		d.attach(&ni, msg, before)
+		return nil
+	}
+	// Hosted tool calls, computer and custom tool calls, item references, ...: kept in
+	// place byte for byte, and named so that a policy knows the view is incomplete.
+	ni.kind = itemOpaque
+	d.gap(fmt.Sprintf("%s: item type %q not represented", where, typ))
+	d.st.items = append(d.st.items, ni)
+	return nil
+}
+
+// assistant returns the assistant message a model item joins, opening a new one when
+// needed (the grouping rule of doc.go).
+func (d *requestDecoder) assistant(call bool, nativeID string, i int, raw string) int {
+	if d.open >= 0 && (call || !d.afterResult) {
+		return d.open
+	}
+	d.open, d.afterResult = d.newMessage(ahp.RoleAssistant, nativeID, itemID(i, ahp.RoleAssistant, raw)), false
+	return d.open
+}
+
+// messageContent decodes a message item's content into message msg.
+func (d *requestDecoder) messageContent(ni *nativeItem, msg int, it gjson.Result, where string) error {
+	m := &d.req.Items[msg]
+	before := len(m.Parts)
+	parts, str, err := d.content(it.Get("content"), m.ID, m.Parts, len(d.st.items), where)
+	if err != nil {
+		return err
+	}
+	m.Parts, ni.stringBody = parts, str
+	d.attach(ni, msg, before)
+	return nil
+}

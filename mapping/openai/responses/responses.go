@@ -1,0 +1,51 @@
+package responses
+
+import (
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Provider is the model.provider value of the translator.
+const Provider = "openai"
+
+// ToolPath is the event path of tool calls seen through the Responses API.
+const ToolPath = "hookproxy.openai.responses"
+
+// Translator translates the OpenAI Responses API (POST /v1/responses). It is stateless and
+// safe for concurrent use; per-request state lives in mapping.Request.Native and
+// mapping.Response.Native.
+type Translator struct{}
+
+var _ mapping.Translator = (*Translator)(nil)
+
+// New returns the Responses API translator.
+func New() *Translator { return &Translator{} }
+
+// Provider implements mapping.Translator.
+func (*Translator) Provider() string { return Provider }
+
+// ToolPath implements mapping.Translator.
+func (*Translator) ToolPath() string { return ToolPath }
+
+// TerminalFinishReason implements mapping.Translator. The Responses API has no separate
+// stop reason: a response whose status is "completed" and that holds no function_call is
+// what an agent loop treats as a finished turn, so that is the terminal value. It is
+// written back as status "completed" (EncodeResponse, SynthesizeResponse).
+func (*Translator) TerminalFinishReason() string { return "completed" }
+
+// ErrorBody implements mapping.Translator with OpenAI's error envelope (the same as Chat
+// Completions), so an unmodified SDK raises its usual API error (DESIGN §3: refusals are
+// 403 with type "policy_denied").
+func (*Translator) ErrorBody(status int, errType, code, message string) []byte {
+	b := make([]byte, 0, 64+len(message)+len(errType)+len(code))
+	b = append(b, `{"error":{"message":`...)
+	b = appendJSONString(b, message)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, errType)
+	b = append(b, `,"param":null,"code":`...)
+	if code == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, code)
+	}
+	return append(b, "}}"...)
+}
