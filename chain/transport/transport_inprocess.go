@@ -67,9 +67,14 @@ func (t *inProcessTransport) Intercept(ctx context.Context, id string, params *a
 	if ctx.Err() != nil {
 		return nil, ctxFailure(ctx, "before calling the policy")
 	}
-	var own ahp.InterceptParams
-	if err := roundTrip(params, &own); err != nil {
-		return nil, fail(KindPolicy, "copying params for policy %s: %v", t.name, err)
+	// The policy gets its own deep copy, so it can never change the chain's accepted event
+	// (structural copy: per message and part, not per byte of text).
+	own := ahp.InterceptParams{
+		ProtocolVersion: params.ProtocolVersion,
+		Event:           params.Event.Clone(),
+		Capabilities:    params.Capabilities.Clone(),
+		State:           params.State.Clone(),
+		Extensions:      ahp.CloneRawMap(params.Extensions),
 	}
 	var result *ahp.InterceptResult
 	err := t.run(ctx, func(ctx context.Context) error {
@@ -102,10 +107,7 @@ func (t *inProcessTransport) Observe(ctx context.Context, params *ahp.ObservePar
 	if ctx.Err() != nil {
 		return ctxFailure(ctx, "before calling the policy")
 	}
-	var own ahp.ObserveParams
-	if err := roundTrip(params, &own); err != nil {
-		return fail(KindPolicy, "copying params for policy %s: %v", t.name, err)
-	}
+	own := ahp.ObserveParams{ProtocolVersion: params.ProtocolVersion, Event: params.Event.Clone()}
 	return t.run(ctx, func(ctx context.Context) error { return obs.Observe(ctx, &own) })
 }
 
@@ -173,12 +175,4 @@ func panicSummary(r any) string {
 		return re.Error()
 	}
 	return fmt.Sprintf("panic value of type %T", r)
-}
-
-func roundTrip(in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
 }

@@ -1,0 +1,175 @@
+package ahp
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+)
+
+// Clone returns a deep copy of the event: no pointer, slice, map or raw JSON of the copy is
+// shared with e, so a receiver (an in-process policy) may change it freely without touching
+// the chain's accepted event. Strings are immutable and shared. It costs allocations per
+// message and part, not per byte of text, which keeps in-process delivery cheap.
+func (e *Event) Clone() *Event {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.Session = clonePtr(e.Session)
+	c.Turn = clonePtr(e.Turn)
+	c.Model = clonePtr(e.Model)
+	c.Attempt = clonePtr(e.Attempt)
+	c.Params = cloneRaw(e.Params)
+	c.Execution = clonePtr(e.Execution)
+	if e.Usage != nil {
+		u := *e.Usage
+		u.InputTokens = clonePtr(u.InputTokens)
+		u.OutputTokens = clonePtr(u.OutputTokens)
+		u.CacheReadTokens = clonePtr(u.CacheReadTokens)
+		u.CacheWriteTokens = clonePtr(u.CacheWriteTokens)
+		c.Usage = &u
+	}
+	c.LatencyMs = clonePtr(e.LatencyMs)
+	if e.Error != nil {
+		er := *e.Error
+		er.Status = cloneRaw(er.Status)
+		c.Error = &er
+	}
+	c.ContinuationCount = clonePtr(e.ContinuationCount)
+	c.LastAssistantItem = clonePtr(e.LastAssistantItem)
+	c.Call = clonePtr(e.Call)
+	if e.Tool != nil {
+		t := *e.Tool
+		t.Input = cloneRaw(t.Input)
+		if t.MCP != nil {
+			m := *t.MCP
+			m.Connection.Args = slices.Clone(m.Connection.Args)
+			m.Connection.Gaps = slices.Clone(m.Connection.Gaps)
+			t.MCP = &m
+		}
+		c.Tool = &t
+	}
+	if e.Batch != nil {
+		b := *e.Batch
+		b.CallIDs = slices.Clone(b.CallIDs)
+		c.Batch = &b
+	}
+	c.DurationMs = clonePtr(e.DurationMs)
+	c.Failure = clonePtr(e.Failure)
+	c.Items = CloneMessages(e.Items)
+	c.Gaps = slices.Clone(e.Gaps)
+	c.Native = cloneRaw(e.Native)
+	c.Extensions = CloneRawMap(e.Extensions)
+	return &c
+}
+
+// CloneMessages deep-copies a message list (nil stays nil, empty stays empty).
+func CloneMessages(ms []Message) []Message {
+	if ms == nil {
+		return nil
+	}
+	out := make([]Message, len(ms))
+	for i := range ms {
+		out[i] = ms[i]
+		out[i].Parts = cloneParts(ms[i].Parts)
+	}
+	return out
+}
+
+func cloneParts(ps []Part) []Part {
+	if ps == nil {
+		return nil
+	}
+	out := make([]Part, len(ps))
+	for i := range ps {
+		p := ps[i]
+		p.Text = clonePtr(p.Text)
+		p.Body = clonePtr(p.Body)
+		p.Gap = clonePtr(p.Gap)
+		p.Size = clonePtr(p.Size)
+		out[i] = p
+	}
+	return out
+}
+
+// Clone deep-copies the capabilities.
+func (c *Capabilities) Clone() *Capabilities {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.Effects = slices.Clone(c.Effects)
+	out.Modify = maps.Clone(c.Modify)
+	if c.Flow != nil {
+		f := *c.Flow
+		f.Operations = slices.Clone(f.Operations)
+		f.RemainingContinuations = clonePtr(f.RemainingContinuations)
+		f.ContinuationCount = clonePtr(f.ContinuationCount)
+		f.MaxContinuations = clonePtr(f.MaxContinuations)
+		out.Flow = &f
+	}
+	if c.Inject != nil {
+		in := *c.Inject
+		in.Context.DeliverAt = slices.Clone(in.Context.DeliverAt)
+		out.Inject = &in
+	}
+	if c.Elicitation != nil {
+		el := *c.Elicitation
+		out.Elicitation = &el
+	}
+	return &out
+}
+
+// Clone deep-copies the state.
+func (s *State) Clone() *State {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	if s.Candidate != nil {
+		out.Candidate = &Candidate{Value: cloneRaw(s.Candidate.Value)}
+	}
+	out.Instructions = slices.Clone(s.Instructions)
+	if s.Injections != nil {
+		out.Injections = make([]Effect, len(s.Injections))
+		for i, e := range s.Injections {
+			out.Injections[i] = e.clone()
+		}
+	}
+	return &out
+}
+
+func (e Effect) clone() Effect {
+	e.Text = clonePtr(e.Text)
+	e.Instruction = clonePtr(e.Instruction)
+	e.Value = cloneRaw(e.Value)
+	e.Extensions = CloneRawMap(e.Extensions)
+	return e
+}
+
+// CloneRawMap deep-copies a map of raw JSON values (extensions).
+func CloneRawMap(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = cloneRaw(v)
+	}
+	return out
+}
+
+func cloneRaw(r json.RawMessage) json.RawMessage {
+	if r == nil {
+		return nil
+	}
+	return slices.Clone(r)
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
