@@ -39,16 +39,28 @@ func interceptFrame(id string, params *ahp.InterceptParams) ([]byte, error) {
 	if err != nil {
 		return nil, fail(KindMalformed, "encoding request id: %v", err)
 	}
-	frame, err := json.Marshal(ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: params})
+	frame, err := encodeFrame(ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: params})
 	if err != nil {
 		return nil, fail(KindMalformed, "encoding hooks/intercept request: %v", err)
 	}
 	return frame, nil
 }
 
+// encodeFrame marshals one JSON-RPC message on a single line. HTML escaping is off: it
+// only costs time on large events, and backends read JSON, not HTML.
+func encodeFrame(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // observeFrame encodes the hooks/observe notification (no id; SPEC-DIGEST §2.6).
 func observeFrame(params *ahp.ObserveParams) ([]byte, error) {
-	frame, err := json.Marshal(ahp.Request{JSONRPC: "2.0", Method: ahp.MethodObserve, Params: params})
+	frame, err := encodeFrame(ahp.Request{JSONRPC: "2.0", Method: ahp.MethodObserve, Params: params})
 	if err != nil {
 		return nil, fail(KindMalformed, "encoding hooks/observe notification: %v", err)
 	}
