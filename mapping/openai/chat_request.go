@@ -75,10 +75,33 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 
 // sessionHint picks the first native field that names the end user or conversation.
 func sessionHint(root gjson.Result) string {
-	for _, path := range []string{"user", "safety_identifier", "prompt_cache_key", "metadata.session_id"} {
-		if v := root.Get(path); v.Type == gjson.String && v.Str != "" {
-			return v.Str
+	// One pass over the top-level members: each separate Get would rescan the whole body,
+	// messages included.
+	var found [4]string
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "user":
+			found[0] = stringValue(v)
+		case "safety_identifier":
+			found[1] = stringValue(v)
+		case "prompt_cache_key":
+			found[2] = stringValue(v)
+		case "metadata":
+			found[3] = stringValue(v.Get("session_id"))
 		}
+		return true
+	})
+	for _, s := range found {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func stringValue(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.Str
 	}
 	return ""
 }
