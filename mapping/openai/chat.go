@@ -2,6 +2,7 @@ package openai
 
 import (
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // Provider is the model.provider value of every OpenAI translator.
@@ -33,21 +34,5 @@ func (*Chat) TerminalFinishReason() string { return "stop" }
 // ErrorBody implements mapping.Translator with OpenAI's error envelope, so an unmodified
 // SDK raises its usual API error (DESIGN §3: refusals are 403 with type "policy_denied").
 func (*Chat) ErrorBody(status int, errType, code, message string) []byte {
-	return errorBody(errType, code, message)
-}
-
-// errorBody renders {"error":{"message","type","param":null,"code"}}; code is null when "".
-func errorBody(errType, code, message string) []byte {
-	b := make([]byte, 0, 64+len(message)+len(errType)+len(code))
-	b = append(b, `{"error":{"message":`...)
-	b = appendJSONString(b, message)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, errType)
-	b = append(b, `,"param":null,"code":`...)
-	if code == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendJSONString(b, code)
-	}
-	return append(b, "}}"...)
+	return oaiwire.ErrorBody(errType, code, message)
 }

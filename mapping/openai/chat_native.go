@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // partSource says where in a native chat message a canonical part came from, which is
@@ -32,12 +32,12 @@ const (
 // nativePart is the native origin of one canonical part.
 type nativePart struct {
 	src      partSource
-	raw      string   // the array entry's JSON; "" for fields and content strings
-	field    string   // srcReasoning: the field it came from; srcFileText: the file_data path
-	fileType string   // srcFileText: the data URL's media type
-	data     dataURL  // attachments with inline bytes (AttachmentData)
-	hasData  bool     // data is set
-	canon    ahp.Part // the part as decoded, to tell an unchanged part from an edit
+	raw      string          // the array entry's JSON; "" for fields and content strings
+	field    string          // srcReasoning: the field it came from; srcFileText: the file_data path
+	fileType string          // srcFileText: the data URL's media type
+	data     oaiwire.DataURL // attachments with inline bytes (AttachmentData)
+	hasData  bool            // data is set
+	canon    ahp.Part        // the part as decoded, to tell an unchanged part from an edit
 }
 
 // callKind is the native form of a tool call.
@@ -81,101 +81,19 @@ func (n *natives) addCall(p ahp.Part, id string, nc *nativeCall) {
 
 // addPart records the origin of p.
 func (n *natives) addPart(p ahp.Part, np nativePart) {
-	np.canon = cloneParts([]ahp.Part{p})[0]
+	np.canon = oaiwire.CloneParts([]ahp.Part{p})[0]
 	n.parts[p.ID] = &np
 }
 
 // unchanged returns the origin of p when p is exactly the part that was decoded.
 func (n *natives) unchanged(p *ahp.Part) *nativePart {
-	if np := n.parts[p.ID]; np != nil && partsEqual(&np.canon, p) {
+	if np := n.parts[p.ID]; np != nil && oaiwire.PartsEqual(&np.canon, p) {
 		return np
 	}
 	return nil
 }
 
 // --- tool calls ---
-
-// parseArguments turns a native arguments string into a tool input object. ok is false when
-// the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An empty
-// string means a call without arguments, which some OpenAI-compatible servers send.
-func parseArguments(args gjson.Result) (input string, ok bool) {
-	switch {
-	case args.Type == gjson.String:
-		s := strings.TrimSpace(args.Str)
-		if s == "" {
-			return "{}", true
-		}
-		if json.Valid([]byte(s)) && gjson.Parse(s).IsObject() {
-			return normalizeJSON(s), true
-		}
-		return "{}", false
-	case args.IsObject():
-		// Some compatible servers send the arguments as an object instead of a string.
-		return normalizeJSON(args.Raw), true
-	case !args.Exists() || args.Type == gjson.Null:
-		return "{}", true
-	}
-	return "{}", false
-}
-
-// normalizeJSON is the form tool inputs are compared and re-rendered in: compact, with
-// the HTML escapes encoding/json adds (\u003c, \u003e, \u0026) turned back into the
-// characters, so that "<" in arguments stays "<" after a round through a tool_call part.
-func normalizeJSON(s string) string {
-	s = compactJSON(s)
-	if !strings.Contains(s, `\u00`) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	inString := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !inString {
-			inString = c == '"'
-			b.WriteByte(c)
-			continue
-		}
-		switch c {
-		case '"':
-			inString = false
-		case '\\':
-			if i+5 < len(s) && s[i+1] == 'u' {
-				switch strings.ToLower(s[i+2 : i+6]) {
-				case "003c":
-					b.WriteByte('<')
-					i += 5
-					continue
-				case "003e":
-					b.WriteByte('>')
-					i += 5
-					continue
-				case "0026":
-					b.WriteByte('&')
-					i += 5
-					continue
-				}
-			}
-			b.WriteByte(c)
-			if i+1 < len(s) {
-				i++
-				b.WriteByte(s[i])
-			}
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// compactJSON removes insignificant whitespace from valid JSON.
-func compactJSON(s string) string {
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		return s
-	}
-	return b.String()
-}
 
 // decodeCall reads one tool_calls entry. fallbackID names a call whose id is missing (only
 // tolerated in upstream responses).
@@ -201,11 +119,11 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 		if in.Exists() && in.Type != gjson.String {
 			return ahp.Part{}, nil, fmt.Errorf("tool call %s: custom.input is not a string", id)
 		}
-		nc.input = `{"input":` + jsonString(in.Str) + `}`
+		nc.input = `{"input":` + oaiwire.JSONString(in.Str) + `}`
 	case "function":
 		nc.kind = callFunction
 		nc.name = entry.Get("function.name").String()
-		input, ok := parseArguments(entry.Get("function.arguments"))
+		input, ok := oaiwire.ParseArguments(entry.Get("function.arguments"))
 		if !ok {
 			gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
 		}
@@ -244,7 +162,7 @@ func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *a
 	}
 	args := fc.Get("arguments")
 	id := legacyCallID(name, args.String())
-	input, ok := parseArguments(args)
+	input, ok := oaiwire.ParseArguments(args)
 	var gap *ahp.Gap
 	if !ok {
 		gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
@@ -273,7 +191,7 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 	if !json.Valid([]byte(in)) || !gjson.Parse(in).IsObject() {
 		return "", false, fmt.Errorf("part %s: tool call %s input is not a JSON object", p.ID, c.ID)
 	}
-	args := normalizeJSON(in)
+	args := oaiwire.NormalizeJSON(in)
 	if nc == nil || nc.id != c.ID {
 		nc = n.callIDs[c.ID] // a call moved to another part
 	}
@@ -283,11 +201,11 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 	if nc == nil {
 		b := make([]byte, 0, 64+len(c.ID)+len(c.Name)+len(args))
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, c.ID)
+		b = oaiwire.AppendJSONString(b, c.ID)
 		b = append(b, `,"type":"function","function":{"name":`...)
-		b = appendJSONString(b, c.Name)
+		b = oaiwire.AppendJSONString(b, c.Name)
 		b = append(b, `,"arguments":`...)
-		b = appendJSONString(b, args)
+		b = oaiwire.AppendJSONString(b, args)
 		return string(append(b, "}}"...)), false, nil
 	}
 	switch nc.kind {
@@ -296,11 +214,11 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 		if s.Type != gjson.String {
 			return "", false, fmt.Errorf("part %s: custom tool call %s needs input {\"input\": string}", p.ID, c.ID)
 		}
-		raw, err = setFields(nc.raw, "custom.name", jsonString(c.Name), "custom.input", jsonString(s.Str))
+		raw, err = setFields(nc.raw, "custom.name", oaiwire.JSONString(c.Name), "custom.input", oaiwire.JSONString(s.Str))
 	case callLegacy:
-		raw, err = setFields(nc.raw, "name", jsonString(c.Name), "arguments", jsonString(args))
+		raw, err = setFields(nc.raw, "name", oaiwire.JSONString(c.Name), "arguments", oaiwire.JSONString(args))
 	default:
-		raw, err = setFields(nc.raw, "function.name", jsonString(c.Name), "function.arguments", jsonString(args))
+		raw, err = setFields(nc.raw, "function.name", oaiwire.JSONString(c.Name), "function.arguments", oaiwire.JSONString(args))
 	}
 	return raw, nc.kind == callLegacy, err
 }
@@ -363,11 +281,11 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 		var err error
 		switch np.src {
 		case srcText:
-			raw, err = sjson.SetRaw(np.raw, "text", jsonString(text))
+			raw, err = sjson.SetRaw(np.raw, "text", oaiwire.JSONString(text))
 		case srcRefusal:
-			raw, err = sjson.SetRaw(np.raw, "refusal", jsonString(text))
+			raw, err = sjson.SetRaw(np.raw, "refusal", oaiwire.JSONString(text))
 		case srcFileText:
-			raw, err = sjson.SetRaw(np.raw, np.field, jsonString(encodeDataURL(np.fileType, text)))
+			raw, err = sjson.SetRaw(np.raw, np.field, oaiwire.JSONString(oaiwire.EncodeDataURL(np.fileType, text)))
 		}
 		if err != nil {
 			return contentEntry{}, fmt.Errorf("part %s: %w", p.ID, err)
@@ -383,9 +301,9 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 func textEntry(textType, text string) string {
 	b := make([]byte, 0, len(text)+48)
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, textType)
+	b = oaiwire.AppendJSONString(b, textType)
 	b = append(b, `,"text":`...)
-	b = appendJSONString(b, text)
+	b = oaiwire.AppendJSONString(b, text)
 	if textType == "output_text" {
 		b = append(b, `,"annotations":[]`...)
 	}
@@ -400,7 +318,7 @@ func contentJSON(entries []contentEntry, preferArray bool, empty string) string 
 		return empty
 	}
 	if len(entries) == 1 && entries[0].text != nil && !preferArray {
-		return jsonString(*entries[0].text)
+		return oaiwire.JSONString(*entries[0].text)
 	}
 	n := 2
 	for _, e := range entries {
@@ -479,7 +397,7 @@ func applyAssistantFields(raw string, a *assistantParts, nullRefusal bool) (stri
 		if field == "" {
 			field = "reasoning_content"
 		}
-		text := jsonString(strings.Join(a.reasoning, ""))
+		text := oaiwire.JSONString(strings.Join(a.reasoning, ""))
 		if raw, err = sjson.SetRaw(raw, field, text); err != nil {
 			return "", err
 		}
@@ -502,7 +420,7 @@ func applyAssistantFields(raw string, a *assistantParts, nullRefusal bool) (stri
 	}
 	switch {
 	case len(a.refusal) > 0:
-		raw, err = sjson.SetRaw(raw, "refusal", jsonString(strings.Join(a.refusal, "\n\n")))
+		raw, err = sjson.SetRaw(raw, "refusal", oaiwire.JSONString(strings.Join(a.refusal, "\n\n")))
 	case nullRefusal:
 		raw, err = sjson.SetRaw(raw, "refusal", "null")
 	case gjson.Get(raw, "refusal").Type == gjson.String:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // chatRequest is the private state of a decoded chat request (mapping.Request.Native).
@@ -32,7 +33,7 @@ type nativeMessage struct {
 // DecodeRequest implements mapping.Translator.
 func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	s := string(body) // one copy; every raw slice below aliases it
-	if err := checkClientJSON(body, s); err != nil {
+	if err := oaiwire.CheckClientJSON(body); err != nil {
 		return nil, &mapping.BadRequest{Reason: err.Error()}
 	}
 	root := gjson.Parse(s)
@@ -68,7 +69,7 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	for i := len(req.Items) - 1; i >= 0 && st.msgs[i].role == ahp.RoleUser; i-- {
 		req.PromptStart = i
 	}
-	st.items = cloneItems(req.Items)
+	st.items = oaiwire.CloneItems(req.Items)
 	req.Native = st
 	return req, nil
 }
@@ -255,7 +256,7 @@ func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Par
 	default:
 		// Content the canonical view cannot carry is named, not dropped: an opaque
 		// attachment keeps its place (and its bytes on the way back) and a gap says why.
-		p = ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mediaOctetStream, Selection: ahp.SelectionMetadata}
+		p = ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: oaiwire.MediaOctetStream, Selection: ahp.SelectionMetadata}
 		d.req.Gaps = append(d.req.Gaps, ahp.Gap{Path: "items",
 			Reason: fmt.Sprintf("part %s: content part type %q not represented", id, typ)})
 	}
@@ -269,7 +270,7 @@ func (d *requestDecoder) assistant(m gjson.Result, msgID, where string) ([]ahp.P
 	var parts []ahp.Part
 	for _, f := range []string{"reasoning_content", "reasoning"} {
 		if r := m.Get(f); r.Type == gjson.String {
-			p := textPart(partID(msgID, 0), r.Str, ahp.CategoryReasoning)
+			p := oaiwire.TextPart(partID(msgID, 0), r.Str, ahp.CategoryReasoning)
 			d.st.addPart(p, nativePart{src: srcReasoning, field: f})
 			parts = append(parts, p)
 			break
@@ -337,7 +338,7 @@ func (d *requestDecoder) noteCall(p ahp.Part, gap *ahp.Gap) {
 // content string (or the text entries joined), then any non-text entries.
 func (d *requestDecoder) toolContent(v gjson.Result, msgID, where string) ([]ahp.Part, bool, error) {
 	if v.Type == gjson.String || !v.Exists() || v.Type == gjson.Null {
-		p := textPart(partID(msgID, 0), v.Str, ahp.CategoryToolResult)
+		p := oaiwire.TextPart(partID(msgID, 0), v.Str, ahp.CategoryToolResult)
 		d.st.addPart(p, nativePart{src: srcString})
 		return []ahp.Part{p}, false, nil
 	}
@@ -365,7 +366,7 @@ func (d *requestDecoder) toolContent(v gjson.Result, msgID, where string) ([]ahp
 	if err != nil {
 		return nil, false, err
 	}
-	parts[0] = textPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
+	parts[0] = oaiwire.TextPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
 	d.st.addPart(parts[0], nativePart{src: srcJoined})
 	return parts, true, nil
 }
@@ -378,7 +379,7 @@ func (c *Chat) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]byte,
 	if !ok {
 		return nil, fmt.Errorf("openai chat: request was not decoded by this translator")
 	}
-	if itemsEqual(items, st.items) {
+	if oaiwire.ItemsEqual(items, st.items) {
 		return req.Original, nil
 	}
 	n := 2
@@ -411,7 +412,7 @@ func (c *Chat) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]byte,
 func (st *chatRequest) renderMessage(m *ahp.Message, items []ahp.Message) (string, error) {
 	var orig *nativeMessage
 	if i, ok := st.byID[m.ID]; ok && st.items[i].Role == m.Role {
-		if messagesEqual(m, &st.items[i]) {
+		if oaiwire.MessagesEqual(m, &st.items[i]) {
 			return st.msgs[i].raw, nil
 		}
 		orig = &st.msgs[i]
@@ -513,9 +514,9 @@ func (st *chatRequest) renderTool(m *ahp.Message, orig *nativeMessage, items []a
 			}
 			text.WriteString(m.Parts[i].TextOf())
 		}
-		return sjson.SetRaw(orig.raw, "content", jsonString(text.String()))
+		return sjson.SetRaw(orig.raw, "content", oaiwire.JSONString(text.String()))
 	}
-	base := `{"role":"tool","tool_call_id":` + jsonString(callID) + `}`
+	base := `{"role":"tool","tool_call_id":` + oaiwire.JSONString(callID) + `}`
 	if orig != nil {
 		base = orig.raw
 	}
@@ -534,7 +535,7 @@ func (c *Chat) AttachmentData(req *mapping.Request, partID string) (mediaType st
 	if np == nil || !np.hasData {
 		return "", nil, false
 	}
-	b, ok := np.data.bytes()
+	b, ok := np.data.Bytes()
 	if !ok {
 		return "", nil, false
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // chatResponse is the private state of a decoded chat completion (mapping.Response.Native).
@@ -52,7 +53,7 @@ func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
 	resp := &mapping.Response{
 		ID:       root.Get("id").String(),
 		Model:    root.Get("model").String(),
-		Usage:    chatUsage(root.Get("usage")),
+		Usage:    oaiwire.Usage(root.Get("usage"), chatUsagePaths),
 		Original: body,
 	}
 	baseID, synthesized := resp.ID, false
@@ -87,48 +88,14 @@ func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
 		return nil, err
 	}
 	resp.FinishReason = st.choices[0].finish
-	st.items = cloneItems(resp.Items)
+	st.items = oaiwire.CloneItems(resp.Items)
 	resp.Native = st
 	return resp, nil
 }
 
-// upstreamError returns the error an OpenAI error body carries, or nil. Status is left 0:
-// the HTTP status belongs to the proxy, which has it.
+// upstreamError returns the error an OpenAI error body carries, or nil.
 func upstreamError(root gjson.Result) *mapping.UpstreamError {
-	e := root.Get("error")
-	switch {
-	case e.IsObject():
-		typ := e.Get("type").String()
-		if typ == "" {
-			typ = e.Get("code").String()
-		}
-		return &mapping.UpstreamError{Type: typ, Message: e.Get("message").String()}
-	case e.Type == gjson.String:
-		return &mapping.UpstreamError{Message: e.Str}
-	}
-	return nil
-}
-
-// chatUsage maps usage; counts the provider did not report stay unknown (nil), never zero.
-func chatUsage(u gjson.Result) *ahp.Usage {
-	if !u.IsObject() {
-		return nil
-	}
-	count := func(path string) *int64 {
-		v := u.Get(path)
-		if v.Type != gjson.Number {
-			return nil
-		}
-		n := v.Int()
-		return &n
-	}
-	return &ahp.Usage{
-		Kind: "amount", Scope: "attempt", Completeness: "complete", Provenance: "provider",
-		InputTokens:      count("prompt_tokens"),
-		OutputTokens:     count("completion_tokens"),
-		CacheReadTokens:  count("prompt_tokens_details.cached_tokens"),
-		CacheWriteTokens: count("prompt_tokens_details.cache_write_tokens"),
-	}
+	return oaiwire.UpstreamError(root.Get("error"))
 }
 
 // decodeMessage decodes a response message: reasoning, text, refusal, audio, tool calls.
@@ -140,7 +107,7 @@ func (st *chatResponse) decodeMessage(m gjson.Result, msgID string) ([]ahp.Part,
 	}
 	for _, f := range []string{"reasoning_content", "reasoning"} {
 		if r := m.Get(f); r.Type == gjson.String {
-			add(textPart(partID(msgID, len(parts)), r.Str, ahp.CategoryReasoning), nativePart{src: srcReasoning, field: f})
+			add(oaiwire.TextPart(partID(msgID, len(parts)), r.Str, ahp.CategoryReasoning), nativePart{src: srcReasoning, field: f})
 			break
 		}
 	}
@@ -169,8 +136,8 @@ func (st *chatResponse) decodeMessage(m gjson.Result, msgID string) ([]ahp.Part,
 		add(ahp.TextPart(partID(msgID, len(parts)), r.Str), nativePart{src: srcRefusalField})
 	}
 	if a := m.Get("audio"); a.IsObject() {
-		du := dataURL{payload: a.Get("data").String(), base64: true}
-		add(metadataAttachment(partID(msgID, len(parts)), "audio/*", &du), nativePart{src: srcAudioOutput, data: du, hasData: true})
+		du := oaiwire.DataURL{Payload: a.Get("data").String(), Base64: true}
+		add(oaiwire.MetadataAttachment(partID(msgID, len(parts)), "audio/*", du), nativePart{src: srcAudioOutput, data: du, hasData: true})
 	}
 	tcs := m.Get("tool_calls")
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
@@ -213,7 +180,7 @@ func (c *Chat) EncodeResponse(resp *mapping.Response, items []ahp.Message, finis
 	if finishReason == "" {
 		finishReason = resp.FinishReason
 	}
-	if finishReason == resp.FinishReason && itemsEqual(items, st.items) {
+	if finishReason == resp.FinishReason && oaiwire.ItemsEqual(items, st.items) {
 		return resp.Original, nil
 	}
 	owner := make(map[string]int, len(st.choices))
@@ -236,7 +203,7 @@ func (c *Chat) EncodeResponse(resp *mapping.Response, items []ahp.Message, finis
 			}
 		}
 		prefix := "choices." + strconv.Itoa(k)
-		if !partListsEqual(parts, st.items[k].Parts) {
+		if !oaiwire.PartListsEqual(parts, st.items[k].Parts) {
 			raw, err := st.renderMessage(ch.raw, parts)
 			if err != nil {
 				return nil, fmt.Errorf("openai chat: choice %d: %w", k, err)
@@ -253,7 +220,7 @@ func (c *Chat) EncodeResponse(resp *mapping.Response, items []ahp.Message, finis
 		}
 		if finish != ch.finish {
 			var err error
-			if out, err = sjson.SetRaw(out, prefix+".finish_reason", jsonString(finish)); err != nil {
+			if out, err = sjson.SetRaw(out, prefix+".finish_reason", oaiwire.JSONString(finish)); err != nil {
 				return nil, fmt.Errorf("openai chat: choice %d: %w", k, err)
 			}
 		}
@@ -285,7 +252,7 @@ func (n *natives) renderMessage(base string, parts []ahp.Part) (string, error) {
 	}
 	content := "null"
 	if len(texts) > 0 {
-		content = jsonString(joinNonEmpty(texts, "\n\n"))
+		content = oaiwire.JSONString(joinNonEmpty(texts, "\n\n"))
 	}
 	raw, err := sjson.SetRaw(base, "content", content)
 	if err != nil {
@@ -350,11 +317,19 @@ func (c *Chat) SynthesizeResponse(req *mapping.Request, items []ahp.Message, fin
 	b = append(b, `","object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, time.Now().Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, model)
+	b = oaiwire.AppendJSONString(b, model)
 	b = append(b, `,"choices":[{"index":0,"message":`...)
 	b = append(b, msg...)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	b = appendJSONString(b, finishReason)
+	b = oaiwire.AppendJSONString(b, finishReason)
 	b = append(b, "}]}"...)
 	return b, nil
+}
+
+// chatUsagePaths names the token counts of a Chat Completions usage object.
+var chatUsagePaths = oaiwire.UsagePaths{
+	Input:      "prompt_tokens",
+	Output:     "completion_tokens",
+	CacheRead:  "prompt_tokens_details.cached_tokens",
+	CacheWrite: "prompt_tokens_details.cache_write_tokens",
 }

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // Bounds on what a stream may open; the API allows 128 choices, and a response with more
@@ -24,13 +24,15 @@ const (
 // NewAssembler implements mapping.Translator.
 func (c *Chat) NewAssembler() mapping.Assembler {
 	a := &chatAssembler{}
-	a.sse.dispatch = a.event
+	a.sse.Dispatch = a.event
+	// Chat chunks are small deltas; a line or event beyond this is a broken upstream.
+	a.sse.MaxEvent = 16 << 20
 	return a
 }
 
 // chatAssembler accumulates chat.completion.chunk events into a chat.completion.
 type chatAssembler struct {
-	sse      sseReader
+	sse      oaiwire.SSEReader
 	err      error                  // first malformed-stream error
 	upstream *mapping.UpstreamError // an error event
 	done     bool                   // [DONE] seen
@@ -77,7 +79,7 @@ type audioAcc struct {
 // client's stream cannot break that stream; problems are reported by Body.
 func (a *chatAssembler) Write(p []byte) (int, error) {
 	if a.err == nil && a.upstream == nil {
-		if err := a.sse.write(p); err != nil && a.err == nil && a.upstream == nil {
+		if err := a.sse.Write(p); err != nil && a.err == nil && a.upstream == nil {
 			a.err = err
 		}
 	}
@@ -125,7 +127,7 @@ func (a *chatAssembler) event(name string, data []byte) error {
 		a.created = c.Raw
 	}
 	if u := root.Get("usage"); u.IsObject() {
-		a.usage = compactJSON(u.Raw)
+		a.usage = oaiwire.CompactJSON(u.Raw)
 	}
 	choices := root.Get("choices")
 	if choices.Exists() && choices.Type != gjson.Null && !choices.IsArray() {
@@ -211,7 +213,7 @@ func (a *chatAssembler) choice(ch gjson.Result) error {
 				c.logprobs = map[string][]string{}
 			}
 			lp.ForEach(func(_, e gjson.Result) bool {
-				c.logprobs[k] = append(c.logprobs[k], compactJSON(e.Raw))
+				c.logprobs[k] = append(c.logprobs[k], oaiwire.CompactJSON(e.Raw))
 				return true
 			})
 		}
@@ -278,7 +280,7 @@ func (c *choiceAcc) toolDelta(tc gjson.Result) error {
 // Body implements mapping.Assembler: the equivalent non-streamed chat.completion.
 func (a *chatAssembler) Body() ([]byte, error) {
 	if a.err == nil && a.upstream == nil {
-		if err := a.sse.close(); err != nil {
+		if err := a.sse.Close(); err != nil {
 			a.err = fmt.Errorf("ended inside an event: %w", err)
 		}
 	}
@@ -295,7 +297,7 @@ func (a *chatAssembler) Body() ([]byte, error) {
 	slices.SortFunc(a.choices, func(x, y *choiceAcc) int { return x.index - y.index })
 	b := make([]byte, 0, 256)
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, a.id)
+	b = oaiwire.AppendJSONString(b, a.id)
 	b = append(b, `,"object":"chat.completion","created":`...)
 	if a.created == "" {
 		b = append(b, '0')
@@ -303,7 +305,7 @@ func (a *chatAssembler) Body() ([]byte, error) {
 		b = append(b, a.created...)
 	}
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, a.model)
+	b = oaiwire.AppendJSONString(b, a.model)
 	b = append(b, `,"choices":[`...)
 	for i, c := range a.choices {
 		if i > 0 {
@@ -318,11 +320,11 @@ func (a *chatAssembler) Body() ([]byte, error) {
 	}
 	if a.serviceTier != "" {
 		b = append(b, `,"service_tier":`...)
-		b = appendJSONString(b, a.serviceTier)
+		b = oaiwire.AppendJSONString(b, a.serviceTier)
 	}
 	if a.fingerprint != "" {
 		b = append(b, `,"system_fingerprint":`...)
-		b = appendJSONString(b, a.fingerprint)
+		b = oaiwire.AppendJSONString(b, a.fingerprint)
 	}
 	return append(b, '}'), nil
 }
@@ -336,32 +338,32 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 	if role == "" {
 		role = "assistant"
 	}
-	b = appendJSONString(b, role)
+	b = oaiwire.AppendJSONString(b, role)
 	b = append(b, `,"content":`...)
 	// An empty content string beside tool calls or a refusal is the stream's opening
 	// delta, not content: the non-streamed shape is null.
 	if c.content.Len() == 0 && (!c.hasContent || len(c.tools) > 0 || c.legacy != nil || c.hasRefusal) {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, c.content.String())
+		b = oaiwire.AppendJSONString(b, c.content.String())
 	}
 	b = append(b, `,"refusal":`...)
 	if c.hasRefusal {
-		b = appendJSONString(b, c.refusal.String())
+		b = oaiwire.AppendJSONString(b, c.refusal.String())
 	} else {
 		b = append(b, "null"...)
 	}
 	if c.reasoningField != "" {
 		b = append(b, ',')
-		b = appendJSONString(b, c.reasoningField)
+		b = oaiwire.AppendJSONString(b, c.reasoningField)
 		b = append(b, ':')
-		b = appendJSONString(b, c.reasoning.String())
+		b = oaiwire.AppendJSONString(b, c.reasoning.String())
 	}
 	if c.audio != nil {
 		b = append(b, `,"audio":{"id":`...)
-		b = appendJSONString(b, c.audio.id)
+		b = oaiwire.AppendJSONString(b, c.audio.id)
 		b = append(b, `,"data":`...)
-		b = appendJSONString(b, c.audio.data.String())
+		b = oaiwire.AppendJSONString(b, c.audio.data.String())
 		b = append(b, `,"expires_at":`...)
 		if c.audio.expiresAt == "" {
 			b = append(b, '0')
@@ -369,7 +371,7 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 			b = append(b, c.audio.expiresAt...)
 		}
 		b = append(b, `,"transcript":`...)
-		b = appendJSONString(b, c.audio.transcript.String())
+		b = oaiwire.AppendJSONString(b, c.audio.transcript.String())
 		b = append(b, '}')
 	}
 	if len(c.tools) > 0 {
@@ -380,23 +382,23 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = appendJSONString(b, t.id)
+			b = oaiwire.AppendJSONString(b, t.id)
 			typ := t.typ
 			if typ == "" {
 				typ = "function"
 			}
 			b = append(b, `,"type":`...)
-			b = appendJSONString(b, typ)
+			b = oaiwire.AppendJSONString(b, typ)
 			if typ == "custom" {
 				b = append(b, `,"custom":{"name":`...)
-				b = appendJSONString(b, t.name.String())
+				b = oaiwire.AppendJSONString(b, t.name.String())
 				b = append(b, `,"input":`...)
-				b = appendJSONString(b, t.customInput.String())
+				b = oaiwire.AppendJSONString(b, t.customInput.String())
 			} else {
 				b = append(b, `,"function":{"name":`...)
-				b = appendJSONString(b, t.name.String())
+				b = oaiwire.AppendJSONString(b, t.name.String())
 				b = append(b, `,"arguments":`...)
-				b = appendJSONString(b, t.args.String())
+				b = oaiwire.AppendJSONString(b, t.args.String())
 			}
 			b = append(b, "}}"...)
 		}
@@ -404,9 +406,9 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 	}
 	if c.legacy != nil {
 		b = append(b, `,"function_call":{"name":`...)
-		b = appendJSONString(b, c.legacy.name.String())
+		b = oaiwire.AppendJSONString(b, c.legacy.name.String())
 		b = append(b, `,"arguments":`...)
-		b = appendJSONString(b, c.legacy.args.String())
+		b = oaiwire.AppendJSONString(b, c.legacy.args.String())
 		b = append(b, '}')
 	}
 	b = append(b, `},"logprobs":`...)
@@ -418,7 +420,7 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = oaiwire.AppendJSONString(b, k)
 			b = append(b, ':')
 			if es, ok := c.logprobs[k]; ok {
 				b = append(b, '[')
@@ -434,7 +436,7 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 	if c.finish == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, c.finish)
+		b = oaiwire.AppendJSONString(b, c.finish)
 	}
 	return append(b, '}')
 }
@@ -459,7 +461,7 @@ func (c *Chat) WriteStream(w io.Writer, body []byte) error {
 	// Every chunk shares the completion's identity fields.
 	head := make([]byte, 0, 128)
 	head = append(head, `{"id":`...)
-	head = appendJSONString(head, root.Get("id").String())
+	head = oaiwire.AppendJSONString(head, root.Get("id").String())
 	head = append(head, `,"object":"chat.completion.chunk","created":`...)
 	if cr := root.Get("created"); cr.Type == gjson.Number {
 		head = append(head, cr.Raw...)
@@ -467,24 +469,24 @@ func (c *Chat) WriteStream(w io.Writer, body []byte) error {
 		head = append(head, '0')
 	}
 	head = append(head, `,"model":`...)
-	head = appendJSONString(head, root.Get("model").String())
+	head = oaiwire.AppendJSONString(head, root.Get("model").String())
 	for _, f := range []string{"service_tier", "system_fingerprint"} {
 		if v := root.Get(f); v.Type == gjson.String {
 			head = append(head, ',')
-			head = appendJSONString(head, f)
+			head = oaiwire.AppendJSONString(head, f)
 			head = append(head, ':')
-			head = appendJSONString(head, v.Str)
+			head = oaiwire.AppendJSONString(head, v.Str)
 		}
 	}
 	head = append(head, `,"choices":[`...)
 
-	sw := newSSEWriter(w)
+	sw := oaiwire.NewSSEWriter(w)
 	chunk := func(choice []byte) error {
 		b := make([]byte, 0, len(head)+len(choice)+2)
 		b = append(b, head...)
 		b = append(b, choice...)
 		b = append(b, "]}"...)
-		return sw.event("", b)
+		return sw.Event("", b)
 	}
 	var err error
 	k := int64(0)
@@ -502,13 +504,13 @@ func (c *Chat) WriteStream(w io.Writer, body []byte) error {
 		b := make([]byte, 0, len(head)+len(u.Raw)+16)
 		b = append(b, head...)
 		b = append(b, `],"usage":`...)
-		b = append(b, compactJSON(u.Raw)...)
+		b = append(b, oaiwire.CompactJSON(u.Raw)...)
 		b = append(b, '}')
-		if err := sw.event("", b); err != nil {
+		if err := sw.Event("", b); err != nil {
 			return err
 		}
 	}
-	return sw.event("", []byte("[DONE]"))
+	return sw.Event("", []byte("[DONE]"))
 }
 
 // writeChoice emits the chunks of one choice.
@@ -534,7 +536,7 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 	}
 	for _, f := range []string{"reasoning_content", "reasoning"} {
 		if r := m.Get(f); r.Type == gjson.String {
-			if err := delta(`{`+jsonString(f)+`:`+jsonString(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
+			if err := delta(`{`+oaiwire.JSONString(f)+`:`+oaiwire.JSONString(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
 				return err
 			}
 			break
@@ -542,26 +544,26 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 	}
 	logprobs := "null"
 	if lp := ch.Get("logprobs"); lp.IsObject() {
-		logprobs = compactJSON(lp.Raw)
+		logprobs = oaiwire.CompactJSON(lp.Raw)
 	}
 	if hasContent {
-		for i, piece := range splitText(content, streamContentPiece) {
+		for i, piece := range oaiwire.SplitText(content, streamContentPiece) {
 			lp := "null"
 			if i == 0 {
 				lp = logprobs
 			}
-			if err := delta(`{"content":`+jsonString(piece)+`}`, `,"logprobs":`+lp+`,"finish_reason":null`); err != nil {
+			if err := delta(`{"content":`+oaiwire.JSONString(piece)+`}`, `,"logprobs":`+lp+`,"finish_reason":null`); err != nil {
 				return err
 			}
 		}
 	}
 	if r := m.Get("refusal"); r.Type == gjson.String {
-		if err := delta(`{"refusal":`+jsonString(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
+		if err := delta(`{"refusal":`+oaiwire.JSONString(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
 			return err
 		}
 	}
 	if au := m.Get("audio"); au.IsObject() {
-		if err := delta(`{"audio":`+compactJSON(au.Raw)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
+		if err := delta(`{"audio":`+oaiwire.CompactJSON(au.Raw)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
 			return err
 		}
 	}
@@ -572,20 +574,20 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 		b = append(b, `{"tool_calls":[{"index":`...)
 		b = strconv.AppendInt(b, int64(k), 10)
 		b = append(b, `,"id":`...)
-		b = appendJSONString(b, tc.Get("id").String())
+		b = oaiwire.AppendJSONString(b, tc.Get("id").String())
 		typ := callType(tc)
 		b = append(b, `,"type":`...)
-		b = appendJSONString(b, typ)
+		b = oaiwire.AppendJSONString(b, typ)
 		if typ == "custom" {
 			b = append(b, `,"custom":{"name":`...)
-			b = appendJSONString(b, tc.Get("custom.name").String())
+			b = oaiwire.AppendJSONString(b, tc.Get("custom.name").String())
 			b = append(b, `,"input":`...)
-			b = appendJSONString(b, tc.Get("custom.input").String())
+			b = oaiwire.AppendJSONString(b, tc.Get("custom.input").String())
 		} else {
 			b = append(b, `,"function":{"name":`...)
-			b = appendJSONString(b, tc.Get("function.name").String())
+			b = oaiwire.AppendJSONString(b, tc.Get("function.name").String())
 			b = append(b, `,"arguments":`...)
-			b = appendJSONString(b, argumentsString(tc.Get("function.arguments")))
+			b = oaiwire.AppendJSONString(b, argumentsString(tc.Get("function.arguments")))
 		}
 		b = append(b, "}}]}"...)
 		k++
@@ -596,15 +598,15 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 		return err
 	}
 	if fc := m.Get("function_call"); fc.IsObject() {
-		d := `{"function_call":{"name":` + jsonString(fc.Get("name").String()) +
-			`,"arguments":` + jsonString(argumentsString(fc.Get("arguments"))) + `}}`
+		d := `{"function_call":{"name":` + oaiwire.JSONString(fc.Get("name").String()) +
+			`,"arguments":` + oaiwire.JSONString(argumentsString(fc.Get("arguments"))) + `}}`
 		if err := delta(d, `,"logprobs":null,"finish_reason":null`); err != nil {
 			return err
 		}
 	}
 	finish := "null"
 	if f := ch.Get("finish_reason"); f.Type == gjson.String {
-		finish = jsonString(f.Str)
+		finish = oaiwire.JSONString(f.Str)
 	}
 	return delta(`{}`, `,"logprobs":null,"finish_reason":`+finish)
 }
@@ -630,30 +632,7 @@ func messageText(c gjson.Result) (string, bool) {
 // sent as an object by a compatible server are serialized.
 func argumentsString(v gjson.Result) string {
 	if v.IsObject() {
-		return compactJSON(v.Raw)
+		return oaiwire.CompactJSON(v.Raw)
 	}
 	return v.String()
-}
-
-// splitText cuts s into pieces of at most n bytes at rune boundaries.
-func splitText(s string, n int) []string {
-	if len(s) <= n {
-		return []string{s}
-	}
-	var out []string
-	for len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		if cut == 0 {
-			cut = n
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // checkSchema checks canonical messages against the rules of the AHP content schema (the
@@ -123,4 +124,18 @@ func fixture(name string) string {
 var (
 	fullRequest  = fixture("full_request.json")
 	toolResponse = fixture("tool_response.json")
+)
+
+// Short names for the shared helpers the tests of this package use.
+var (
+	cloneItems      = oaiwire.CloneItems
+	textPart        = oaiwire.TextPart
+	jsonString      = oaiwire.JSONString
+	normalizeJSON   = oaiwire.NormalizeJSON
+	isTextMediaType = oaiwire.IsTextMediaType
+)
+
+const (
+	gapRemoteURL  = oaiwire.GapRemoteURL
+	gapProviderID = oaiwire.GapProviderFile
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // checkSchema validates canonical messages against the protocol's content rules.
@@ -115,3 +116,14 @@ func mustDecode(t testing.TB, body string) *mapping.Request {
 	checkSchema(t, req.Items)
 	return req
 }
+
+// Short names for the shared helpers the tests of this package use.
+var (
+	cloneItems = oaiwire.CloneItems
+	textPart   = oaiwire.TextPart
+)
+
+const (
+	gapRemoteURL    = oaiwire.GapRemoteURL
+	gapProviderFile = oaiwire.GapProviderFile
+)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // itemKind is what a native item (an entry of "input" or "output") is to the canonical view.
@@ -83,13 +84,13 @@ func newNatives() natives {
 
 // addPart records the origin of p.
 func (n *natives) addPart(p ahp.Part, o partOrigin) {
-	o.canon = cloneParts([]ahp.Part{p})[0]
+	o.canon = oaiwire.CloneParts([]ahp.Part{p})[0]
 	n.parts[p.ID] = &o
 }
 
 // unchanged returns the origin of p when p is exactly the part that was decoded.
 func (n *natives) unchanged(p *ahp.Part) *partOrigin {
-	if o := n.parts[p.ID]; o != nil && partsEqual(&o.canon, p) {
+	if o := n.parts[p.ID]; o != nil && oaiwire.PartsEqual(&o.canon, p) {
 		return o
 	}
 	return nil
@@ -152,13 +153,13 @@ func (d *decoder) entry(e gjson.Result, id string, item int, where string) (ahp.
 	case "input_image":
 		switch u, fid := e.Get("image_url"), e.Get("file_id"); {
 		case u.Type == gjson.String && u.Str != "":
-			if du, ok := parseDataURL(u.Str); ok {
-				p = metadataAttachment(id, attachmentType(du.mediaType, "image/*"), du)
+			if du, ok := oaiwire.ParseDataURL(u.Str); ok {
+				p = oaiwire.MetadataAttachment(id, oaiwire.AttachmentType(du.MediaType, "image/*"), du)
 			} else {
-				p = gapAttachment(id, remoteType(u.Str, "image/*"), gapRemoteURL)
+				p = oaiwire.GapAttachment(id, remoteType(u.Str, "image/*"), oaiwire.GapRemoteURL)
 			}
 		case fid.Type == gjson.String && fid.Str != "":
-			p = gapAttachment(id, "image/*", gapProviderFile)
+			p = oaiwire.GapAttachment(id, "image/*", oaiwire.GapProviderFile)
 		default:
 			return ahp.Part{}, fmt.Errorf("%s: input_image entry without image_url or file_id", where)
 		}
@@ -172,15 +173,12 @@ func (d *decoder) entry(e gjson.Result, id string, item int, where string) (ahp.
 		if data.Type != gjson.String {
 			return ahp.Part{}, fmt.Errorf("%s: input_audio entry without data", where)
 		}
-		du, ok := parseDataURL(data.Str)
-		if !ok {
-			du = dataURL{payload: data.Str, base64: true}
-		}
-		p = metadataAttachment(id, audioType(e.Get("input_audio.format").String()), du)
+		du, _ := oaiwire.InlineData(data.Str)
+		p = oaiwire.MetadataAttachment(id, oaiwire.AudioType(e.Get("input_audio.format").String()), du)
 	default:
 		// Content the canonical view cannot carry is named, not dropped: an opaque
 		// attachment keeps its place (and its bytes on the way back) and a gap says why.
-		p = ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mediaOctetStream, Selection: ahp.SelectionMetadata}
+		p = ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: oaiwire.MediaOctetStream, Selection: ahp.SelectionMetadata}
 		d.gap(fmt.Sprintf("part %s: content entry type %q not represented", id, typ))
 	}
 	d.n.addPart(p, o)
@@ -192,54 +190,19 @@ func (d *decoder) entry(e gjson.Result, id string, item int, where string) (ahp.
 func fileEntry(e gjson.Result, id string, o *partOrigin) (ahp.Part, error) {
 	name := e.Get("filename").String()
 	if fd := e.Get("file_data"); fd.Type == gjson.String && fd.Str != "" {
-		du, ok := parseDataURL(fd.Str)
-		if !ok {
-			du = dataURL{payload: fd.Str, base64: true}
+		p, _, textType := oaiwire.FileData(id, fd.Str, oaiwire.TypeFromName(name))
+		if textType != "" {
+			o.src, o.fileType = srcFileText, textType
 		}
-		mt := du.mediaType
-		if mt == "" {
-			mt = typeFromName(name)
-		}
-		if isTextMediaType(mt) {
-			// Text is always inline in AHP, never an attachment (SPEC-DIGEST §4.2).
-			if text, ok := textFromDataURL(du); ok {
-				o.src, o.fileType = srcFileText, mt
-				return ahp.TextPart(id, text), nil
-			}
-			mt = mediaOctetStream
-		}
-		return metadataAttachment(id, attachmentType(mt, mediaOctetStream), du), nil
+		return p, nil
 	}
 	if fid := e.Get("file_id"); fid.Type == gjson.String && fid.Str != "" {
-		return gapAttachment(id, attachmentType(typeFromName(name), mediaOctetStream), gapProviderFile), nil
+		return oaiwire.GapAttachment(id, oaiwire.AttachmentType(oaiwire.TypeFromName(name), oaiwire.MediaOctetStream), oaiwire.GapProviderFile), nil
 	}
 	if fu := e.Get("file_url"); fu.Type == gjson.String && fu.Str != "" {
-		return gapAttachment(id, remoteType(fu.Str, attachmentType(typeFromName(name), mediaOctetStream)), gapRemoteURL), nil
+		return oaiwire.GapAttachment(id, remoteType(fu.Str, oaiwire.AttachmentType(oaiwire.TypeFromName(name), oaiwire.MediaOctetStream)), oaiwire.GapRemoteURL), nil
 	}
 	return ahp.Part{}, fmt.Errorf("input_file entry without file_data, file_id or file_url")
-}
-
-// parseArguments turns a native arguments string into a tool input object. ok is false
-// when the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An
-// empty string means a call without arguments.
-func parseArguments(args gjson.Result) (input string, ok bool) {
-	switch {
-	case args.Type == gjson.String:
-		s := strings.TrimSpace(args.Str)
-		if s == "" {
-			return "{}", true
-		}
-		if json.Valid([]byte(s)) && gjson.Parse(s).IsObject() {
-			return normalizeJSON(s), true
-		}
-		return "{}", false
-	case args.IsObject():
-		// Some compatible servers send the arguments as an object instead of a string.
-		return normalizeJSON(args.Raw), true
-	case !args.Exists() || args.Type == gjson.Null:
-		return "{}", true
-	}
-	return "{}", false
 }
 
 // call decodes a function_call item into a tool_call part. fallbackID names a call whose
@@ -258,7 +221,7 @@ func (d *decoder) call(it gjson.Result, id string, item int, fallbackID, where s
 	if name == "" {
 		return ahp.Part{}, fmt.Errorf("%s: function_call %s without a name", where, callID)
 	}
-	input, ok := parseArguments(it.Get("arguments"))
+	input, ok := oaiwire.ParseArguments(it.Get("arguments"))
 	if !ok {
 		d.gap("tool call " + callID + " arguments not a JSON object")
 	}
@@ -292,7 +255,7 @@ func (d *decoder) reasoning(it gjson.Result, msgID string, parts []ahp.Part, ite
 				err = fmt.Errorf("%s: reasoning %s entry without a text string", where, f.field)
 				return false
 			}
-			p := textPart(partID(msgID, len(parts)), t.Str, ahp.CategoryReasoning)
+			p := oaiwire.TextPart(partID(msgID, len(parts)), t.Str, ahp.CategoryReasoning)
 			d.n.addPart(p, partOrigin{item: item, src: f.src, raw: e.Raw, entry: e.Get("type").String()})
 			parts = append(parts, p)
 			return true
@@ -314,7 +277,7 @@ func (d *decoder) reasoning(it gjson.Result, msgID string, parts []ahp.Part, ite
 // holding the string (or the text entries joined), then any non-text entries.
 func (d *decoder) output(v gjson.Result, msgID string, item int, where string) ([]ahp.Part, bool, error) {
 	if v.Type == gjson.String || !v.Exists() || v.Type == gjson.Null {
-		p := textPart(partID(msgID, 0), v.Str, ahp.CategoryToolResult)
+		p := oaiwire.TextPart(partID(msgID, 0), v.Str, ahp.CategoryToolResult)
 		d.n.addPart(p, partOrigin{item: item, src: srcOutputString})
 		return []ahp.Part{p}, true, nil
 	}
@@ -345,7 +308,7 @@ func (d *decoder) output(v gjson.Result, msgID string, item int, where string) (
 	if err != nil {
 		return nil, false, err
 	}
-	parts[0] = textPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
+	parts[0] = oaiwire.TextPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
 	d.n.addPart(parts[0], partOrigin{item: item, src: srcOutputText})
 	return parts, false, nil
 }

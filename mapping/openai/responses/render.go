@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // Rendering effective canonical content back onto native items. Each effective message is
@@ -195,9 +196,9 @@ func (r *renderer) unchangedItem(s *segment, it *nativeItem) bool {
 func (r *renderer) renderNew(s *segment) (string, error) {
 	switch s.kind {
 	case itemMessage:
-		base := `{"type":"message","role":` + jsonString(s.role) + `}`
+		base := `{"type":"message","role":` + oaiwire.JSONString(s.role) + `}`
 		if r.response {
-			base = `{"id":` + jsonString(r.newID("msg_")) + `,"type":"message","status":"completed","role":"assistant"}`
+			base = `{"id":` + oaiwire.JSONString(r.newID("msg_")) + `,"type":"message","status":"completed","role":"assistant"}`
 		}
 		// A new user-side message is written the way clients write one: a content string
 		// when it is plain text.
@@ -205,7 +206,7 @@ func (r *renderer) renderNew(s *segment) (string, error) {
 	case itemCall:
 		return r.renderCall("", s.parts)
 	case itemCallOutput:
-		it := nativeItem{raw: `{"type":"function_call_output","call_id":` + jsonString(s.callID) + `}`,
+		it := nativeItem{raw: `{"type":"function_call_output","call_id":` + oaiwire.JSONString(s.callID) + `}`,
 			kind: itemCallOutput, stringBody: true, msg: -1, callID: s.callID}
 		return r.renderOutput(&it, -1, s.parts)
 	}
@@ -215,7 +216,7 @@ func (r *renderer) renderNew(s *segment) (string, error) {
 // newID returns a deterministic id for a new output item.
 func (r *renderer) newID(prefix string) string {
 	r.created++
-	return hashID(prefix+"hookproxy_", jsonString(r.seed), strconv.Itoa(r.created))
+	return hashID(prefix+"hookproxy_", oaiwire.JSONString(r.seed), strconv.Itoa(r.created))
 }
 
 // --- messages ---
@@ -241,7 +242,7 @@ func (r *renderer) renderMessage(base, role string, preferString bool, parts []*
 	case len(entries) == 0 && preferString:
 		content = `""`
 	case len(entries) == 1 && entries[0].text != nil && preferString:
-		content = jsonString(*entries[0].text)
+		content = oaiwire.JSONString(*entries[0].text)
 	default:
 		var b strings.Builder
 		b.WriteByte('[')
@@ -271,7 +272,7 @@ func (r *renderer) entry(p *ahp.Part, role string) (contentEntry, error) {
 		return contentEntry{}, fmt.Errorf("part %s: unknown kind %q", p.ID, p.Kind)
 	}
 	o := r.n.parts[p.ID]
-	if o != nil && o.raw != "" && (o.src == srcContentEntry || o.src == srcFileText) && partsEqual(&o.canon, p) {
+	if o != nil && o.raw != "" && (o.src == srcContentEntry || o.src == srcFileText) && oaiwire.PartsEqual(&o.canon, p) {
 		return contentEntry{raw: o.raw}, nil
 	}
 	if p.Text == nil {
@@ -284,11 +285,11 @@ func (r *renderer) entry(p *ahp.Part, role string) (contentEntry, error) {
 		var err error
 		switch {
 		case o.src == srcFileText:
-			raw, err = sjson.SetRaw(o.raw, "file_data", jsonString(encodeDataURL(o.fileType, text)))
+			raw, err = sjson.SetRaw(o.raw, "file_data", oaiwire.JSONString(oaiwire.EncodeDataURL(o.fileType, text)))
 		case o.src == srcContentEntry && o.entry == "refusal":
-			raw, err = sjson.SetRaw(o.raw, "refusal", jsonString(text))
+			raw, err = sjson.SetRaw(o.raw, "refusal", oaiwire.JSONString(text))
 		case o.src == srcContentEntry:
-			raw, err = sjson.SetRaw(o.raw, "text", jsonString(text))
+			raw, err = sjson.SetRaw(o.raw, "text", oaiwire.JSONString(text))
 			// Annotations and logprobs point into the old text.
 			for _, f := range [...]string{"annotations", "logprobs"} {
 				if err == nil && len(gjson.Get(raw, f).Array()) > 0 {
@@ -306,14 +307,14 @@ func (r *renderer) entry(p *ahp.Part, role string) (contentEntry, error) {
 	b := make([]byte, 0, len(text)+64)
 	if role == ahp.RoleAssistant {
 		b = append(b, `{"type":"output_text","text":`...)
-		b = appendJSONString(b, text)
+		b = oaiwire.AppendJSONString(b, text)
 		b = append(b, `,"annotations":[]`...)
 		if r.response {
 			b = append(b, `,"logprobs":[]`...)
 		}
 	} else {
 		b = append(b, `{"type":"input_text","text":`...)
-		b = appendJSONString(b, text)
+		b = oaiwire.AppendJSONString(b, text)
 	}
 	b = append(b, '}')
 	return contentEntry{raw: string(b), text: &text}, nil
@@ -355,14 +356,14 @@ func (r *renderer) renderCall(base string, parts []*ahp.Part) (string, error) {
 	if !json.Valid([]byte(in)) || !gjson.Parse(in).IsObject() {
 		return "", fmt.Errorf("part %s: tool call %s input is not a JSON object", p.ID, c.ID)
 	}
-	args := normalizeJSON(in)
+	args := oaiwire.NormalizeJSON(in)
 	if base != "" {
 		if orig != nil && orig.id == c.ID && orig.name == c.Name && orig.input == args {
 			return base, nil // the same call, written differently
 		}
 		raw := base
 		var err error
-		for _, kv := range [...][2]string{{"call_id", jsonString(c.ID)}, {"name", jsonString(c.Name)}, {"arguments", jsonString(args)}} {
+		for _, kv := range [...][2]string{{"call_id", oaiwire.JSONString(c.ID)}, {"name", oaiwire.JSONString(c.Name)}, {"arguments", oaiwire.JSONString(args)}} {
 			if raw, err = sjson.SetRaw(raw, kv[0], kv[1]); err != nil {
 				return "", fmt.Errorf("part %s: %w", p.ID, err)
 			}
@@ -372,16 +373,16 @@ func (r *renderer) renderCall(base string, parts []*ahp.Part) (string, error) {
 	b := make([]byte, 0, 96+len(c.ID)+len(c.Name)+len(args))
 	if r.response {
 		b = append(b, `{"id":`...)
-		b = appendJSONString(b, r.newID("fc_"))
+		b = oaiwire.AppendJSONString(b, r.newID("fc_"))
 		b = append(b, `,"type":"function_call","status":"completed","arguments":`...)
 	} else {
 		b = append(b, `{"type":"function_call","arguments":`...)
 	}
-	b = appendJSONString(b, args)
+	b = oaiwire.AppendJSONString(b, args)
 	b = append(b, `,"call_id":`...)
-	b = appendJSONString(b, c.ID)
+	b = oaiwire.AppendJSONString(b, c.ID)
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, c.Name)
+	b = oaiwire.AppendJSONString(b, c.Name)
 	return string(append(b, '}')), nil
 }
 
@@ -417,9 +418,9 @@ func (r *renderer) renderOutput(it *nativeItem, item int, parts []*ahp.Part) (st
 	}
 	t := text.String()
 	if it.stringBody && len(moved) == 0 {
-		return sjson.SetRaw(it.raw, "output", jsonString(t))
+		return sjson.SetRaw(it.raw, "output", oaiwire.JSONString(t))
 	}
-	newText := `{"type":"input_text","text":` + jsonString(t) + `}`
+	newText := `{"type":"input_text","text":` + oaiwire.JSONString(t) + `}`
 	var entries []string
 	if it.stringBody {
 		if t != "" {
@@ -471,7 +472,7 @@ func (r *renderer) renderReasoning(base string, item int, parts []*ahp.Part) (st
 			o = nil // a part moved here from another item is new to this one
 		}
 		if o != nil && o.src == srcEncrypted {
-			if !partsEqual(&o.canon, p) {
+			if !oaiwire.PartsEqual(&o.canon, p) {
 				return "", fmt.Errorf("part %s: encrypted reasoning cannot be edited", p.ID)
 			}
 			keepEnc = true
@@ -480,12 +481,12 @@ func (r *renderer) renderReasoning(base string, item int, parts []*ahp.Part) (st
 		if p.Kind != ahp.KindText || p.Category != ahp.CategoryReasoning || p.Text == nil {
 			return "", fmt.Errorf("part %s: a reasoning item carries reasoning text only", p.ID)
 		}
-		entry := `{"type":"summary_text","text":` + jsonString(*p.Text) + `}`
+		entry := `{"type":"summary_text","text":` + oaiwire.JSONString(*p.Text) + `}`
 		if o != nil {
 			entry = o.raw
 			if *p.Text != o.canon.TextOf() {
 				var err error
-				if entry, err = sjson.SetRaw(o.raw, "text", jsonString(*p.Text)); err != nil {
+				if entry, err = sjson.SetRaw(o.raw, "text", oaiwire.JSONString(*p.Text)); err != nil {
 					return "", fmt.Errorf("part %s: %w", p.ID, err)
 				}
 			}

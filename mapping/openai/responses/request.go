@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // requestState is the private state of a decoded request (mapping.Request.Native).
@@ -25,7 +26,7 @@ type requestState struct {
 
 // DecodeRequest implements mapping.Translator.
 func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
-	if err := checkClientJSON(body); err != nil {
+	if err := oaiwire.CheckClientJSON(body); err != nil {
 		return nil, &mapping.BadRequest{Reason: err.Error()}
 	}
 	s := string(body) // one copy; every raw slice below aliases it
@@ -115,7 +116,7 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.PromptStart = i
 	}
 	req.Gaps = d.gaps
-	st.decoded = cloneItems(req.Items)
+	st.decoded = oaiwire.CloneItems(req.Items)
 	req.Native = st
 	return req, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // EncodeRequest implements mapping.Translator. Unchanged items return the original bytes.
@@ -27,7 +28,7 @@ func (*Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]b
 	if !ok {
 		return nil, fmt.Errorf("openai responses: request was not decoded by this translator")
 	}
-	if itemsEqual(items, st.decoded) {
+	if oaiwire.ItemsEqual(items, st.decoded) {
 		return req.Original, nil
 	}
 	out := req.Original
@@ -46,10 +47,10 @@ func (*Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]b
 		switch {
 		case instr == nil:
 			out, err = sjson.DeleteBytes(out, "instructions")
-		case !messagesEqual(instr, origInstr):
+		case !oaiwire.MessagesEqual(instr, origInstr):
 			var text string
 			if text, err = instructionsText(instr); err == nil {
-				out, err = sjson.SetRawBytes(out, "instructions", []byte(jsonString(text)))
+				out, err = sjson.SetRawBytes(out, "instructions", []byte(oaiwire.JSONString(text)))
 			}
 		}
 		if err != nil {
@@ -68,7 +69,7 @@ func (*Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]b
 	if st.instrID != "" {
 		decodedRest = st.decoded[1:] // the instructions message is always decoded first
 	}
-	if itemsEqual(rest, decodedRest) {
+	if oaiwire.ItemsEqual(rest, decodedRest) {
 		return out, nil
 	}
 	input, err := st.renderInput(rest)
@@ -116,7 +117,7 @@ func (st *requestState) renderInput(msgs []ahp.Message) (string, error) {
 	if st.inputString && len(msgs) == 1 && msgs[0].Role == ahp.RoleUser && len(msgs[0].Parts) == 1 {
 		// A string input stays a string while it is one user text.
 		if p := &msgs[0].Parts[0]; p.Kind == ahp.KindText && p.Category == "" && p.Text != nil {
-			return jsonString(*p.Text), nil
+			return oaiwire.JSONString(*p.Text), nil
 		}
 	}
 	r := &renderer{n: &st.natives}

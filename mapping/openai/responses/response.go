@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // responseState is the private state of a decoded response (mapping.Response.Native).
@@ -50,7 +51,7 @@ func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
 		ID:           root.Get("id").String(),
 		Model:        root.Get("model").String(),
 		FinishReason: finishReason(root),
-		Usage:        usage(root.Get("usage")),
+		Usage:        oaiwire.Usage(root.Get("usage"), usagePaths),
 		Original:     body,
 	}
 	st := &responseState{natives: newNatives(), msgID: resp.ID}
@@ -100,29 +101,21 @@ func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
 		return nil, fmt.Errorf("openai responses: %v: %w", err, mapping.ErrMalformed)
 	}
 	resp.Items = []ahp.Message{{ID: st.msgID, Role: ahp.RoleAssistant, Parts: parts, Synthesized: synthesized}}
-	st.decoded = cloneItems(resp.Items)
+	st.decoded = oaiwire.CloneItems(resp.Items)
 	resp.Native = st
 	return resp, nil
 }
 
 // upstreamError returns the error a body carries: an HTTP error body, or a response object
-// that failed. Status is left 0: the HTTP status belongs to the proxy, which has it.
+// that failed.
 func upstreamError(root gjson.Result) *mapping.UpstreamError {
 	e := root.Get("error")
-	switch {
-	case e.IsObject():
+	if e.IsObject() {
 		if st := root.Get("status").String(); st == "completed" || st == "incomplete" {
 			return nil // a finished response: an error member there would be stale
 		}
-		typ := e.Get("type").String()
-		if typ == "" {
-			typ = e.Get("code").String()
-		}
-		return &mapping.UpstreamError{Type: typ, Message: e.Get("message").String()}
-	case e.Type == gjson.String:
-		return &mapping.UpstreamError{Message: e.Str}
 	}
-	return nil
+	return oaiwire.UpstreamError(e)
 }
 
 // finishReason is the native stop reason: "completed" for a finished response, the
@@ -146,9 +139,9 @@ var responseStatuses = map[string]bool{"completed": true, "incomplete": true, "f
 func setFinish(raw, finish string) (string, error) {
 	status, details := finish, "null"
 	if !responseStatuses[finish] {
-		status, details = "incomplete", `{"reason":`+jsonString(finish)+`}`
+		status, details = "incomplete", `{"reason":`+oaiwire.JSONString(finish)+`}`
 	}
-	out, err := sjson.SetRaw(raw, "status", jsonString(status))
+	out, err := sjson.SetRaw(raw, "status", oaiwire.JSONString(status))
 	if err == nil && (status == "incomplete" || gjson.Get(out, "incomplete_details").Exists()) {
 		if status == "incomplete" && details == "null" {
 			details = gjson.Get(out, "incomplete_details").Raw
@@ -159,27 +152,6 @@ func setFinish(raw, finish string) (string, error) {
 		out, err = sjson.SetRaw(out, "incomplete_details", details)
 	}
 	return out, err
-}
-
-// usage maps usage; counts the provider did not report stay unknown (nil), never zero.
-func usage(u gjson.Result) *ahp.Usage {
-	if !u.IsObject() {
-		return nil
-	}
-	count := func(path string) *int64 {
-		v := u.Get(path)
-		if v.Type != gjson.Number {
-			return nil
-		}
-		n := v.Int()
-		return &n
-	}
-	return &ahp.Usage{
-		Kind: "amount", Scope: "attempt", Completeness: "complete", Provenance: "provider",
-		InputTokens:     count("input_tokens"),
-		OutputTokens:    count("output_tokens"),
-		CacheReadTokens: count("input_tokens_details.cached_tokens"),
-	}
 }
 
 // EncodeResponse implements mapping.Translator. It rebuilds "output" from the effective
@@ -194,7 +166,7 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 	if finish == "" {
 		finish = resp.FinishReason
 	}
-	same := itemsEqual(items, st.decoded)
+	same := oaiwire.ItemsEqual(items, st.decoded)
 	if finish == resp.FinishReason && same {
 		return resp.Original, nil
 	}
@@ -233,7 +205,7 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 		}
 		if gjson.Get(out, "output_text").Type == gjson.String {
 			// Some servers include the SDK convenience field; keep it true to the output.
-			if out, err = sjson.SetRaw(out, "output_text", jsonString(outputText(gjson.Get(out, "output")))); err != nil {
+			if out, err = sjson.SetRaw(out, "output_text", oaiwire.JSONString(outputText(gjson.Get(out, "output")))); err != nil {
 				return nil, fmt.Errorf("openai responses: set output_text: %w", err)
 			}
 		}
@@ -344,19 +316,19 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 	}
 	param := func(name, def string) string {
 		if v := params.Get(name); v.Exists() {
-			return compactJSON(v.Raw)
+			return oaiwire.CompactJSON(v.Raw)
 		}
 		return def
 	}
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	b := make([]byte, 0, 512+len(output))
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, id)
+	b = oaiwire.AppendJSONString(b, id)
 	b = append(b, `,"object":"response","created_at":`+now+`,"status":"completed","completed_at":`+now+
 		`,"error":null,"incomplete_details":null,"instructions":`...)
-	b = append(b, compactJSON(instructions)...)
+	b = append(b, oaiwire.CompactJSON(instructions)...)
 	b = append(b, `,"metadata":`+param("metadata", "{}")+`,"model":`...)
-	b = appendJSONString(b, model)
+	b = oaiwire.AppendJSONString(b, model)
 	b = append(b, `,"output":`...)
 	b = append(b, output...)
 	b = append(b, `,"parallel_tool_calls":`+param("parallel_tool_calls", "true")+
@@ -364,9 +336,9 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 	for _, name := range echoedParams {
 		if v := params.Get(name); v.Exists() {
 			b = append(b, ',')
-			b = appendJSONString(b, name)
+			b = oaiwire.AppendJSONString(b, name)
 			b = append(b, ':')
-			b = append(b, compactJSON(v.Raw)...)
+			b = append(b, oaiwire.CompactJSON(v.Raw)...)
 		}
 	}
 	b = append(b, '}')
@@ -378,4 +350,12 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 		return nil, fmt.Errorf("openai responses: set status: %w", err)
 	}
 	return []byte(out), nil
+}
+
+// usagePaths names the token counts of a Responses usage object, which reports no cache
+// writes.
+var usagePaths = oaiwire.UsagePaths{
+	Input:     "input_tokens",
+	Output:    "output_tokens",
+	CacheRead: "input_tokens_details.cached_tokens",
 }

@@ -2,6 +2,7 @@ package responses
 
 import (
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // Provider is the model.provider value of the translator.
@@ -36,16 +37,5 @@ func (*Translator) TerminalFinishReason() string { return "completed" }
 // Completions), so an unmodified SDK raises its usual API error (DESIGN §3: refusals are
 // 403 with type "policy_denied").
 func (*Translator) ErrorBody(status int, errType, code, message string) []byte {
-	b := make([]byte, 0, 64+len(message)+len(errType)+len(code))
-	b = append(b, `{"error":{"message":`...)
-	b = appendJSONString(b, message)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, errType)
-	b = append(b, `,"param":null,"code":`...)
-	if code == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendJSONString(b, code)
-	}
-	return append(b, "}}"...)
+	return oaiwire.ErrorBody(errType, code, message)
 }

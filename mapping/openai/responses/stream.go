@@ -8,12 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // Bounds on what a stream may open. A response with more output items or content parts than
@@ -26,7 +26,9 @@ const (
 // NewAssembler implements mapping.Assembler.
 func (*Translator) NewAssembler() mapping.Assembler {
 	a := &assembler{}
-	a.sse.dispatch = a.event
+	a.sse.Dispatch = a.event
+	// A terminal event repeats the whole response, so the bound is larger than Chat's.
+	a.sse.MaxEvent = 64 << 20
 	return a
 }
 
@@ -35,7 +37,7 @@ func (*Translator) NewAssembler() mapping.Assembler {
 // authoritative; the output items and deltas are kept only to rebuild "output" when a
 // server sends a terminal response without it.
 type assembler struct {
-	sse      sseReader
+	sse      oaiwire.SSEReader
 	err      error                  // first malformed-stream error
 	upstream *mapping.UpstreamError // an error event, or response.failed
 	snapshot string                 // the response of response.created / .in_progress
@@ -64,7 +66,7 @@ type partAcc struct {
 // client's stream cannot break that stream; problems are reported by Body.
 func (a *assembler) Write(p []byte) (int, error) {
 	if a.err == nil && a.upstream == nil {
-		if err := a.sse.write(p); err != nil && a.err == nil && a.upstream == nil {
+		if err := a.sse.Write(p); err != nil && a.err == nil && a.upstream == nil {
 			a.err = err
 		}
 	}
@@ -243,7 +245,7 @@ func (p *partAcc) apply(typ string, root gjson.Result, refusalField string) {
 // Body implements mapping.Assembler: the final response object.
 func (a *assembler) Body() ([]byte, error) {
 	if a.err == nil && a.upstream == nil {
-		if err := a.sse.close(); err != nil {
+		if err := a.sse.Close(); err != nil {
 			a.err = err
 		}
 	}
@@ -264,7 +266,7 @@ func (a *assembler) Body() ([]byte, error) {
 		}
 		status := strings.TrimPrefix(a.terminal, "response.")
 		var err error
-		if body, err = sjson.SetRaw(body, "status", jsonString(status)); err != nil {
+		if body, err = sjson.SetRaw(body, "status", oaiwire.JSONString(status)); err != nil {
 			return nil, fmt.Errorf("openai responses stream: %w", err)
 		}
 	}
@@ -320,7 +322,7 @@ func (it *itemAcc) build() (string, error) {
 		if it.argsFinal != nil {
 			args = *it.argsFinal
 		}
-		set("arguments", jsonString(args))
+		set("arguments", oaiwire.JSONString(args))
 	case "reasoning":
 		set("summary", buildParts(it.summary, `{"type":"summary_text","text":""}`))
 		if len(it.parts) > 0 {
@@ -363,7 +365,7 @@ func buildParts(m map[int64]*partAcc, skeleton string) string {
 		if gjson.Get(raw, "type").String() == "refusal" {
 			field = "refusal"
 		}
-		if out, err := sjson.SetRaw(raw, field, jsonString(text)); err == nil {
+		if out, err := sjson.SetRaw(raw, field, oaiwire.JSONString(text)); err == nil {
 			raw = out
 		}
 		b.WriteString(raw)
@@ -393,12 +395,12 @@ func (*Translator) WriteStream(w io.Writer, body []byte) error {
 	if !root.IsObject() || output.Exists() && output.Type != gjson.Null && !output.IsArray() {
 		return fmt.Errorf("openai responses: response has no output array: %w", mapping.ErrMalformed)
 	}
-	sw := newSSEWriter(w)
+	sw := oaiwire.NewSSEWriter(w)
 	seq := 0
 	var buf []byte
 	ev := func(typ string, kv ...string) error {
 		buf = append(buf[:0], `{"type":`...)
-		buf = appendJSONString(buf, typ)
+		buf = oaiwire.AppendJSONString(buf, typ)
 		for i := 0; i+1 < len(kv); i += 2 {
 			buf = append(buf, ',', '"')
 			buf = append(buf, kv[i]...)
@@ -409,7 +411,7 @@ func (*Translator) WriteStream(w io.Writer, body []byte) error {
 		buf = strconv.AppendInt(buf, int64(seq), 10)
 		buf = append(buf, '}')
 		seq++
-		return sw.event(typ, buf)
+		return sw.NamedEvent(typ, buf)
 	}
 
 	snapshot, err := patch(s, "status", `"in_progress"`, "output", "[]")
@@ -464,7 +466,7 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 	if err := ev("response.output_item.added", "output_index", idx, "item", added); err != nil {
 		return err
 	}
-	head := []string{"item_id", jsonString(item.Get("id").String()), "output_index", idx}
+	head := []string{"item_id", oaiwire.JSONString(item.Get("id").String()), "output_index", idx}
 	with := func(kv ...string) []string { return append(append([]string(nil), head...), kv...) }
 	switch typ {
 	case "message":
@@ -474,7 +476,7 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 			}
 		}
 	case "function_call":
-		args := jsonString(item.Get("arguments").String())
+		args := oaiwire.JSONString(item.Get("arguments").String())
 		if err := ev("response.function_call_arguments.delta", with("delta", args)...); err != nil {
 			return err
 		}
@@ -507,13 +509,13 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 // writeDeltas emits <prefix>.delta events carrying text in pieces, then <prefix>.done with
 // the whole text under doneField.
 func writeDeltas(ev func(string, ...string) error, prefix string, head []string, doneField, text string, extra ...string) error {
-	for _, piece := range splitText(text, streamPiece) {
-		kv := append(append(append([]string(nil), head...), "delta", jsonString(piece)), extra...)
+	for _, piece := range oaiwire.SplitText(text, streamPiece) {
+		kv := append(append(append([]string(nil), head...), "delta", oaiwire.JSONString(piece)), extra...)
 		if err := ev(prefix+".delta", kv...); err != nil {
 			return err
 		}
 	}
-	return ev(prefix+".done", append(append([]string(nil), head...), doneField, jsonString(text))...)
+	return ev(prefix+".done", append(append([]string(nil), head...), doneField, oaiwire.JSONString(text))...)
 }
 
 // arrayOf returns the elements of v when it is an array, else none.
@@ -549,8 +551,8 @@ func writeContentPart(ev func(string, ...string) error, with func(...string) []s
 	switch typ {
 	case "output_text":
 		text := p.Get("text").String()
-		for _, piece := range splitText(text, streamPiece) {
-			if err := ev("response.output_text.delta", with("content_index", j, "delta", jsonString(piece), "logprobs", "[]")...); err != nil {
+		for _, piece := range oaiwire.SplitText(text, streamPiece) {
+			if err := ev("response.output_text.delta", with("content_index", j, "delta", oaiwire.JSONString(piece), "logprobs", "[]")...); err != nil {
 				return err
 			}
 		}
@@ -558,7 +560,7 @@ func writeContentPart(ev func(string, ...string) error, with func(...string) []s
 		if lp := p.Get("logprobs"); lp.IsArray() {
 			logprobs = lp.Raw
 		}
-		if err := ev("response.output_text.done", with("content_index", j, "text", jsonString(text), "logprobs", logprobs)...); err != nil {
+		if err := ev("response.output_text.done", with("content_index", j, "text", oaiwire.JSONString(text), "logprobs", logprobs)...); err != nil {
 			return err
 		}
 	case "refusal":
@@ -576,28 +578,4 @@ func patch(raw string, kv ...string) (string, error) {
 		raw, err = sjson.SetRaw(raw, kv[i], kv[i+1])
 	}
 	return raw, err
-}
-
-// splitText cuts s into pieces of at most n bytes at rune boundaries; "" is one empty piece,
-// so that every text part has at least one delta, as the API sends it.
-func splitText(s string, n int) []string {
-	if len(s) <= n {
-		return []string{s}
-	}
-	var out []string
-	for len(s) > n {
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		if cut == 0 {
-			cut = n
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
 }

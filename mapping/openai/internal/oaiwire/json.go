@@ -1,0 +1,379 @@
+package oaiwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// MaxRequestDepth bounds the nesting of a client body. Real requests nest a few levels (tool
+// parameter schemas the deepest); the bound keeps every later walk linear and shallow.
+const MaxRequestDepth = 256
+
+// CheckClientJSON validates a client body before anything reads it: syntax, nesting depth,
+// and no duplicate object keys. Duplicate keys matter because gjson reads the first
+// occurrence while most upstream parsers keep the last one, so a body with two "messages"
+// or two "input" members would let a policy inspect one value while the model receives the
+// other. One linear pass, no allocation for ordinary bodies.
+//
+// encoding/json validates first: it is iterative, so a hostile body cannot exhaust the
+// stack; the key scan below then only runs over valid JSON.
+func CheckClientJSON(raw []byte) error {
+	if !json.Valid(raw) {
+		return fmt.Errorf("body is not valid JSON")
+	}
+	var stack []keyFrame
+	expectKey := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; c {
+		case '{', '[':
+			if len(stack) >= MaxRequestDepth {
+				return fmt.Errorf("JSON nesting deeper than %d levels", MaxRequestDepth)
+			}
+			stack = append(stack, keyFrame{object: c == '{'})
+			expectKey = c == '{'
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			expectKey = false
+		case ',':
+			expectKey = len(stack) > 0 && stack[len(stack)-1].object
+		case '"':
+			end := stringEnd(raw, i)
+			if expectKey && len(stack) > 0 {
+				key := unquoteKey(raw[i : end+1])
+				if !stack[len(stack)-1].add(key) {
+					return fmt.Errorf("duplicate object key %q", key)
+				}
+				expectKey = false
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
+// keyFrame is one open object or array of CheckClientJSON. Small objects keep their keys in
+// a slice; large ones (tool parameter schemas) switch to a set.
+type keyFrame struct {
+	object bool
+	keys   []string
+	set    map[string]struct{}
+}
+
+// add records key and reports false when the object already has it.
+func (f *keyFrame) add(key string) bool {
+	if f.set != nil {
+		if _, dup := f.set[key]; dup {
+			return false
+		}
+		f.set[key] = struct{}{}
+		return true
+	}
+	for _, k := range f.keys {
+		if k == key {
+			return false
+		}
+	}
+	if len(f.keys) < 16 {
+		f.keys = append(f.keys, key)
+		return true
+	}
+	f.set = make(map[string]struct{}, 32)
+	for _, k := range f.keys {
+		f.set[k] = struct{}{}
+	}
+	f.set[key] = struct{}{}
+	f.keys = nil
+	return true
+}
+
+// stringEnd returns the index of the closing quote of the JSON string opening at i.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j
+		}
+	}
+	return len(b) - 1
+}
+
+// unquoteKey returns the value of a JSON string literal, so that "inp\u0075t" and "input"
+// count as the same key.
+func unquoteKey(lit []byte) string {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1])
+	}
+	var s string
+	if json.Unmarshal(lit, &s) != nil {
+		return string(lit)
+	}
+	return s
+}
+
+// JSONString returns s as a JSON string literal.
+func JSONString(s string) string { return string(AppendJSONString(make([]byte, 0, len(s)+2), s)) }
+
+// AppendJSONString appends s as a JSON string literal. Unlike encoding/json it does not
+// escape <, > and &: text goes upstream as the client wrote it, as OpenAI itself writes it.
+// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func AppendJSONString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// CompactJSON removes insignificant whitespace from valid JSON; other input is returned
+// unchanged.
+func CompactJSON(s string) string {
+	if !strings.ContainsAny(s, " \t\r\n") {
+		return s
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+// NormalizeJSON is the form tool inputs are compared and re-rendered in: compact, with the
+// HTML escapes encoding/json adds (\u003c, \u003e, \u0026) turned back into the characters,
+// so that "<" in arguments stays "<" after a round through a tool_call part.
+func NormalizeJSON(s string) string {
+	s = CompactJSON(s)
+	if !strings.Contains(s, `\u00`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	inString := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !inString {
+			inString = c == '"'
+			b.WriteByte(c)
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+5 < len(s) && s[i+1] == 'u' {
+				var r byte
+				switch strings.ToLower(s[i+2 : i+6]) {
+				case "003c":
+					r = '<'
+				case "003e":
+					r = '>'
+				case "0026":
+					r = '&'
+				}
+				if r != 0 {
+					b.WriteByte(r)
+					i += 5
+					continue
+				}
+			}
+			b.WriteByte(c)
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// WriteCompact writes raw JSON to w without insignificant whitespace, so that ids derived
+// from an item do not change when a client re-indents its history.
+func WriteCompact(w io.Writer, raw string) {
+	start := 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r':
+			if start < i {
+				io.WriteString(w, raw[start:i])
+			}
+			start = i + 1
+		}
+	}
+	if start < len(raw) {
+		io.WriteString(w, raw[start:])
+	}
+}
+
+// ParseArguments turns a native arguments string into a tool input object. ok is false when
+// the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An empty
+// string means a call without arguments, which some OpenAI-compatible servers send.
+func ParseArguments(args gjson.Result) (input string, ok bool) {
+	switch {
+	case args.Type == gjson.String:
+		s := strings.TrimSpace(args.Str)
+		if s == "" {
+			return "{}", true
+		}
+		if json.Valid([]byte(s)) && gjson.Parse(s).IsObject() {
+			return NormalizeJSON(s), true
+		}
+		return "{}", false
+	case args.IsObject():
+		// Some compatible servers send the arguments as an object instead of a string.
+		return NormalizeJSON(args.Raw), true
+	case !args.Exists() || args.Type == gjson.Null:
+		return "{}", true
+	}
+	return "{}", false
+}
+
+// SplitText cuts s into pieces of at most n bytes at rune boundaries; "" is one empty piece,
+// so that every text part has at least one delta, as the API sends it.
+func SplitText(s string, n int) []string {
+	if len(s) <= n {
+		return []string{s}
+	}
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if cut == 0 {
+			cut = n
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// UsagePaths names where an API reports each token count; an empty path is a count the API
+// does not report.
+type UsagePaths struct {
+	Input, Output, CacheRead, CacheWrite string
+}
+
+// Usage maps a usage object; counts the provider did not report stay unknown (nil), never
+// zero.
+func Usage(u gjson.Result, paths UsagePaths) *ahp.Usage {
+	if !u.IsObject() {
+		return nil
+	}
+	count := func(path string) *int64 {
+		if path == "" {
+			return nil
+		}
+		v := u.Get(path)
+		if v.Type != gjson.Number {
+			return nil
+		}
+		n := v.Int()
+		return &n
+	}
+	return &ahp.Usage{
+		Kind: "amount", Scope: "attempt", Completeness: "complete", Provenance: "provider",
+		InputTokens:      count(paths.Input),
+		OutputTokens:     count(paths.Output),
+		CacheReadTokens:  count(paths.CacheRead),
+		CacheWriteTokens: count(paths.CacheWrite),
+	}
+}
+
+// UpstreamError returns the error an OpenAI "error" member carries (an object with type or
+// code and message, or a bare string), or nil. Status is left 0: the HTTP status belongs to
+// the proxy, which has it.
+func UpstreamError(e gjson.Result) *mapping.UpstreamError {
+	switch {
+	case e.IsObject():
+		typ := e.Get("type").String()
+		if typ == "" {
+			typ = e.Get("code").String()
+		}
+		return &mapping.UpstreamError{Type: typ, Message: e.Get("message").String()}
+	case e.Type == gjson.String:
+		return &mapping.UpstreamError{Message: e.Str}
+	}
+	return nil
+}
+
+// ErrorBody renders OpenAI's error envelope, {"error":{"message","type","param":null,"code"}},
+// which both APIs use; code is null when "".
+func ErrorBody(errType, code, message string) []byte {
+	b := make([]byte, 0, 64+len(message)+len(errType)+len(code))
+	b = append(b, `{"error":{"message":`...)
+	b = AppendJSONString(b, message)
+	b = append(b, `,"type":`...)
+	b = AppendJSONString(b, errType)
+	b = append(b, `,"param":null,"code":`...)
+	if code == "" {
+		b = append(b, "null"...)
+	} else {
+		b = AppendJSONString(b, code)
+	}
+	return append(b, "}}"...)
+}
