@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 type jsonKind uint8
@@ -463,73 +465,11 @@ func (v *jsonValue) appendJSON(dst []byte) []byte {
 	}
 }
 
-// jsonSafe marks the bytes that appendJSONString copies as they are when the string is
-// valid UTF-8: printable ASCII except quote and backslash, and every non-ASCII byte except
-// 0xE2, the lead byte of U+2028/U+2029.
-var jsonSafe = func() (t [256]bool) {
-	for c := 0x20; c < 256; c++ {
-		t[c] = c != '"' && c != '\\' && c != 0xE2
-	}
-	return t
-}()
-
 // appendJSONString writes s as a JSON string literal. It escapes only what JSON requires
 // (quote, backslash, control characters) plus U+2028/U+2029, and replaces invalid UTF-8
 // with U+FFFD. HTML characters stay literal so that patterns such as "> /dev/sda" match
 // the canonical text and audit records stay readable.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	valid := utf8.ValidString(s)
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if valid && jsonSafe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func appendJSONString(dst []byte, s string) []byte { return jsontext.AppendStringJS(dst, s) }
 
 // eachString calls fn for every string value in v (not object keys), depth first, with the
 // key of the nearest enclosing object member ("" inside arrays or at the top).

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // maxDepth bounds JSON nesting. gjson and the key check below recurse, and no legitimate
@@ -77,35 +78,16 @@ func checkKeys(v gjson.Result) error {
 	var err error
 	switch {
 	case v.IsObject():
-		var small [16]string
-		seen := small[:0]
-		var big map[string]struct{}
+		var seen jsontext.KeySet
 		v.ForEach(func(k, val gjson.Result) bool {
 			name := k.String()
 			if strings.IndexByte(k.Raw, '\\') >= 0 && isPlainKey(name) {
 				err = fmt.Errorf("object key %q is written with escapes", name)
 				return false
 			}
-			if big == nil && len(seen) < cap(seen) {
-				for _, s := range seen {
-					if s == name {
-						err = fmt.Errorf("duplicate object key %q", name)
-						return false
-					}
-				}
-				seen = append(seen, name)
-			} else {
-				if big == nil {
-					big = make(map[string]struct{}, 2*len(seen))
-					for _, s := range seen {
-						big[s] = struct{}{}
-					}
-				}
-				if _, dup := big[name]; dup {
-					err = fmt.Errorf("duplicate object key %q", name)
-					return false
-				}
-				big[name] = struct{}{}
+			if !seen.Add(name) {
+				err = fmt.Errorf("duplicate object key %q", name)
+				return false
 			}
 			err = checkKeys(val)
 			return err == nil

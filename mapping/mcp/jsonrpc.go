@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // JSON-RPC 2.0 error codes hookproxy answers with.
@@ -237,10 +239,10 @@ func CheckJSON(raw []byte) error {
 				stack[n-1].expectKey = true
 			}
 		case '"':
-			end := stringEnd(raw, i)
+			end := jsontext.StringEnd(raw, i)
 			if n := len(stack); n > 0 && stack[n-1].expectKey {
-				key := unquote(raw[i : end+1])
-				if !stack[n-1].add(key) {
+				key := jsontext.UnquoteKey(raw[i : end+1])
+				if !stack[n-1].Add(key) {
 					return invalidRequest("duplicate object key %q", key)
 				}
 				stack[n-1].expectKey = false
@@ -251,63 +253,10 @@ func CheckJSON(raw []byte) error {
 	return nil
 }
 
-// keyFrame is one open object or array of CheckJSON. An object keeps its keys in a slice
-// while it is small and in a set once it grows, so huge objects stay linear.
+// keyFrame is one open object or array of CheckJSON; an object records its keys.
 type keyFrame struct {
 	object, expectKey bool
-	keys              []string
-	set               map[string]struct{}
-}
-
-// add records key and reports false when the object already has it.
-func (f *keyFrame) add(key string) bool {
-	if f.set != nil {
-		if _, dup := f.set[key]; dup {
-			return false
-		}
-		f.set[key] = struct{}{}
-		return true
-	}
-	for _, k := range f.keys {
-		if k == key {
-			return false
-		}
-	}
-	f.keys = append(f.keys, key)
-	if len(f.keys) > 16 {
-		f.set = make(map[string]struct{}, 2*len(f.keys))
-		for _, k := range f.keys {
-			f.set[k] = struct{}{}
-		}
-		f.keys = nil
-	}
-	return true
-}
-
-// stringEnd returns the index of the quote closing the JSON string that opens at i.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j
-		}
-	}
-	return len(b) - 1
-}
-
-// unquote returns the value of a JSON string literal; escapes are rare in keys, so the
-// common case is a plain substring.
-func unquote(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1])
-	}
-	var s string
-	if json.Unmarshal(lit, &s) != nil {
-		return string(lit)
-	}
-	return s
+	jsontext.KeySet
 }
 
 // IDKey returns a comparable form of a JSON-RPC id: the string 1 and the number 1 are

@@ -181,8 +181,14 @@ func checkStreamRoundTrip(t *testing.T, body []byte, resp *mapping.Response) {
 }
 
 // agentView summarizes parts as an agent acts on them: text in order, then each tool call's
-// name and input (ids of calls without a native id are derived and may differ).
+// name and input (ids of calls without a native id are derived and may differ). Invalid
+// UTF-8 is compared as U+FFFD: a re-emitted stream is valid JSON text, so a byte an
+// upstream sent that is not UTF-8 reaches the agent as the replacement character.
 func agentView(ps []ahp.Part) string {
+	return strings.ToValidUTF8(agentViewRaw(ps), "\uFFFD")
+}
+
+func agentViewRaw(ps []ahp.Part) string {
 	var b strings.Builder
 	for i := range ps {
 		if c, ok := mapping.ParseToolCall(&ps[i]); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -48,10 +49,10 @@ func CheckClientJSON(raw []byte) error {
 		case ',':
 			expectKey = len(stack) > 0 && stack[len(stack)-1].object
 		case '"':
-			end := stringEnd(raw, i)
+			end := jsontext.StringEnd(raw, i)
 			if expectKey && len(stack) > 0 {
-				key := unquoteKey(raw[i : end+1])
-				if !stack[len(stack)-1].add(key) {
+				key := jsontext.UnquoteKey(raw[i : end+1])
+				if !stack[len(stack)-1].Add(key) {
 					return fmt.Errorf("duplicate object key %q", key)
 				}
 				expectKey = false
@@ -62,65 +63,10 @@ func CheckClientJSON(raw []byte) error {
 	return nil
 }
 
-// keyFrame is one open object or array of CheckClientJSON. Small objects keep their keys in
-// a slice; large ones (tool parameter schemas) switch to a set.
+// keyFrame is one open object or array of CheckClientJSON; an object records its keys.
 type keyFrame struct {
 	object bool
-	keys   []string
-	set    map[string]struct{}
-}
-
-// add records key and reports false when the object already has it.
-func (f *keyFrame) add(key string) bool {
-	if f.set != nil {
-		if _, dup := f.set[key]; dup {
-			return false
-		}
-		f.set[key] = struct{}{}
-		return true
-	}
-	for _, k := range f.keys {
-		if k == key {
-			return false
-		}
-	}
-	if len(f.keys) < 16 {
-		f.keys = append(f.keys, key)
-		return true
-	}
-	f.set = make(map[string]struct{}, 32)
-	for _, k := range f.keys {
-		f.set[k] = struct{}{}
-	}
-	f.set[key] = struct{}{}
-	f.keys = nil
-	return true
-}
-
-// stringEnd returns the index of the closing quote of the JSON string opening at i.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j
-		}
-	}
-	return len(b) - 1
-}
-
-// unquoteKey returns the value of a JSON string literal, so that "inp\u0075t" and "input"
-// count as the same key.
-func unquoteKey(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1])
-	}
-	var s string
-	if json.Unmarshal(lit, &s) != nil {
-		return string(lit)
-	}
-	return s
+	jsontext.KeySet
 }
 
 // JSONString returns s as a JSON string literal.
@@ -129,47 +75,7 @@ func JSONString(s string) string { return string(AppendJSONString(make([]byte, 0
 // AppendJSONString appends s as a JSON string literal. Unlike encoding/json it does not
 // escape <, > and &: text goes upstream as the client wrote it, as OpenAI itself writes it.
 // Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func AppendJSONString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+func AppendJSONString(dst []byte, s string) []byte { return jsontext.AppendString(dst, s) }
 
 // CompactJSON removes insignificant whitespace from valid JSON; other input is returned
 // unchanged.
