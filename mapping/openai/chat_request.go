@@ -167,6 +167,11 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 				break
 			}
 		}
+		// Its content is a string (or null): an array could carry parts a function result
+		// has no way to render back.
+		if c := m.Get("content"); c.Exists() && c.Type != gjson.String && c.Type != gjson.Null {
+			return fmt.Errorf("%s: a function message's content must be a string", where)
+		}
 		msg.Parts, nm.arrayContent, err = d.toolContent(m.Get("content"), msg.ID, where)
 	default:
 		return fmt.Errorf("%s: unknown role %q", where, nm.role)
