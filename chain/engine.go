@@ -110,9 +110,12 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 			rec.Outcome, rec.FailureKind, rec.Detail = OutcomeFailed, kind, err.Error()
 			st.Records = append(st.Records, rec)
 			failures = append(failures, hookFailure{backendID: s.backend.id, kind: kind, policy: s.policy})
-			c.log.Warn("interceptor failed",
+			// Debug only: the host logs each failed call from the settlement's records at
+			// warn, with its request and event ids, so a warning here would say it twice.
+			c.log.Debug("interceptor failed",
 				zap.String("backend", s.backend.id), zap.Int("subscription", s.index),
-				zap.String("event", ev.Type), zap.String("kind", kind), zap.String("policy", s.policy), zap.Error(err))
+				zap.String("event", ev.Type), zap.String("eventId", ev.ID), zap.String("kind", kind),
+				zap.String("policy", s.policy), zap.Error(err))
 			if s.failClosed {
 				// Synthetic denial; the candidate cannot bypass it.
 				state.Permission = ahp.PermissionDeny

@@ -1,5 +1,6 @@
 // Command hookproxy is a reverse proxy that enforces Agent Hooks Protocol hooks on LLM
-// traffic. Subcommands: serve, validate, version (DESIGN.md §3).
+// traffic. Subcommands: serve, validate, version (DESIGN.md §3), plus backend, demo and
+// fake-model.
 package main
 
 import (
