@@ -3,9 +3,12 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkChat compares a client talking to the upstream directly with the same client
@@ -14,33 +17,7 @@ import (
 // in-process interceptor on model.request.before that requests no change. Client,
 // proxy and upstream share the process, so B/op and allocs/op count all three.
 func BenchmarkChat(b *testing.B) {
-	jsonAnswer := chatText
-	var stream strings.Builder
-	for i := 0; i < 19; i++ {
-		stream.WriteString(`data: {"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"token` + strconv.Itoa(i) + ` "},"finish_reason":null}]}` + "\n\n")
-	}
-	stream.WriteString(`data: {"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
-	sse := stream.String()
-
-	up := newUpstream(b, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		if strings.Contains(string(body[:min(len(body), 64)]), `"stream":true`) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, sse)
-			_, _ = io.WriteString(w, "data: [DONE]\n\n")
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, jsonAnswer)
-	})
-	// The recording upstream would keep every body: record nothing while benchmarking.
-	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		up.respond(w, r, body)
-	})
-
-	cfg := testConfig(up.URL)
-	fast := startProxy(b, cfg, nil, Options{})
-	hooked := startProxy(b, cfg, newTestChain(b, &fakePolicy{}, intercept("model.request.before")), Options{})
+	up, fast, hooked := benchServers(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
 	targets := []struct{ name, url string }{
@@ -76,6 +53,37 @@ func BenchmarkChat(b *testing.B) {
 	}
 }
 
+// benchServers starts the benchmark upstream (a JSON answer, or a 20-chunk stream when the
+// request asks for one), a proxy with no subscription, and a proxy with one in-process
+// no-effect interceptor on model.request.before.
+func benchServers(b *testing.B) (up *fakeUpstream, fast, hooked *httptest.Server) {
+	var stream strings.Builder
+	for i := 0; i < 19; i++ {
+		stream.WriteString(`data: {"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"token` + strconv.Itoa(i) + ` "},"finish_reason":null}]}` + "\n\n")
+	}
+	stream.WriteString(`data: {"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
+	sse := stream.String()
+	up = newUpstream(b, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if strings.Contains(string(body[:min(len(body), 64)]), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, sse)
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, chatText)
+	})
+	// The recording upstream would keep every body: record nothing while benchmarking.
+	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		up.respond(w, r, body)
+	})
+	cfg := testConfig(up.URL)
+	fast = startProxy(b, cfg, nil, Options{})
+	hooked = startProxy(b, cfg, newTestChain(b, &fakePolicy{}, intercept("model.request.before")), Options{})
+	return up, fast, hooked
+}
+
 // chatBody builds a chat request of about size bytes.
 func chatBody(size int, stream bool) string {
 	head := `{"model":"gpt-4o",`
@@ -89,4 +97,72 @@ func chatBody(size int, stream bool) string {
 		n = 0
 	}
 	return head + strings.Repeat("lorem ipsum ", n/12+1)[:n] + tail
+}
+
+// BenchmarkChatAdded measures what the proxy adds to a request, robustly on a shared
+// machine: every iteration sends the same request once directly and once through the
+// proxy, back to back (alternating which goes first), and the metrics are the medians of
+// each series and the median of the per-iteration differences. Drift in the machine's load
+// then affects both sides of each pair alike instead of whichever sub-benchmark ran during
+// a busy second. ns/op is the pair; read direct-µs, proxy-µs and added-µs.
+func BenchmarkChatAdded(b *testing.B) {
+	up, fast, hooked := benchServers(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	send := func(url, body string) time.Duration {
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	for _, size := range []int{1 << 10, 32 << 10} {
+		for _, streaming := range []bool{false, true} {
+			body := chatBody(size, streaming)
+			mode := "json"
+			if streaming {
+				mode = "sse20"
+			}
+			for _, tg := range []struct{ name, url string }{
+				{"nosub", fast.URL + chatPath},
+				{"mrb_noeffect", hooked.URL + chatPath},
+			} {
+				b.Run(strconv.Itoa(size>>10)+"KiB/"+mode+"/"+tg.name, func(b *testing.B) {
+					var direct, proxied, added []float64
+					i := 0
+					for b.Loop() {
+						var d, p time.Duration
+						if i%2 == 0 {
+							d = send(up.URL+"/v1/chat/completions", body)
+							p = send(tg.url, body)
+						} else {
+							p = send(tg.url, body)
+							d = send(up.URL+"/v1/chat/completions", body)
+						}
+						i++
+						direct = append(direct, float64(d.Microseconds()))
+						proxied = append(proxied, float64(p.Microseconds()))
+						added = append(added, float64((p - d).Microseconds()))
+					}
+					b.ReportMetric(median(direct), "direct-µs")
+					b.ReportMetric(median(proxied), "proxy-µs")
+					b.ReportMetric(median(added), "added-µs")
+				})
+			}
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -71,14 +71,16 @@ func badRequest(format string, args ...any) error {
 
 // DecodeRequest parses a Messages request into canonical items (SPEC-DIGEST §15.4).
 func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
-	s := string(body) // one copy; every raw value below is a substring of it
+	// Every raw value below aliases the body, which nobody writes to after this call.
+	s := mapping.BytesString(body)
 	if err := checkJSON(s); err != nil {
 		return nil, badRequest("%v", err)
 	}
-	root := gjson.Parse(s)
-	if !root.IsObject() {
+	parsed := gjson.Parse(s)
+	if !parsed.IsObject() {
 		return nil, badRequest("body must be a JSON object")
 	}
+	root := mapping.TopMembers(parsed)
 	msgs := root.Get("messages")
 	if !msgs.Exists() {
 		return nil, badRequest("messages is required")
@@ -99,7 +101,7 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	d.st.array = msgs.Raw
 	var err error
-	msgs.ForEach(func(_, m gjson.Result) bool {
+	mapping.Elements(msgs, func(m gjson.Result) bool {
 		err = d.message(len(d.st.messages), m)
 		if err == nil {
 			// gjson reports absolute offsets; keep the span only if it checks out.
@@ -127,17 +129,10 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.Model = v.Str
 	}
 	req.Stream = root.Get("stream").Type == gjson.True
-	if v := root.Get("metadata.user_id"); v.Type == gjson.String {
+	if v := root.Get("metadata").Get("user_id"); v.Type == gjson.String {
 		req.SessionHint = v.Str
 	}
-	params, err := sjson.Delete(s, "messages")
-	if err == nil && root.Get("system").Exists() {
-		params, err = sjson.Delete(params, "system")
-	}
-	if err != nil {
-		return nil, badRequest("params: %v", err)
-	}
-	req.Params = []byte(params)
+	req.Params = []byte(root.Without("messages", "system"))
 	d.st.items = cloneMessages(d.items)
 	return req, nil
 }

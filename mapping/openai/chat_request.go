@@ -32,34 +32,32 @@ type nativeMessage struct {
 
 // DecodeRequest implements mapping.Translator.
 func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
-	s := string(body) // one copy; every raw slice below aliases it
 	if err := oaiwire.CheckClientJSON(body); err != nil {
 		return nil, &mapping.BadRequest{Reason: err.Error()}
 	}
+	// Every raw slice below aliases the body, which nobody writes to after this call.
+	s := mapping.BytesString(body)
 	root := gjson.Parse(s)
 	if !root.IsObject() {
 		return nil, &mapping.BadRequest{Reason: "body is not a JSON object"}
 	}
-	msgs := root.Get("messages")
+	top := mapping.TopMembers(root)
+	msgs := top.Get("messages")
 	if !msgs.IsArray() {
 		return nil, &mapping.BadRequest{Reason: "body has no messages array"}
 	}
-	params, err := sjson.Delete(s, "messages")
-	if err != nil {
-		return nil, &mapping.BadRequest{Reason: "cannot separate params: " + err.Error()}
-	}
 	req := &mapping.Request{
-		Model:       root.Get("model").String(),
-		Stream:      root.Get("stream").Type == gjson.True,
-		Params:      json.RawMessage(params),
+		Model:       top.Get("model").String(),
+		Stream:      top.Get("stream").Type == gjson.True,
+		Params:      json.RawMessage(top.Without("messages")),
 		PromptStart: -1,
-		SessionHint: sessionHint(root),
+		SessionHint: sessionHint(top),
 		Original:    body,
 	}
 	st := &chatRequest{natives: newNatives(), byID: map[string]int{}}
 	d := requestDecoder{st: st, req: req, used: map[string]bool{}}
 	var derr error
-	msgs.ForEach(func(_, m gjson.Result) bool {
+	mapping.Elements(msgs, func(m gjson.Result) bool {
 		derr = d.message(len(st.msgs), m)
 		return derr == nil
 	})
@@ -75,34 +73,14 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 }
 
 // sessionHint picks the first native field that names the end user or conversation.
-func sessionHint(root gjson.Result) string {
-	// One pass over the top-level members: each separate Get would rescan the whole body,
-	// messages included.
-	var found [4]string
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "user":
-			found[0] = stringValue(v)
-		case "safety_identifier":
-			found[1] = stringValue(v)
-		case "prompt_cache_key":
-			found[2] = stringValue(v)
-		case "metadata":
-			found[3] = stringValue(v.Get("session_id"))
+func sessionHint(top mapping.Members) string {
+	for _, v := range [...]gjson.Result{
+		top.Get("user"), top.Get("safety_identifier"), top.Get("prompt_cache_key"),
+		top.Get("metadata").Get("session_id"),
+	} {
+		if v.Type == gjson.String && v.Str != "" {
+			return v.Str
 		}
-		return true
-	})
-	for _, s := range found {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-func stringValue(v gjson.Result) string {
-	if v.Type == gjson.String {
-		return v.Str
 	}
 	return ""
 }

@@ -26,7 +26,7 @@ func messageID(index int, role, raw string) string {
 	h.Write([]byte{0})
 	io.WriteString(h, role)
 	h.Write([]byte{0})
-	oaiwire.WriteCompact(h, raw)
+	oaiwire.HashCompact(h, raw)
 	var sum [sha256.Size]byte
 	return "m" + hex.EncodeToString(h.Sum(sum[:0])[:8])
 }

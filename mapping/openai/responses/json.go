@@ -16,7 +16,7 @@ func hashID(prefix string, fields ...string) string {
 		if i > 0 {
 			h.Write([]byte{0})
 		}
-		oaiwire.WriteCompact(h, f)
+		oaiwire.HashCompact(h, f)
 	}
 	var sum [sha256.Size]byte
 	return prefix + hex.EncodeToString(h.Sum(sum[:0])[:8])

@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -29,24 +28,17 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if err := oaiwire.CheckClientJSON(body); err != nil {
 		return nil, &mapping.BadRequest{Reason: err.Error()}
 	}
-	s := string(body) // one copy; every raw slice below aliases it
-	root := gjson.Parse(s)
-	if !root.IsObject() {
+	// Every raw slice below aliases the body, which nobody writes to after this call.
+	s := mapping.BytesString(body)
+	parsed := gjson.Parse(s)
+	if !parsed.IsObject() {
 		return nil, &mapping.BadRequest{Reason: "body is not a JSON object"}
 	}
-	params := s
-	for _, k := range [...]string{"input", "instructions"} {
-		if root.Get(k).Exists() {
-			var err error
-			if params, err = sjson.Delete(params, k); err != nil {
-				return nil, &mapping.BadRequest{Reason: "cannot separate params: " + err.Error()}
-			}
-		}
-	}
+	root := mapping.TopMembers(parsed)
 	req := &mapping.Request{
 		Model:       root.Get("model").String(),
 		Stream:      root.Get("stream").Type == gjson.True,
-		Params:      json.RawMessage(params),
+		Params:      json.RawMessage(root.Without("input", "instructions")),
 		PromptStart: -1,
 		SessionHint: sessionHint(root),
 		Original:    body,
@@ -92,7 +84,7 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 		st.hasInput = true
 		var err error
 		i := 0
-		input.ForEach(func(_, it gjson.Result) bool {
+		mapping.Elements(input, func(it gjson.Result) bool {
 			err = d.item(i, it)
 			i++
 			return err == nil
@@ -122,10 +114,12 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 }
 
 // sessionHint picks the first native field that names the end user or the conversation.
-func sessionHint(root gjson.Result) string {
-	for _, path := range [...]string{"user", "safety_identifier", "prompt_cache_key",
-		"metadata.session_id", "metadata.user_id", "conversation", "conversation.id"} {
-		if v := root.Get(path); v.Type == gjson.String && v.Str != "" {
+func sessionHint(root mapping.Members) string {
+	meta, conv := root.Get("metadata"), root.Get("conversation")
+	for _, v := range [...]gjson.Result{root.Get("user"), root.Get("safety_identifier"),
+		root.Get("prompt_cache_key"), meta.Get("session_id"), meta.Get("user_id"), conv,
+		conv.Get("id")} {
+		if v.Type == gjson.String && v.Str != "" {
 			return v.Str
 		}
 	}

@@ -1,0 +1,256 @@
+package mapping
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// Members is the top level of a JSON object body, read in one pass. A request's messages
+// are most of its bytes: every separate gjson Get, and every sjson Delete, of a top-level
+// member rescans them, and a decode asks for half a dozen members. Reading the members once
+// turns those scans into lookups.
+//
+// The body has passed a strict check first, so keys are unique and Get has one answer.
+type Members struct {
+	s    string
+	keys []gjson.Result
+	vals []gjson.Result
+}
+
+// TopMembers lists the members of root, which must be a parsed JSON object from a body
+// that passed the strict check. The members' values are located with a fast skip over
+// string literals (a vectorised search for the closing quote) rather than gjson's byte
+// loop, and are returned unparsed: gjson parses a container value lazily, and a string
+// value is decoded here once.
+func TopMembers(root gjson.Result) Members {
+	m := Members{s: root.Raw}
+	base := root.Index // gjson's indexes count from the start of the parsed text
+	s := root.Raw
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return m
+	}
+	i = skipSpace(s, i+1)
+	for i < len(s) && s[i] == '"' {
+		kEnd := skipValue(s, i)
+		key := valueAt(s, i, kEnd, base)
+		i = skipSpace(s, kEnd)
+		if i >= len(s) || s[i] != ':' {
+			break
+		}
+		vStart := skipSpace(s, i+1)
+		vEnd := skipValue(s, vStart)
+		key.Index -= base
+		v := valueAt(s, vStart, vEnd, base)
+		v.Index -= base
+		m.keys = append(m.keys, key)
+		m.vals = append(m.vals, v)
+		i = skipSpace(s, vEnd)
+		if i < len(s) && s[i] == ',' {
+			i = skipSpace(s, i+1)
+		}
+	}
+	return m
+}
+
+// Elements calls fn with each element of arr, a parsed JSON array from a body that passed
+// the strict check, until fn returns false. It is gjson's ForEach with the fast skip of
+// TopMembers; each element's Index counts from the start of the parsed text, as gjson's do.
+func Elements(arr gjson.Result, fn func(elem gjson.Result) bool) {
+	s := arr.Raw
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return
+	}
+	i = skipSpace(s, i+1)
+	for i < len(s) && s[i] != ']' {
+		end := skipValue(s, i)
+		if !fn(valueAt(s, i, end, arr.Index)) {
+			return
+		}
+		i = skipSpace(s, end)
+		if i < len(s) && s[i] == ',' {
+			i = skipSpace(s, i+1)
+		}
+	}
+}
+
+// valueAt is the gjson result for the value s[start:end], with Index base+start. A
+// container is left for gjson to walk when asked; a string is decoded now.
+func valueAt(s string, start, end, base int) gjson.Result {
+	raw := s[start:end]
+	if raw == "" {
+		return gjson.Result{}
+	}
+	var r gjson.Result
+	if raw[0] == '"' {
+		r = gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+		if strings.IndexByte(raw, '\\') >= 0 {
+			r = gjson.Parse(raw) // escapes: gjson decodes them
+		}
+	} else {
+		r = gjson.Parse(raw)
+	}
+	r.Index = base + start
+	return r
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at s[i]. s is valid
+// JSON, so a container ends where its depth returns to zero.
+func skipValue(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		return stringEnd(s, i) + 1
+	case '{', '[':
+		depth := 0
+		for ; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				i = stringEnd(s, i)
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	for ; i < len(s); i++ { // number, true, false, null
+		switch s[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// stringEnd returns the index of the quote that closes the string literal opening at
+// s[open], or len(s)-1 when it is unterminated. A quote closes the literal when an even
+// number of backslashes precedes it; the search for quotes is vectorised.
+func stringEnd(s string, open int) int {
+	for i := open + 1; i < len(s); {
+		q := strings.IndexByte(s[i:], '"')
+		if q < 0 {
+			return len(s) - 1
+		}
+		q += i
+		bs := 0
+		for j := q - 1; j > open && s[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+	return len(s) - 1
+}
+
+// Get returns the value of the member named name; the result does not Exist when there
+// is none.
+func (m Members) Get(name string) gjson.Result {
+	for i, k := range m.keys {
+		if k.Str == name {
+			return m.vals[i]
+		}
+	}
+	return gjson.Result{}
+}
+
+// Each calls fn for every member in order.
+func (m Members) Each(fn func(key string, v gjson.Result)) {
+	for i, k := range m.keys {
+		fn(k.Str, m.vals[i])
+	}
+}
+
+// Without returns the object's text with the named members removed; everything else,
+// whitespace between the remaining members included, is kept byte for byte (the result
+// sjson.Delete gives, without a rescan per member).
+func (m Members) Without(names ...string) string {
+	drop := func(i int) bool {
+		for _, n := range names {
+			if m.keys[i].Str == n {
+				return true
+			}
+		}
+		return false
+	}
+	size := len(m.s)
+	for i := range m.keys {
+		if drop(i) {
+			size -= m.valueEnd(i) - m.keys[i].Index
+		}
+	}
+	if size == len(m.s) {
+		return m.s
+	}
+	var b strings.Builder
+	b.Grow(size) // the messages are most of a body: size the copy without them
+	kept := 0
+	for i := range m.keys {
+		if drop(i) {
+			continue
+		}
+		if kept == 0 {
+			b.WriteString(m.s[:m.keys[0].Index]) // "{" and the whitespace before the first key
+		} else {
+			b.WriteString(m.sepAfter(m.prevKept(i, drop)))
+		}
+		b.WriteString(m.s[m.keys[i].Index:m.valueEnd(i)])
+		kept++
+	}
+	if kept == 0 {
+		return "{}"
+	}
+	b.WriteString(m.s[m.valueEnd(len(m.keys)-1):]) // whitespace and "}" after the last member
+	return b.String()
+}
+
+// valueEnd is the offset just past member i's value.
+func (m Members) valueEnd(i int) int { return m.vals[i].Index + len(m.vals[i].Raw) }
+
+// sepAfter is the text between member i's value and the next member's key: the comma and
+// the whitespace around it.
+func (m Members) sepAfter(i int) string { return m.s[m.valueEnd(i):m.keys[i+1].Index] }
+
+// prevKept is the index of the last kept member before i.
+func (m Members) prevKept(i int, drop func(int) bool) int {
+	for j := i - 1; j >= 0; j-- {
+		if !drop(j) {
+			return j
+		}
+	}
+	return -1
+}
+
+// BytesString returns b as a string sharing its memory. Decoders use it on request bodies
+// they are handed and that nobody writes to afterwards (the Translator contract), so the
+// canonical text can alias the body instead of a 32 KiB copy of it.
+func BytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
