@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // Members is the top level of a JSON object body, read in one pass. A request's messages
@@ -118,13 +120,13 @@ func skipValue(s string, i int) int {
 	}
 	switch s[i] {
 	case '"':
-		return stringEnd(s, i) + 1
+		return jsontext.StringEnd(s, i) + 1
 	case '{', '[':
 		depth := 0
 		for ; i < len(s); i++ {
 			switch s[i] {
 			case '"':
-				i = stringEnd(s, i)
+				i = jsontext.StringEnd(s, i)
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -143,28 +145,6 @@ func skipValue(s string, i int) int {
 		}
 	}
 	return i
-}
-
-// stringEnd returns the index of the quote that closes the string literal opening at
-// s[open], or len(s)-1 when it is unterminated. A quote closes the literal when an even
-// number of backslashes precedes it; the search for quotes is vectorised.
-func stringEnd(s string, open int) int {
-	for i := open + 1; i < len(s); {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
-			return len(s) - 1
-		}
-		q += i
-		bs := 0
-		for j := q - 1; j > open && s[j] == '\\'; j-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return len(s) - 1
 }
 
 // Get returns the value of the member named name; the result does not Exist when there

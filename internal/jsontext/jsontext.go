@@ -1,80 +1,12 @@
 // Package jsontext holds the small JSON-text helpers shared by the mappings and the
-// policies: a duplicate-key tracker for strict client-JSON checks, scanning and unquoting
-// of string literals in bytes already known to be valid JSON, and a string-literal writer
-// that leaves HTML characters as they are.
+// policies: the strict one-pass check of client JSON (syntax, nesting depth, duplicate
+// keys; check.go) and a string-literal writer that leaves HTML characters as they are.
 package jsontext
 
 import (
-	"bytes"
-	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
-
-// smallKeys is how many keys a KeySet keeps in a slice before it switches to a map.
-const smallKeys = 16
-
-// KeySet records the keys of one JSON object to detect duplicates. Small objects keep their
-// keys in a slice; past 16 keys it switches to a map, so huge objects stay linear. The zero
-// value is ready to use.
-type KeySet struct {
-	keys []string
-	set  map[string]struct{}
-}
-
-// Add records key and reports false when the set already has it.
-func (k *KeySet) Add(key string) bool {
-	if k.set != nil {
-		if _, dup := k.set[key]; dup {
-			return false
-		}
-		k.set[key] = struct{}{}
-		return true
-	}
-	for _, s := range k.keys {
-		if s == key {
-			return false
-		}
-	}
-	if len(k.keys) < smallKeys {
-		k.keys = append(k.keys, key)
-		return true
-	}
-	k.set = make(map[string]struct{}, 2*(smallKeys+1))
-	for _, s := range k.keys {
-		k.set[s] = struct{}{}
-	}
-	k.set[key] = struct{}{}
-	k.keys = nil
-	return true
-}
-
-// StringEnd returns the index of the quote closing the JSON string that opens at b[i], or
-// len(b)-1 when the string is unterminated.
-func StringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j
-		}
-	}
-	return len(b) - 1
-}
-
-// UnquoteKey returns the value of the JSON string literal lit (quotes included), so that
-// "inp\u0075t" and "input" compare equal. Escapes are rare in keys, so the common case is
-// a plain substring; a literal that does not decode is returned as it is.
-func UnquoteKey(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1])
-	}
-	var s string
-	if json.Unmarshal(lit, &s) != nil {
-		return string(lit)
-	}
-	return s
-}
 
 // AppendString appends s as a JSON string literal. It escapes only what JSON requires
 // (quote, backslash, control characters; \n, \r and \t in short form, the others as
@@ -148,4 +80,27 @@ func appendString(dst []byte, s string, lineSeps bool) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// StringEnd returns the index of the quote that closes the string literal opening at
+// s[open], or len(s)-1 when it is unterminated. A quote closes the literal when an even
+// number of backslashes precedes it. The search for quotes is vectorised, so skipping the
+// long text values that make up most of a request costs little.
+func StringEnd(s string, open int) int {
+	for i := open + 1; i < len(s); {
+		q := strings.IndexByte(s[i:], '"')
+		if q < 0 {
+			return len(s) - 1
+		}
+		q += i
+		bs := 0
+		for j := q - 1; j > open && s[j] == '\\'; j-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q
+		}
+		i = q + 1
+	}
+	return len(s) - 1
 }

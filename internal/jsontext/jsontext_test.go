@@ -1,60 +1,6 @@
 package jsontext
 
-import (
-	"strconv"
-	"testing"
-)
-
-func TestKeySet(t *testing.T) {
-	for _, n := range []int{1, 16, 17, 40} {
-		var ks KeySet
-		for i := range n {
-			if !ks.Add("k" + strconv.Itoa(i)) {
-				t.Fatalf("n=%d: key %d reported as duplicate", n, i)
-			}
-		}
-		for i := range n {
-			if ks.Add("k" + strconv.Itoa(i)) {
-				t.Fatalf("n=%d: duplicate key %d not detected", n, i)
-			}
-		}
-		if !ks.Add("new") {
-			t.Fatalf("n=%d: fresh key reported as duplicate", n)
-		}
-	}
-}
-
-func TestStringEnd(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		i    int
-		want int
-	}{
-		{`"abc"`, 0, 4},
-		{`x:"a\"b",`, 2, 7},
-		{`"a\\"`, 0, 4},
-		{`""`, 0, 1},
-		{`"open`, 0, 4},
-	} {
-		if got := StringEnd([]byte(tc.in), tc.i); got != tc.want {
-			t.Errorf("StringEnd(%q, %d) = %d, want %d", tc.in, tc.i, got, tc.want)
-		}
-	}
-}
-
-func TestUnquoteKey(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`"input"`, "input"},
-		{`"inp\u0075t"`, "input"},
-		{`"a\"b"`, `a"b`},
-		{`""`, ""},
-		{`"bad\x"`, `"bad\x"`},
-	} {
-		if got := UnquoteKey([]byte(tc.in)); got != tc.want {
-			t.Errorf("UnquoteKey(%s) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
+import "testing"
 
 func TestAppendString(t *testing.T) {
 	for _, tc := range []struct{ in, plain, js string }{

@@ -6,39 +6,62 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
-// maxDepth bounds JSON nesting. gjson and the key check below recurse, and no legitimate
-// Messages body comes near this depth.
+// maxDepth bounds JSON nesting. gjson recurses, and no legitimate Messages body comes near
+// this depth.
 const maxDepth = 512
+
+// strictJSON is the one-pass check of checkJSON.
+var strictJSON = jsontext.CheckOptions{
+	MaxDepth:          maxDepth,
+	RejectInvalidUTF8: true,
+	EscapedKey: func(name string) error {
+		if isPlainKey(name) {
+			return fmt.Errorf("object key %q is written with escapes", name)
+		}
+		return nil
+	},
+}
 
 // checkJSON rejects bodies that gjson would read differently from the upstream: invalid
 // UTF-8 (canonical text would silently gain U+FFFD), excessive nesting, invalid JSON,
 // duplicate object keys (gjson reads the first, many servers the last: a policy would vet
 // one value while the model saw another), and escaped spellings of plain ASCII keys
-// ("te\u0078t"), which gjson paths and sjson patches would not match.
+// ("te\u0078t"), which gjson paths and sjson patches would not match. One pass
+// (jsontext.CheckOptions.Check); only a rejected body is looked at again, to report its
+// faults in that order.
 func checkJSON(body string) error {
+	err := strictJSON.CheckString(body)
+	if err == nil {
+		return nil
+	}
 	if !utf8.ValidString(body) {
 		return fmt.Errorf("body is not valid UTF-8")
 	}
 	if nestingDepth(body) > maxDepth {
 		return fmt.Errorf("JSON nesting deeper than %d", maxDepth)
 	}
-	if !gjson.Valid(body) {
-		return fmt.Errorf("body is not valid JSON")
+	var ce *jsontext.CheckError
+	errors.As(err, &ce)
+	switch ce.Kind {
+	case jsontext.ErrKey:
+		return ce.Err
+	case jsontext.ErrDuplicateKey:
+		return fmt.Errorf("duplicate object key %q", ce.Key)
 	}
-	return checkKeys(gjson.Parse(body))
+	return fmt.Errorf("body is not valid JSON: %s at byte %d", ce.Msg, ce.Offset)
 }
 
 // nestingDepth returns the maximum array/object nesting of a JSON text, ignoring brackets
@@ -72,33 +95,6 @@ func nestingDepth(s string) int {
 		}
 	}
 	return max
-}
-
-func checkKeys(v gjson.Result) error {
-	var err error
-	switch {
-	case v.IsObject():
-		var seen jsontext.KeySet
-		v.ForEach(func(k, val gjson.Result) bool {
-			name := k.String()
-			if strings.IndexByte(k.Raw, '\\') >= 0 && isPlainKey(name) {
-				err = fmt.Errorf("object key %q is written with escapes", name)
-				return false
-			}
-			if !seen.Add(name) {
-				err = fmt.Errorf("duplicate object key %q", name)
-				return false
-			}
-			err = checkKeys(val)
-			return err == nil
-		})
-	case v.IsArray():
-		v.ForEach(func(_, val gjson.Result) bool {
-			err = checkKeys(val)
-			return err == nil
-		})
-	}
-	return err
 }
 
 // isPlainKey reports whether a key uses only the characters of Anthropic field names, so an

@@ -216,47 +216,22 @@ func caseVariant(obj gjson.Result, keys []string) string {
 // CheckJSON validates raw as one JSON value with no duplicate object key at any depth and
 // a bounded nesting. Duplicates matter because gjson reads a member's first occurrence and
 // most other parsers its last: a policy would inspect one value while the server (or the
-// client) acts on another. Keys are compared unescaped, so "a" and "\u0061" collide.
+// client) acts on another. Keys are compared unescaped, so "a" and "\u0061" collide. One
+// iterative pass (jsontext.Check): a hostile nesting cannot exhaust the stack.
 func CheckJSON(raw []byte) error {
-	if !json.Valid(raw) {
-		// encoding/json validates iteratively, so a hostile nesting cannot exhaust the stack.
-		return &Error{Code: CodeParseError, Message: "parse error: the body is not valid JSON"}
+	err := jsontext.Check(raw, maxDepth)
+	if err == nil {
+		return nil
 	}
-	// One pass over bytes already known to be valid JSON: in an object, the string after
-	// '{' or ',' is a key; every other string is a value.
-	var stack []keyFrame
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; c {
-		case '{', '[':
-			if len(stack) >= maxDepth {
-				return invalidRequest("JSON nested deeper than %d levels", maxDepth)
-			}
-			stack = append(stack, keyFrame{object: c == '{', expectKey: c == '{'})
-		case '}', ']':
-			stack = stack[:len(stack)-1]
-		case ',':
-			if n := len(stack); n > 0 && stack[n-1].object {
-				stack[n-1].expectKey = true
-			}
-		case '"':
-			end := jsontext.StringEnd(raw, i)
-			if n := len(stack); n > 0 && stack[n-1].expectKey {
-				key := jsontext.UnquoteKey(raw[i : end+1])
-				if !stack[n-1].Add(key) {
-					return invalidRequest("duplicate object key %q", key)
-				}
-				stack[n-1].expectKey = false
-			}
-			i = end
-		}
+	var ce *jsontext.CheckError
+	errors.As(err, &ce)
+	switch ce.Kind {
+	case jsontext.ErrDepth:
+		return invalidRequest("JSON nested deeper than %d levels", maxDepth)
+	case jsontext.ErrDuplicateKey:
+		return invalidRequest("duplicate object key %q", ce.Key)
 	}
-	return nil
-}
-
-// keyFrame is one open object or array of CheckJSON; an object records its keys.
-type keyFrame struct {
-	object, expectKey bool
-	jsontext.KeySet
+	return &Error{Code: CodeParseError, Message: fmt.Sprintf("parse error: the body is not valid JSON: %s at byte %d", ce.Msg, ce.Offset)}
 }
 
 // IDKey returns a comparable form of a JSON-RPC id: the string 1 and the number 1 are

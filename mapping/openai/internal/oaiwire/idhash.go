@@ -2,8 +2,9 @@ package oaiwire
 
 import (
 	"hash"
-	"strings"
 	"unsafe"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // HashCompact writes raw JSON to h without insignificant whitespace, so that ids derived
@@ -20,7 +21,7 @@ func HashCompact(h hash.Hash, raw string) {
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
 		case '"':
-			i = stringEnd(raw, i)
+			i = jsontext.StringEnd(raw, i)
 		case ' ', '\t', '\n', '\r':
 			if start < i {
 				writeString(h, raw[start:i])
@@ -31,28 +32,6 @@ func HashCompact(h hash.Hash, raw string) {
 	if start < len(raw) {
 		writeString(h, raw[start:])
 	}
-}
-
-// stringEnd returns the index of the quote that closes the string literal opening at
-// s[open], or len(s)-1 when it is unterminated. A quote is the closing one when an even
-// number of backslashes precedes it.
-func stringEnd(s string, open int) int {
-	for i := open + 1; i < len(s); {
-		q := strings.IndexByte(s[i:], '"')
-		if q < 0 {
-			return len(s) - 1
-		}
-		q += i
-		bs := 0
-		for j := q - 1; j > open && s[j] == '\\'; j-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return q
-		}
-		i = q + 1
-	}
-	return len(s) - 1
 }
 
 // writeString hands s to h without copying it. Hash implementations do not retain or

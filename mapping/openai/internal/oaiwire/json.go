@@ -3,8 +3,8 @@ package oaiwire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -23,50 +23,22 @@ const MaxRequestDepth = 256
 // and no duplicate object keys. Duplicate keys matter because gjson reads the first
 // occurrence while most upstream parsers keep the last one, so a body with two "messages"
 // or two "input" members would let a policy inspect one value while the model receives the
-// other. One linear pass, no allocation for ordinary bodies.
-//
-// encoding/json validates first: it is iterative, so a hostile body cannot exhaust the
-// stack; the key scan below then only runs over valid JSON.
+// other. One iterative pass (jsontext.Check), no allocation for ordinary bodies; it accepts
+// exactly what encoding/json.Valid accepts, and a syntax error wins over the other faults.
 func CheckClientJSON(raw []byte) error {
-	if !json.Valid(raw) {
-		return fmt.Errorf("body is not valid JSON")
+	err := jsontext.Check(raw, MaxRequestDepth)
+	if err == nil {
+		return nil
 	}
-	var stack []keyFrame
-	expectKey := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; c {
-		case '{', '[':
-			if len(stack) >= MaxRequestDepth {
-				return fmt.Errorf("JSON nesting deeper than %d levels", MaxRequestDepth)
-			}
-			stack = append(stack, keyFrame{object: c == '{'})
-			expectKey = c == '{'
-		case '}', ']':
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			expectKey = false
-		case ',':
-			expectKey = len(stack) > 0 && stack[len(stack)-1].object
-		case '"':
-			end := jsontext.StringEnd(raw, i)
-			if expectKey && len(stack) > 0 {
-				key := jsontext.UnquoteKey(raw[i : end+1])
-				if !stack[len(stack)-1].Add(key) {
-					return fmt.Errorf("duplicate object key %q", key)
-				}
-				expectKey = false
-			}
-			i = end
-		}
+	var ce *jsontext.CheckError
+	errors.As(err, &ce)
+	switch ce.Kind {
+	case jsontext.ErrDepth:
+		return fmt.Errorf("JSON nesting deeper than %d levels", MaxRequestDepth)
+	case jsontext.ErrDuplicateKey:
+		return fmt.Errorf("duplicate object key %q", ce.Key)
 	}
-	return nil
-}
-
-// keyFrame is one open object or array of CheckClientJSON; an object records its keys.
-type keyFrame struct {
-	object bool
-	jsontext.KeySet
+	return fmt.Errorf("body is not valid JSON: %s at byte %d", ce.Msg, ce.Offset)
 }
 
 // JSONString returns s as a JSON string literal.
@@ -138,37 +110,6 @@ func NormalizeJSON(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-// WriteCompact writes raw JSON to w without insignificant whitespace, so that ids derived
-// from an item do not change when a client re-indents its history.
-func WriteCompact(w io.Writer, raw string) {
-	start := 0
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			if start < i {
-				io.WriteString(w, raw[start:i])
-			}
-			start = i + 1
-		}
-	}
-	if start < len(raw) {
-		io.WriteString(w, raw[start:])
-	}
 }
 
 // ParseArguments turns a native arguments string into a tool input object. ok is false when
