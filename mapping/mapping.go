@@ -15,6 +15,7 @@ import (
 	"io"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // Translator converts one native request/response API (for example OpenAI chat
@@ -124,15 +125,33 @@ type ToolCall struct {
 
 // ToolCallPart builds the canonical part for a tool call.
 func ToolCallPart(partID string, call ToolCall) ahp.Part {
-	if len(call.Input) == 0 {
-		call.Input = json.RawMessage(`{}`)
+	input := []byte(call.Input)
+	if len(input) == 0 {
+		input = []byte(`{}`)
 	}
-	// No HTML escaping: policies scan this text, and "\u0026\u0026" would hide a shell "&&".
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(call) // cannot fail: strings and a valid raw object
-	p := ahp.TextPart(partID, string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
+	// Written by hand rather than by encoding/json, which costs a reflective encoder per
+	// call of every assistant message of every request. The output is the same: the
+	// strings escaped as encoding/json escapes them except that there is no HTML escaping
+	// (policies scan this text, and "\u0026\u0026" would hide a shell "&&"), and the
+	// input compacted.
+	b := make([]byte, 0, len(call.ID)+len(call.Name)+len(input)+32)
+	b = append(b, `{"id":`...)
+	b = jsontext.AppendStringJS(b, call.ID)
+	b = append(b, `,"name":`...)
+	b = jsontext.AppendStringJS(b, call.Name)
+	b = append(b, `,"input":`...)
+	if jsontext.IsCompact(BytesString(input)) {
+		b = append(b, input...)
+	} else {
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, input); err != nil { // callers pass valid JSON
+			buf.Truncate(len(b))
+			buf.WriteString(`{}`)
+		}
+		b = buf.Bytes()
+	}
+	b = append(b, '}')
+	p := ahp.TextPart(partID, string(b))
 	p.Category = ahp.CategoryToolCall
 	return p
 }

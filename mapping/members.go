@@ -29,10 +29,36 @@ type Members struct {
 func TopMembers(root gjson.Result) Members {
 	m := Members{s: root.Raw}
 	base := root.Index // gjson's indexes count from the start of the parsed text
-	s := root.Raw
+	eachMember(root, func(k, v gjson.Result) {
+		k.Index -= base
+		v.Index -= base
+		m.keys = append(m.keys, k)
+		m.vals = append(m.vals, v)
+	})
+	return m
+}
+
+// Pick sets out[j] to the value of the member of obj named names[j], in one pass over obj
+// and without allocating; a member obj does not have is left as it was (the zero Result
+// does not Exist). It is for decoders that read several members of many small objects.
+func Pick(obj gjson.Result, names []string, out []gjson.Result) {
+	eachMember(obj, func(k, v gjson.Result) {
+		for j, n := range names {
+			if k.Str == n {
+				out[j] = v
+				return
+			}
+		}
+	})
+}
+
+// eachMember calls fn with each member of obj, a parsed JSON object from a body that
+// passed the strict check, with indexes counted as gjson counts them.
+func eachMember(obj gjson.Result, fn func(k, v gjson.Result)) {
+	s, base := obj.Raw, obj.Index
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
-		return m
+		return
 	}
 	i = skipSpace(s, i+1)
 	for i < len(s) && s[i] == '"' {
@@ -40,21 +66,16 @@ func TopMembers(root gjson.Result) Members {
 		key := valueAt(s, i, kEnd, base)
 		i = skipSpace(s, kEnd)
 		if i >= len(s) || s[i] != ':' {
-			break
+			return
 		}
 		vStart := skipSpace(s, i+1)
 		vEnd := skipValue(s, vStart)
-		key.Index -= base
-		v := valueAt(s, vStart, vEnd, base)
-		v.Index -= base
-		m.keys = append(m.keys, key)
-		m.vals = append(m.vals, v)
+		fn(key, valueAt(s, vStart, vEnd, base))
 		i = skipSpace(s, vEnd)
 		if i < len(s) && s[i] == ',' {
 			i = skipSpace(s, i+1)
 		}
 	}
-	return m
 }
 
 // Elements calls fn with each element of arr, a parsed JSON array from a body that passed
@@ -88,10 +109,7 @@ func valueAt(s string, start, end, base int) gjson.Result {
 	}
 	var r gjson.Result
 	if raw[0] == '"' {
-		r = gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
-		if strings.IndexByte(raw, '\\') >= 0 {
-			r = gjson.Parse(raw) // escapes: gjson decodes them
-		}
+		r = gjson.Result{Type: gjson.String, Raw: raw, Str: jsontext.Unquote(raw)}
 	} else {
 		r = gjson.Parse(raw)
 	}

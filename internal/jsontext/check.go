@@ -563,9 +563,10 @@ func appendUnquoted(dst, s []byte) []byte {
 }
 
 // hex4 decodes the four hex digits at the start of s, known to be valid.
-func hex4(s []byte) rune {
+func hex4[T string | []byte](s T) rune {
 	var r rune
-	for _, c := range s[:4] {
+	for i := 0; i < 4; i++ {
+		c := s[i]
 		switch {
 		case c <= '9':
 			c -= '0'

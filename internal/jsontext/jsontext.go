@@ -5,6 +5,7 @@ package jsontext
 
 import (
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -103,4 +104,74 @@ func StringEnd(s string, open int) int {
 		i = q + 1
 	}
 	return len(s) - 1
+}
+
+// IsCompact reports whether the JSON text s has no whitespace outside its string literals,
+// so that it is already in the form json.Compact would give.
+func IsCompact(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i = StringEnd(s, i)
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return true
+}
+
+// Unquote returns the value of the JSON string literal lit, quotes included, from a body
+// that passed Check. It decodes exactly as gjson does (a lone surrogate escape becomes
+// U+FFFD; other bytes are kept as they are) but copies the runs between escapes whole
+// instead of byte by byte: tool results and prompts are full of \n and \".
+func Unquote(lit string) string {
+	if len(lit) < 2 {
+		return ""
+	}
+	s := lit[1 : len(lit)-1]
+	i := strings.IndexByte(s, '\\')
+	if i < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for {
+		b = append(b, s[:i]...)
+		if i+1 >= len(s) {
+			return string(b)
+		}
+		adv := 2
+		switch c := s[i+1]; c {
+		case '"', '\\', '/':
+			b = append(b, c)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			if i+6 > len(s) {
+				return string(b)
+			}
+			r := hex4(s[i+2 : i+6])
+			adv = 6
+			if utf16.IsSurrogate(r) && r < 0xDC00 && i+12 <= len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+				if r2 := hex4(s[i+8 : i+12]); r2 >= 0xDC00 && r2 < 0xE000 {
+					r = utf16.DecodeRune(r, r2)
+					adv = 12
+				}
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return string(b)
+		}
+		s = s[i+adv:]
+		if i = strings.IndexByte(s, '\\'); i < 0 {
+			return string(append(b, s...))
+		}
+	}
 }

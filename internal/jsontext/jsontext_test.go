@@ -1,6 +1,12 @@
 package jsontext
 
-import "testing"
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
 
 func TestAppendString(t *testing.T) {
 	for _, tc := range []struct{ in, plain, js string }{
@@ -19,4 +25,29 @@ func TestAppendString(t *testing.T) {
 			t.Errorf("AppendStringJS(%q) = %s, want x%s", tc.in, got, tc.js)
 		}
 	}
+}
+
+func TestUnquoteMatchesGjson(t *testing.T) {
+	for _, lit := range []string{
+		`""`, `"plain"`, `"a\nb\tc\"d\\e\/f\bg\fh\ri"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00 smile"`,
+		`"\ud800 lone high"`, `"\udc00 lone low"`, `"\ud800\u0041"`, `"tail\\"`, `"\u0000"`,
+	} {
+		if got, want := Unquote(lit), gjson.Parse(lit).Str; got != want {
+			t.Errorf("Unquote(%s) = %q, gjson %q", lit, got, want)
+		}
+	}
+}
+
+func FuzzUnquote(f *testing.F) {
+	f.Add(`"a\nb\u00e9\ud83d\ude00"`)
+	f.Add(`"\ud800\udc00\\"`)
+	f.Fuzz(func(t *testing.T, lit string) {
+		lit = strings.Trim(lit, " \t\r\n") // a literal alone, as the decoders pass it
+		if !json.Valid([]byte(lit)) || len(lit) < 2 || lit[0] != '"' {
+			return
+		}
+		if got, want := Unquote(lit), gjson.Parse(lit).Str; got != want {
+			t.Fatalf("Unquote(%s) = %q, gjson %q", lit, got, want)
+		}
+	})
 }

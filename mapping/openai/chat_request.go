@@ -105,12 +105,31 @@ func (d *requestDecoder) uniqueID(id string, index int) string {
 	return id
 }
 
+// messageFieldNames are the members of a chat message the decoder reads.
+var messageFieldNames = [...]string{"role", "content", "tool_call_id", "name",
+	"reasoning_content", "reasoning", "refusal", "audio", "tool_calls", "function_call"}
+
+// messageFields holds a message's members, in the order of messageFieldNames.
+type messageFields [len(messageFieldNames)]gjson.Result
+
+// Get returns the member named name, which must be one of messageFieldNames.
+func (f *messageFields) Get(name string) gjson.Result {
+	for i, n := range messageFieldNames {
+		if n == name {
+			return f[i]
+		}
+	}
+	panic("chat message field " + name + " is not in messageFieldNames")
+}
+
 func (d *requestDecoder) message(i int, m gjson.Result) error {
 	where := "messages[" + strconv.Itoa(i) + "]"
 	if !m.IsObject() {
 		return fmt.Errorf("%s is not an object", where)
 	}
-	roleV := m.Get("role")
+	var mm messageFields
+	mapping.Pick(m, messageFieldNames[:], mm[:]) // one pass; each m.Get would rescan the message
+	roleV := mm.Get("role")
 	if roleV.Type != gjson.String {
 		return fmt.Errorf("%s has no role", where)
 	}
@@ -120,24 +139,24 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	switch nm.role {
 	case ahp.RoleSystem, ahp.RoleDeveloper, ahp.RoleUser:
 		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
-		msg.Parts, nm.arrayContent, err = d.content(m.Get("content"), msg.ID, nil, where)
+		msg.Parts, nm.arrayContent, err = d.content(mm.Get("content"), msg.ID, nil, where)
 	case ahp.RoleAssistant:
 		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
-		msg.Parts, nm.arrayContent, err = d.assistant(m, msg.ID, where)
+		msg.Parts, nm.arrayContent, err = d.assistant(&mm, msg.ID, where)
 	case ahp.RoleTool:
-		id := m.Get("tool_call_id")
+		id := mm.Get("tool_call_id")
 		if id.Type != gjson.String || id.Str == "" {
 			return fmt.Errorf("%s: tool message without tool_call_id", where)
 		}
 		nm.toolCallID = id.Str
 		msg.Role = ahp.RoleTool
 		msg.ID = d.uniqueID(id.Str, i)
-		msg.Parts, nm.arrayContent, err = d.toolContent(m.Get("content"), msg.ID, where)
+		msg.Parts, nm.arrayContent, err = d.toolContent(mm.Get("content"), msg.ID, where)
 	case "function":
 		// Deprecated function result: it answers the latest function_call of that name.
 		msg.Role = ahp.RoleTool
 		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
-		name := m.Get("name").String()
+		name := mm.Get("name").String()
 		nm.toolCallID = msg.ID
 		for j := len(d.legacy) - 1; j >= 0; j-- {
 			if d.callNames[d.legacy[j]] == name {
@@ -147,10 +166,10 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 		}
 		// Its content is a string (or null): an array could carry parts a function result
 		// has no way to render back.
-		if c := m.Get("content"); c.Exists() && c.Type != gjson.String && c.Type != gjson.Null {
+		if c := mm.Get("content"); c.Exists() && c.Type != gjson.String && c.Type != gjson.Null {
 			return fmt.Errorf("%s: a function message's content must be a string", where)
 		}
-		msg.Parts, nm.arrayContent, err = d.toolContent(m.Get("content"), msg.ID, where)
+		msg.Parts, nm.arrayContent, err = d.toolContent(mm.Get("content"), msg.ID, where)
 	default:
 		return fmt.Errorf("%s: unknown role %q", where, nm.role)
 	}
@@ -249,7 +268,7 @@ func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Par
 
 // assistant decodes an assistant message: reasoning, content, refusal, tool calls, in that
 // order.
-func (d *requestDecoder) assistant(m gjson.Result, msgID, where string) ([]ahp.Part, bool, error) {
+func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp.Part, bool, error) {
 	var parts []ahp.Part
 	for _, f := range []string{"reasoning_content", "reasoning"} {
 		if r := m.Get(f); r.Type == gjson.String {
