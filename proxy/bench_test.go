@@ -121,18 +121,32 @@ func BenchmarkChatAdded(b *testing.B) {
 		}
 		return time.Since(start)
 	}
+	type shape struct {
+		name      string
+		body      string
+		streaming bool
+	}
+	var shapes []shape
 	for _, size := range []int{1 << 10, 32 << 10} {
 		for _, streaming := range []bool{false, true} {
-			body := chatBody(size, streaming)
 			mode := "json"
 			if streaming {
 				mode = "sse20"
 			}
+			shapes = append(shapes, shape{strconv.Itoa(size>>10) + "KiB/" + mode, chatBody(size, streaming), streaming})
+		}
+	}
+	// A realistic agent request: system prompt, tools, and many turns of user text,
+	// assistant tool calls and multi-line tool results (~150 messages).
+	shapes = append(shapes, shape{"32KiB-agent/json", agentBody(32 << 10), false})
+	for _, sh := range shapes {
+		body := sh.body
+		{
 			for _, tg := range []struct{ name, url string }{
 				{"nosub", fast.URL + chatPath},
 				{"mrb_noeffect", hooked.URL + chatPath},
 			} {
-				b.Run(strconv.Itoa(size>>10)+"KiB/"+mode+"/"+tg.name, func(b *testing.B) {
+				b.Run(sh.name+"/"+tg.name, func(b *testing.B) {
 					var direct, proxied, added []float64
 					i := 0
 					for b.Loop() {
@@ -165,4 +179,20 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// agentBody builds a chat request of about size bytes shaped like an agent's: a system
+// prompt, a tool, and turns of user text, assistant tool calls and multi-line tool results.
+func agentBody(size int) string {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-4o","tools":[{"type":"function","function":{"name":"read_file","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}],"messages":[`)
+	b.WriteString(`{"role":"system","content":"` + strings.Repeat("You are a careful coding agent. ", 40) + `"}`)
+	for i := 0; b.Len() < size-64; i++ {
+		n := strconv.Itoa(i)
+		b.WriteString(`,{"role":"user","content":"Step ` + n + `: please look at file ` + n + ` and explain it."}`)
+		b.WriteString(`,{"role":"assistant","content":null,"tool_calls":[{"id":"call_` + n + `","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"src/file_` + n + `.go\"}"}}]}`)
+		b.WriteString(`,{"role":"tool","tool_call_id":"call_` + n + `","content":"` + strings.Repeat("line "+n+" of the file\\n", 30) + `"}`)
+	}
+	b.WriteString(`,{"role":"user","content":"Now summarize."}]}`)
+	return b.String()
 }

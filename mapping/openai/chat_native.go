@@ -68,8 +68,13 @@ type natives struct {
 	callIDs map[string]*nativeCall // by call id; the last call with that id
 }
 
-func newNatives() natives {
-	return natives{parts: map[string]*nativePart{}, calls: map[string]*nativeCall{}, callIDs: map[string]*nativeCall{}}
+func newNatives() natives { return newNativesFor(0) }
+
+// newNativesFor sizes the maps for about messages messages, so that decoding a long
+// conversation does not rehash them over and over.
+func newNativesFor(messages int) natives {
+	return natives{parts: make(map[string]*nativePart, messages+messages/2),
+		calls: make(map[string]*nativeCall, messages/2), callIDs: make(map[string]*nativeCall, messages/2)}
 }
 
 // addCall records the origin of a tool_call part.
@@ -81,7 +86,7 @@ func (n *natives) addCall(p ahp.Part, id string, nc *nativeCall) {
 
 // addPart records the origin of p.
 func (n *natives) addPart(p ahp.Part, np nativePart) {
-	np.canon = oaiwire.CloneParts([]ahp.Part{p})[0]
+	np.canon = oaiwire.ClonePart(p)
 	n.parts[p.ID] = &np
 }
 

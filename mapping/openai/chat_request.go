@@ -54,8 +54,10 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 		SessionHint: sessionHint(top),
 		Original:    body,
 	}
-	st := &chatRequest{natives: newNatives(), byID: map[string]int{}}
-	d := requestDecoder{st: st, req: req, used: map[string]bool{}}
+	n := strings.Count(msgs.Raw, `"role"`) // about the number of messages
+	st := &chatRequest{natives: newNativesFor(n), byID: make(map[string]int, n), msgs: make([]nativeMessage, 0, n)}
+	d := requestDecoder{st: st, req: req, used: make(map[string]bool, n)}
+	req.Items = make([]ahp.Message, 0, n)
 	var derr error
 	mapping.Elements(msgs, func(m gjson.Result) bool {
 		derr = d.message(len(st.msgs), m)

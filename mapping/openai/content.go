@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -20,16 +22,24 @@ import (
 // content, so the same message at the same position keeps its id while the conversation
 // grows (SPEC-DIGEST §15.4). Whitespace outside strings does not count.
 func messageID(index int, role, raw string) string {
-	h := sha256.New()
-	var buf [24]byte
-	h.Write(strconv.AppendInt(buf[:0], int64(index), 10))
-	h.Write([]byte{0})
-	io.WriteString(h, role)
-	h.Write([]byte{0})
+	h := idHashes.Get().(hash.Hash)
+	defer idHashes.Put(h)
+	h.Reset()
+	var buf [64]byte
+	head := strconv.AppendInt(buf[:0], int64(index), 10)
+	head = append(append(append(head, 0), role...), 0)
+	h.Write(head)
 	oaiwire.HashCompact(h, raw)
 	var sum [sha256.Size]byte
-	return "m" + hex.EncodeToString(h.Sum(sum[:0])[:8])
+	var id [17]byte
+	id[0] = 'm'
+	hex.Encode(id[1:], h.Sum(sum[:0])[:8])
+	return string(id[:])
 }
+
+// idHashes recycles the digests of messageID: a long conversation derives an id per
+// message on every request.
+var idHashes = sync.Pool{New: func() any { return sha256.New() }}
 
 // partID is the id of the n-th part of message id.
 func partID(messageID string, n int) string {

@@ -84,7 +84,7 @@ func newNatives() natives {
 
 // addPart records the origin of p.
 func (n *natives) addPart(p ahp.Part, o partOrigin) {
-	o.canon = oaiwire.CloneParts([]ahp.Part{p})[0]
+	o.canon = oaiwire.ClonePart(p)
 	n.parts[p.ID] = &o
 }
 

@@ -56,26 +56,32 @@ func ItemsEqual(a, b []ahp.Message) bool {
 // record of the original.
 func CloneParts(ps []ahp.Part) []ahp.Part {
 	out := make([]ahp.Part, len(ps))
-	for i, p := range ps {
-		if p.Text != nil {
-			t := *p.Text
-			p.Text = &t
-		}
-		if p.Size != nil {
-			s := *p.Size
-			p.Size = &s
-		}
-		if p.Body != nil {
-			b := *p.Body
-			p.Body = &b
-		}
-		if p.Gap != nil {
-			g := *p.Gap
-			p.Gap = &g
-		}
-		out[i] = p
+	for i := range ps {
+		out[i] = ClonePart(ps[i])
 	}
 	return out
+}
+
+// ClonePart deep-copies one part: its pointer fields get copies of their own. Strings are
+// immutable and shared.
+func ClonePart(p ahp.Part) ahp.Part {
+	if p.Text != nil {
+		t := *p.Text
+		p.Text = &t
+	}
+	if p.Size != nil {
+		s := *p.Size
+		p.Size = &s
+	}
+	if p.Body != nil {
+		b := *p.Body
+		p.Body = &b
+	}
+	if p.Gap != nil {
+		g := *p.Gap
+		p.Gap = &g
+	}
+	return p
 }
 
 // CloneItems deep-copies a message list.
