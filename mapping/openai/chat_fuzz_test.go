@@ -56,7 +56,7 @@ func FuzzDecodeRequest(f *testing.F) {
 				case p.Kind != ahp.KindText || p.Text == nil:
 					continue
 				case p.Category == ahp.CategoryToolCall:
-					nc := st.calls[p.ID]
+					nc := st.call(p.ID)
 					if nc == nil || nc.kind == callCustom {
 						continue
 					}

@@ -32,12 +32,13 @@ const (
 // nativePart is the native origin of one canonical part.
 type nativePart struct {
 	src      partSource
-	raw      string          // the array entry's JSON; "" for fields and content strings
-	field    string          // srcReasoning: the field it came from; srcFileText: the file_data path
-	fileType string          // srcFileText: the data URL's media type
-	data     oaiwire.DataURL // attachments with inline bytes (AttachmentData)
-	hasData  bool            // data is set
-	canon    ahp.Part        // the part as decoded, to tell an unchanged part from an edit
+	raw      string            // the array entry's JSON; "" for fields and content strings
+	field    string            // srcReasoning: the field it came from; srcFileText: the file_data path
+	fileType string            // srcFileText: the data URL's media type
+	data     oaiwire.DataURL   // attachments with inline bytes (AttachmentData)
+	hasData  bool              // data is set
+	canon    ahp.Part          // the part as decoded, to tell an unchanged part from an edit
+	store    oaiwire.PartStore // what canon's pointer fields point to
 }
 
 // callKind is the native form of a tool call.
@@ -51,18 +52,30 @@ const (
 
 // nativeCall is the native origin of one tool call.
 type nativeCall struct {
-	id    string
-	kind  callKind
-	raw   string // the tool_calls entry, or the function_call object
-	name  string
-	input string // compact JSON of the canonical input
-	text  string // the canonical tool_call part text as decoded
+	id     string
+	partID string // the canonical tool_call part
+	kind   callKind
+	raw    string // the tool_calls entry, or the function_call object
+	name   string
+	input  string // compact JSON of the canonical input
+	text   string // the canonical tool_call part text as decoded
 }
 
 // natives maps canonical parts back to native JSON. It is shared by request and response
 // state. Calls are found by part id first: call ids are not always unique (some compatible
 // servers number their calls per response), part ids are.
+//
+// Decoding only appends to lists; the maps that look parts and calls up by id are built on
+// the first lookup. Most requests are forwarded unchanged and never look anything up, so a
+// long conversation does not pay for three maps it will not use. A natives value belongs
+// to one request or response and is used by one goroutine at a time.
 type natives struct {
+	partList []*nativePart
+	callList []*nativeCall
+	idx      *nativeIndex // nil until the first lookup
+}
+
+type nativeIndex struct {
 	parts   map[string]*nativePart
 	calls   map[string]*nativeCall // by tool_call part id
 	callIDs map[string]*nativeCall // by call id; the last call with that id
@@ -70,29 +83,56 @@ type natives struct {
 
 func newNatives() natives { return newNativesFor(0) }
 
-// newNativesFor sizes the maps for about messages messages, so that decoding a long
-// conversation does not rehash them over and over.
+// newNativesFor sizes the lists for about messages messages.
 func newNativesFor(messages int) natives {
-	return natives{parts: make(map[string]*nativePart, messages+messages/2),
-		calls: make(map[string]*nativeCall, messages/2), callIDs: make(map[string]*nativeCall, messages/2)}
+	return natives{partList: make([]*nativePart, 0, messages), callList: make([]*nativeCall, 0, messages/4)}
 }
+
+// index returns the lookup maps, building them on first use.
+func (n *natives) index() *nativeIndex {
+	if n.idx == nil {
+		x := &nativeIndex{parts: make(map[string]*nativePart, len(n.partList)),
+			calls: make(map[string]*nativeCall, len(n.callList)), callIDs: make(map[string]*nativeCall, len(n.callList))}
+		for _, np := range n.partList {
+			x.parts[np.canon.ID] = np
+		}
+		for _, nc := range n.callList {
+			x.calls[nc.partID], x.callIDs[nc.id] = nc, nc
+		}
+		n.idx = x
+	}
+	return n.idx
+}
+
+// part, call and callByID look origins up by part id, tool_call part id and call id.
+func (n *natives) part(partID string) *nativePart     { return n.index().parts[partID] }
+func (n *natives) call(partID string) *nativeCall     { return n.index().calls[partID] }
+func (n *natives) callByID(callID string) *nativeCall { return n.index().callIDs[callID] }
+
+// lastCall is the call added last.
+func (n *natives) lastCall() *nativeCall { return n.callList[len(n.callList)-1] }
 
 // addCall records the origin of a tool_call part.
 func (n *natives) addCall(p ahp.Part, id string, nc *nativeCall) {
-	nc.id, nc.text = id, p.TextOf()
-	n.calls[p.ID] = nc
-	n.callIDs[id] = nc
+	nc.id, nc.text, nc.partID = id, p.TextOf(), p.ID
+	n.callList = append(n.callList, nc)
+	if n.idx != nil {
+		n.idx.calls[p.ID], n.idx.callIDs[id] = nc, nc
+	}
 }
 
 // addPart records the origin of p.
 func (n *natives) addPart(p ahp.Part, np nativePart) {
-	np.canon = oaiwire.ClonePart(p)
-	n.parts[p.ID] = &np
+	np.canon = np.store.Clone(p)
+	n.partList = append(n.partList, &np)
+	if n.idx != nil {
+		n.idx.parts[p.ID] = &np
+	}
 }
 
 // unchanged returns the origin of p when p is exactly the part that was decoded.
 func (n *natives) unchanged(p *ahp.Part) *nativePart {
-	if np := n.parts[p.ID]; np != nil && oaiwire.PartsEqual(&np.canon, p) {
+	if np := n.part(p.ID); np != nil && oaiwire.PartsEqual(&np.canon, p) {
 		return np
 	}
 	return nil
@@ -181,7 +221,7 @@ func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *a
 // an edited one is patched (so unknown fields of the entry survive); a new one is a
 // function call. legacy reports that the call belongs in function_call.
 func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
-	nc := n.calls[p.ID]
+	nc := n.call(p.ID)
 	if nc != nil && p.Text != nil && *p.Text == nc.text {
 		return nc.raw, nc.kind == callLegacy, nil
 	}
@@ -198,7 +238,7 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 	}
 	args := oaiwire.NormalizeJSON(in)
 	if nc == nil || nc.id != c.ID {
-		nc = n.callIDs[c.ID] // a call moved to another part
+		nc = n.callByID(c.ID) // a call moved to another part
 	}
 	if nc != nil && nc.name == c.Name && nc.input == args {
 		return nc.raw, nc.kind == callLegacy, nil
@@ -263,7 +303,7 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 	case ahp.KindAttachment:
 		// Attachments are immutable references (AHP-EDIT-001): only an attachment the
 		// request already carried, under the same id, can be rendered back.
-		np := n.parts[p.ID]
+		np := n.part(p.ID)
 		if np == nil || np.src != srcAttachment || np.canon.MediaType != p.MediaType ||
 			p.SHA256 != "" && np.canon.SHA256 != "" && p.SHA256 != np.canon.SHA256 {
 			return contentEntry{}, fmt.Errorf("attachment part %s is not an unchanged original attachment", p.ID)
@@ -280,7 +320,7 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 		return contentEntry{}, fmt.Errorf("part %s: text part without text (selection %q) cannot be rendered", p.ID, p.Selection)
 	}
 	text := *p.Text
-	if np := n.parts[p.ID]; np != nil && np.raw != "" {
+	if np := n.part(p.ID); np != nil && np.raw != "" {
 		// An edited entry keeps its other native fields (cache_control, ...).
 		var raw string
 		var err error
@@ -370,7 +410,7 @@ func (n *natives) splitAssistant(parts []ahp.Part) (assistantParts, error) {
 			}
 			continue
 		}
-		np := n.parts[p.ID]
+		np := n.part(p.ID)
 		if p.Kind == ahp.KindText && (p.Category == ahp.CategoryReasoning || np != nil && np.src == srcRefusalField) {
 			if p.Text == nil {
 				return a, fmt.Errorf("part %s: text part without text (selection %q) cannot be rendered", p.ID, p.Selection)

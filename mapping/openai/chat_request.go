@@ -319,7 +319,7 @@ func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp
 			return nil, false, fmt.Errorf("%s: %w", where, err)
 		}
 		d.noteCall(p, gap)
-		d.legacy = append(d.legacy, d.st.calls[p.ID].id)
+		d.legacy = append(d.legacy, d.st.lastCall().id)
 		parts = append(parts, p)
 	}
 	return parts, array, nil
@@ -330,7 +330,7 @@ func (d *requestDecoder) noteCall(p ahp.Part, gap *ahp.Gap) {
 	if gap != nil {
 		d.req.Gaps = append(d.req.Gaps, *gap)
 	}
-	nc := d.st.calls[p.ID]
+	nc := d.st.lastCall() // the call of p, just decoded
 	if d.callNames == nil {
 		d.callNames, d.callInputs = map[string]string{}, map[string]json.RawMessage{}
 	}
@@ -490,7 +490,7 @@ func (st *chatRequest) renderTool(m *ahp.Message, orig *nativeMessage, items []a
 				break
 			}
 		}
-		if callID == "" && st.callIDs[m.ID] != nil {
+		if callID == "" && st.callByID(m.ID) != nil {
 			callID = m.ID
 		}
 		if callID == "" {
@@ -535,7 +535,7 @@ func (c *Chat) AttachmentData(req *mapping.Request, partID string) (mediaType st
 	if !isChat {
 		return "", nil, false
 	}
-	np := st.parts[partID]
+	np := st.part(partID)
 	if np == nil || !np.hasData {
 		return "", nil, false
 	}

@@ -239,7 +239,7 @@ func (n *natives) renderMessage(base string, parts []ahp.Part) (string, error) {
 	keepAudio := false
 	for _, p := range a.content {
 		if p.Kind == ahp.KindAttachment {
-			if np := n.parts[p.ID]; np != nil && np.src == srcAudioOutput && np.canon.MediaType == p.MediaType {
+			if np := n.part(p.ID); np != nil && np.src == srcAudioOutput && np.canon.MediaType == p.MediaType {
 				keepAudio = true
 				continue
 			}

@@ -22,24 +22,28 @@ import (
 // content, so the same message at the same position keeps its id while the conversation
 // grows (SPEC-DIGEST §15.4). Whitespace outside strings does not count.
 func messageID(index int, role, raw string) string {
-	h := idHashes.Get().(hash.Hash)
-	defer idHashes.Put(h)
-	h.Reset()
-	var buf [64]byte
-	head := strconv.AppendInt(buf[:0], int64(index), 10)
+	ih := idHashes.Get().(*idHash)
+	defer idHashes.Put(ih)
+	ih.h.Reset()
+	head := strconv.AppendInt(ih.buf[:0], int64(index), 10)
 	head = append(append(append(head, 0), role...), 0)
-	h.Write(head)
-	oaiwire.HashCompact(h, raw)
-	var sum [sha256.Size]byte
+	ih.h.Write(head)
+	oaiwire.HashCompact(ih.h, raw)
 	var id [17]byte
 	id[0] = 'm'
-	hex.Encode(id[1:], h.Sum(sum[:0])[:8])
+	hex.Encode(id[1:], ih.h.Sum(ih.sum[:0])[:8])
 	return string(id[:])
 }
 
-// idHashes recycles the digests of messageID: a long conversation derives an id per
-// message on every request.
-var idHashes = sync.Pool{New: func() any { return sha256.New() }}
+// idHash is a digest with its scratch space, pooled so that deriving an id for every
+// message of a long conversation on every request allocates only the ids.
+type idHash struct {
+	h   hash.Hash
+	buf [64]byte
+	sum [sha256.Size]byte
+}
+
+var idHashes = sync.Pool{New: func() any { return &idHash{h: sha256.New()} }}
 
 // partID is the id of the n-th part of message id.
 func partID(messageID string, n int) string {

@@ -61,6 +61,7 @@ type partOrigin struct {
 	entry    string // the entry's type ("input_text", "refusal", ...)
 	fileType string // srcFileText: the media type of its data URL
 	canon    ahp.Part
+	store    oaiwire.PartStore // what canon's pointer fields point to
 }
 
 // callOrigin is the native origin of one tool_call part.
@@ -84,7 +85,7 @@ func newNatives() natives {
 
 // addPart records the origin of p.
 func (n *natives) addPart(p ahp.Part, o partOrigin) {
-	o.canon = oaiwire.ClonePart(p)
+	o.canon = o.store.Clone(p)
 	n.parts[p.ID] = &o
 }
 

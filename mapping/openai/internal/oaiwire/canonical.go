@@ -53,11 +53,12 @@ func ItemsEqual(a, b []ahp.Message) bool {
 }
 
 // CloneParts deep-copies parts, so that later edits elsewhere cannot alter the translator's
-// record of the original.
+// record of the original. The copies' pointed-to values share one allocation.
 func CloneParts(ps []ahp.Part) []ahp.Part {
 	out := make([]ahp.Part, len(ps))
+	store := make([]PartStore, len(ps))
 	for i := range ps {
-		out[i] = ClonePart(ps[i])
+		out[i] = store[i].Clone(ps[i])
 	}
 	return out
 }
@@ -65,30 +66,61 @@ func CloneParts(ps []ahp.Part) []ahp.Part {
 // ClonePart deep-copies one part: its pointer fields get copies of their own. Strings are
 // immutable and shared.
 func ClonePart(p ahp.Part) ahp.Part {
+	var s PartStore
+	return s.Clone(p)
+}
+
+// PartStore holds the values a cloned part's pointer fields point to. Kept inside a larger
+// record, or in one slice for many parts, it lets a deep copy cost no allocation per part:
+// decoding a long conversation records every part it decodes.
+type PartStore struct {
+	text string
+	size int64
+	body ahp.Ref
+	gap  ahp.Gap
+}
+
+// Clone returns a copy of p whose pointer fields point into s.
+func (s *PartStore) Clone(p ahp.Part) ahp.Part {
 	if p.Text != nil {
-		t := *p.Text
-		p.Text = &t
+		s.text = *p.Text
+		p.Text = &s.text
 	}
 	if p.Size != nil {
-		s := *p.Size
-		p.Size = &s
+		s.size = *p.Size
+		p.Size = &s.size
 	}
 	if p.Body != nil {
-		b := *p.Body
-		p.Body = &b
+		s.body = *p.Body
+		p.Body = &s.body
 	}
 	if p.Gap != nil {
-		g := *p.Gap
-		p.Gap = &g
+		s.gap = *p.Gap
+		p.Gap = &s.gap
 	}
 	return p
 }
 
 // CloneItems deep-copies a message list.
 func CloneItems(ms []ahp.Message) []ahp.Message {
+	n := 0
+	for i := range ms {
+		n += len(ms[i].Parts)
+	}
+	// Three allocations whatever the length of the conversation.
 	out := make([]ahp.Message, len(ms))
+	parts := make([]ahp.Part, n)
+	store := make([]PartStore, n)
+	k := 0
 	for i, m := range ms {
-		m.Parts = CloneParts(m.Parts)
+		if m.Parts != nil {
+			ps := parts[k : k+len(m.Parts) : k+len(m.Parts)]
+			for j := range m.Parts {
+				ps[j] = store[k+j].Clone(m.Parts[j])
+			}
+			m.Parts = ps
+			k += len(ps)
+		}
 		out[i] = m
 	}
 	return out
