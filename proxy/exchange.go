@@ -317,10 +317,19 @@ func (x *exchange) observesResponse() bool {
 // cloneMessages copies messages and their part lists, so that events handed to the chain
 // never alias the exchange's working list.
 func cloneMessages(in []ahp.Message) []ahp.Message {
+	n := 0
+	for i := range in {
+		n += len(in[i].Parts)
+	}
 	out := make([]ahp.Message, len(in))
+	parts := make([]ahp.Part, 0, n) // one backing array: a long conversation has many messages
 	for i, m := range in {
 		out[i] = m
-		out[i].Parts = append([]ahp.Part(nil), m.Parts...)
+		if m.Parts != nil {
+			start := len(parts)
+			parts = append(parts, m.Parts...)
+			out[i].Parts = parts[start:len(parts):len(parts)]
+		}
 	}
 	return out
 }
