@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # hookproxy image: a static binary on a distroless base, running as a non-root user.
 #
 #   docker build -t hookproxy .

@@ -130,8 +130,7 @@ func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*
 		if !modifyOps(caps, b.target).Replace || ls.withheld {
 			return warn()
 		}
-		items := redactItems(ev.Items, ls.hits, p.scan, neutralize)
-		return results(modifyEffect(b.target, ahp.OpReplace, messagesJSON(items))), nil
+		return results(modifyEffect(b.target, ahp.OpReplace, redactedListJSON(ev.Items, ls.hits, p.scan, neutralize))), nil
 	}
 	switch p.action {
 	case actionDeny:

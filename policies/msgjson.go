@@ -15,6 +15,20 @@ import (
 // appendMessages encodes msgs as a JSON array. A nil parts list is written as [] (the
 // protocol requires the member to be an array).
 func appendMessages(dst []byte, msgs []ahp.Message) []byte {
+	return appendEditedMessages(dst, msgs, nil, nil)
+}
+
+// textEdit writes the JSON string literal that replaces the text of the part that hits[k]
+// names.
+type textEdit func(dst []byte, p *ahp.Part, k int) []byte
+
+// appendEditedMessages encodes msgs as appendMessages does, except that the text of each
+// part named by hits (in message and part order, as scanItems lists them) is written by
+// edit. A redacting policy encodes its edited copy of the list this way, straight from the
+// original messages: no copy of the list, its parts or the edited texts is built (see
+// appendRedactedText).
+func appendEditedMessages(dst []byte, msgs []ahp.Message, hits []partHit, edit textEdit) []byte {
+	k := 0
 	dst = append(dst, '[')
 	for i := range msgs {
 		if i > 0 {
@@ -30,7 +44,12 @@ func appendMessages(dst []byte, msgs []ahp.Message) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendPart(dst, &m.Parts[j])
+			if k < len(hits) && hits[k].msg == i && hits[k].part == j {
+				dst = appendPart(dst, &m.Parts[j], edit, k)
+				k++
+				continue
+			}
+			dst = appendPart(dst, &m.Parts[j], nil, 0)
 		}
 		dst = append(dst, ']')
 		if m.Synthesized {
@@ -41,7 +60,9 @@ func appendMessages(dst []byte, msgs []ahp.Message) []byte {
 	return append(dst, ']')
 }
 
-func appendPart(dst []byte, p *ahp.Part) []byte {
+// appendPart encodes p; when edit is not nil, it writes the value of the text member
+// (p.Text is then not nil: only text parts are scanned).
+func appendPart(dst []byte, p *ahp.Part, edit textEdit, k int) []byte {
 	dst = append(dst, `{"id":`...)
 	dst = appendJSONString(dst, p.ID)
 	dst = append(dst, `,"kind":`...)
@@ -56,7 +77,11 @@ func appendPart(dst []byte, p *ahp.Part) []byte {
 	}
 	if p.Text != nil {
 		dst = append(dst, `,"text":`...)
-		dst = appendJSONString(dst, *p.Text)
+		if edit != nil {
+			dst = edit(dst, p, k)
+		} else {
+			dst = appendJSONString(dst, *p.Text)
+		}
 	}
 	if p.Body != nil {
 		dst = append(dst, `,"body":{"ref":`...)
@@ -90,6 +115,12 @@ func appendPart(dst []byte, p *ahp.Part) []byte {
 
 // messagesJSON encodes msgs into a buffer sized for the texts they carry.
 func messagesJSON(msgs []ahp.Message) []byte {
+	return appendMessages(make([]byte, 0, messagesJSONCap(msgs)), msgs)
+}
+
+// messagesJSONCap is a buffer size that holds the encoding of msgs unless it needs many
+// escapes: the texts, room for the other members, and a sixteenth for escapes.
+func messagesJSONCap(msgs []ahp.Message) int {
 	n := 2
 	for i := range msgs {
 		n += 64
@@ -97,5 +128,5 @@ func messagesJSON(msgs []ahp.Message) []byte {
 			n += 96 + len(msgs[i].Parts[j].TextOf())
 		}
 	}
-	return appendMessages(make([]byte, 0, n+n/16), msgs)
+	return n + n/16
 }

@@ -1,8 +1,13 @@
 package policies
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -56,6 +61,73 @@ func TestAppendJSONStringEscapes(t *testing.T) {
 		_ = json.Unmarshal(ref, &want)
 		if back != want {
 			t.Fatalf("%q round-trips to %q, want %q", s, back, want)
+		}
+	}
+}
+
+// redactedListJSON must write what encoding a redacted copy of the list writes, for any
+// findings (even ones cutting a UTF-8 sequence) and any replacement text (even one that
+// rejoins the halves of a broken character).
+func TestRedactedListJSONMatchesCopy(t *testing.T) {
+	// copyRedacted is the straightforward way: copy the list, rebuild the edited texts.
+	copyRedacted := func(items []ahp.Message, hits []partHit, d detector, repl replFunc) []byte {
+		out := slices.Clone(items)
+		for _, h := range hits {
+			out[h.msg].Parts = slices.Clone(out[h.msg].Parts)
+			p := &out[h.msg].Parts[h.part]
+			s := redactPartText(p, h.findings, d, repl)
+			p.Text = &s
+		}
+		return messagesJSON(out)
+	}
+	alphabet := []string{"a", "b", " ", "\n", "\"", "\\", "é", "\u2028", "\u200b", "🎉", "\xff", "\xc3", "\xa9", "\xe2\x80", "\x01"}
+	repls := []string{"", "[REDACTED:k:0011aabb]", "\xa9", "\xc3", "é", "\u2028", "\"q\"\n", "\x80\x80"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	secrets := mustSecrets(t)
+	for n := range 5000 {
+		var items []ahp.Message
+		var hits []partHit
+		for i := range 1 + rng.IntN(3) {
+			m := ahp.Message{ID: fmt.Sprintf("m%d", i), Role: ahp.RoleUser}
+			for j := range 1 + rng.IntN(3) {
+				var b strings.Builder
+				for range rng.IntN(24) {
+					b.WriteString(alphabet[rng.IntN(len(alphabet))])
+				}
+				s := b.String()
+				m.Parts = append(m.Parts, text(fmt.Sprintf("m%dp%d", i, j), s))
+				var fs []Finding
+				for at := 0; at < len(s); {
+					start := at + rng.IntN(len(s)-at+1)
+					end := start + rng.IntN(len(s)-start+1)
+					if end == start {
+						break
+					}
+					fs = append(fs, Finding{Start: start, End: end, Kind: repls[rng.IntN(len(repls))]})
+					at = end
+				}
+				if len(fs) > 0 && rng.IntN(4) > 0 {
+					hits = append(hits, partHit{msg: i, part: j, findings: fs})
+				}
+			}
+			items = append(items, m)
+		}
+		if n%10 == 0 {
+			// a tool call part: rewritten through the JSON reader by both ways
+			call := `{"command":"export AWS_ACCESS_KEY_ID=` + testAWSKeyID + `"}`
+			p := text("tc", call)
+			p.Category = ahp.CategoryToolCall
+			items = append(items, ahp.Message{ID: "tc", Role: ahp.RoleAssistant, Parts: []ahp.Part{p}})
+			hits = append(hits, partHit{msg: len(items) - 1, part: 0, findings: []Finding{{Start: 0, End: 1, Kind: "x"}}})
+		}
+		repl := func(f Finding, value string) string { return f.Kind + value[:len(value)/2] }
+		if n%2 == 0 {
+			repl = func(f Finding, _ string) string { return f.Kind }
+		}
+		got := redactedListJSON(items, hits, secrets.scan, repl)
+		want := copyRedacted(items, hits, secrets.scan, repl)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("redactedListJSON = %s\nwant               %s", got, want)
 		}
 	}
 }

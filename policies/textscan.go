@@ -87,24 +87,32 @@ func (s *anchorSet) add(a anchor) {
 func (s *anchorSet) scan(dst []Finding, text string) []Finding {
 	n := len(text)
 	for i := 0; i < n; i++ {
-		for i < n && !s.isFirst[text[i]] {
-			i++
+		// Skip to the next candidate: a byte that starts an anchor, followed by a byte that
+		// may come second in one, at a word boundary unless one of its anchors may start
+		// inside a word. A quarter to a third of the bytes of agent text start some anchor
+		// (common letters, digits), so all three tests stay inside this loop rather than
+		// costing a trip through the candidate code below for each of them.
+		for ; i < n; i++ {
+			c := text[i]
+			if !s.isFirst[c] {
+				continue
+			}
+			if i+1 < n {
+				if c2 := text[i+1]; s.second[c][c2>>6]&(1<<(c2&63)) == 0 {
+					continue
+				}
+			}
+			if s.wordOnly[c] && !wordBoundaryBefore(text, i) {
+				continue
+			}
+			break
 		}
 		if i >= n {
 			break
 		}
 		c := text[i]
 		cands := s.first[c]
-		if i+1 < n {
-			c2 := text[i+1]
-			if s.second[c][c2>>6]&(1<<(c2&63)) == 0 {
-				continue
-			}
-		}
 		boundary := wordBoundaryBefore(text, i)
-		if !boundary && s.wordOnly[c] {
-			continue
-		}
 		for _, k := range cands {
 			a := &s.anchors[k]
 			if !boundary && !a.inner &&

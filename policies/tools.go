@@ -166,7 +166,8 @@ func (in *toolInput) parse() {
 		return
 	}
 	in.value, in.ok = v, true
-	in.compact = string(v.appendJSON(nil))
+	// Compact JSON is rarely longer than the input; one buffer of that size avoids regrowth.
+	in.compact = string(v.appendJSON(make([]byte, 0, len(in.raw)+16)))
 }
 
 // Intercept implements ahp.Interceptor.

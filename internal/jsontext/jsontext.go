@@ -17,7 +17,7 @@ func AppendString(dst []byte, s string) []byte { return appendString(dst, s, fal
 
 // AppendStringJS is AppendString that also escapes U+2028 and U+2029 (as \u2028 and
 // \u2029), so the literal is valid JavaScript too.
-func AppendStringJS(dst []byte, s string) []byte { return appendString(dst, s, true) }
+func AppendStringJS(dst []byte, s string) []byte { return appendStringJSFast(dst, s) }
 
 // safe marks the bytes copied as they are when the string is valid UTF-8: printable ASCII
 // except quote and backslash, and every non-ASCII byte except 0xE2, the lead byte of
