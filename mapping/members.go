@@ -176,13 +176,6 @@ func (m Members) Get(name string) gjson.Result {
 	return gjson.Result{}
 }
 
-// Each calls fn for every member in order.
-func (m Members) Each(fn func(key string, v gjson.Result)) {
-	for i, k := range m.keys {
-		fn(k.Str, m.vals[i])
-	}
-}
-
 // Without returns the object's text with the named members removed; everything else,
 // whitespace between the remaining members included, is kept byte for byte (the result
 // sjson.Delete gives, without a rescan per member).

@@ -107,22 +107,28 @@ func (d *requestDecoder) uniqueID(id string, index int) string {
 	return id
 }
 
-// messageFieldNames are the members of a chat message the decoder reads.
-var messageFieldNames = [...]string{"role", "content", "tool_call_id", "name",
-	"reasoning_content", "reasoning", "refusal", "audio", "tool_calls", "function_call"}
+// messageFieldNames are the members of a chat message the decoder reads; the f* constants
+// index them in a messageFields.
+var messageFieldNames = [...]string{fRole: "role", fContent: "content", fToolCallID: "tool_call_id",
+	fName: "name", fReasoningContent: "reasoning_content", fReasoning: "reasoning", fRefusal: "refusal",
+	fAudio: "audio", fToolCalls: "tool_calls", fFunctionCall: "function_call"}
 
-// messageFields holds a message's members, in the order of messageFieldNames.
-type messageFields [len(messageFieldNames)]gjson.Result
+const (
+	fRole = iota
+	fContent
+	fToolCallID
+	fName
+	fReasoningContent
+	fReasoning
+	fRefusal
+	fAudio
+	fToolCalls
+	fFunctionCall
+	numMessageFields
+)
 
-// Get returns the member named name, which must be one of messageFieldNames.
-func (f *messageFields) Get(name string) gjson.Result {
-	for i, n := range messageFieldNames {
-		if n == name {
-			return f[i]
-		}
-	}
-	panic("chat message field " + name + " is not in messageFieldNames")
-}
+// messageFields holds a message's members, indexed by the f* constants.
+type messageFields [numMessageFields]gjson.Result
 
 func (d *requestDecoder) message(i int, m gjson.Result) error {
 	where := "messages[" + strconv.Itoa(i) + "]"
@@ -131,7 +137,7 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	}
 	var mm messageFields
 	mapping.Pick(m, messageFieldNames[:], mm[:]) // one pass; each m.Get would rescan the message
-	roleV := mm.Get("role")
+	roleV := mm[fRole]
 	if roleV.Type != gjson.String {
 		return fmt.Errorf("%s has no role", where)
 	}
@@ -141,24 +147,24 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	switch nm.role {
 	case ahp.RoleSystem, ahp.RoleDeveloper, ahp.RoleUser:
 		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
-		msg.Parts, nm.arrayContent, err = d.content(mm.Get("content"), msg.ID, nil, where)
+		msg.Parts, nm.arrayContent, err = d.content(mm[fContent], msg.ID, nil, where)
 	case ahp.RoleAssistant:
 		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
 		msg.Parts, nm.arrayContent, err = d.assistant(&mm, msg.ID, where)
 	case ahp.RoleTool:
-		id := mm.Get("tool_call_id")
+		id := mm[fToolCallID]
 		if id.Type != gjson.String || id.Str == "" {
 			return fmt.Errorf("%s: tool message without tool_call_id", where)
 		}
 		nm.toolCallID = id.Str
 		msg.Role = ahp.RoleTool
 		msg.ID = d.uniqueID(id.Str, i)
-		msg.Parts, nm.arrayContent, err = d.toolContent(mm.Get("content"), msg.ID, where)
+		msg.Parts, nm.arrayContent, err = d.toolContent(mm[fContent], msg.ID, where)
 	case "function":
 		// Deprecated function result: it answers the latest function_call of that name.
 		msg.Role = ahp.RoleTool
 		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
-		name := mm.Get("name").String()
+		name := mm[fName].String()
 		nm.toolCallID = msg.ID
 		for j := len(d.legacy) - 1; j >= 0; j-- {
 			if d.callNames[d.legacy[j]] == name {
@@ -168,10 +174,10 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 		}
 		// Its content is a string (or null): an array could carry parts a function result
 		// has no way to render back.
-		if c := mm.Get("content"); c.Exists() && c.Type != gjson.String && c.Type != gjson.Null {
+		if c := mm[fContent]; c.Exists() && c.Type != gjson.String && c.Type != gjson.Null {
 			return fmt.Errorf("%s: a function message's content must be a string", where)
 		}
-		msg.Parts, nm.arrayContent, err = d.toolContent(mm.Get("content"), msg.ID, where)
+		msg.Parts, nm.arrayContent, err = d.toolContent(mm[fContent], msg.ID, where)
 	default:
 		return fmt.Errorf("%s: unknown role %q", where, nm.role)
 	}
@@ -272,29 +278,29 @@ func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Par
 // order.
 func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp.Part, bool, error) {
 	var parts []ahp.Part
-	for _, f := range []string{"reasoning_content", "reasoning"} {
-		if r := m.Get(f); r.Type == gjson.String {
+	for _, f := range [...]int{fReasoningContent, fReasoning} {
+		if r := m[f]; r.Type == gjson.String {
 			p := oaiwire.TextPart(partID(msgID, 0), r.Str, ahp.CategoryReasoning)
-			d.st.addPart(p, nativePart{src: srcReasoning, field: f})
+			d.st.addPart(p, nativePart{src: srcReasoning, field: messageFieldNames[f]})
 			parts = append(parts, p)
 			break
 		}
 	}
-	parts, array, err := d.content(m.Get("content"), msgID, parts, where)
+	parts, array, err := d.content(m[fContent], msgID, parts, where)
 	if err != nil {
 		return nil, false, err
 	}
-	if r := m.Get("refusal"); r.Type == gjson.String {
+	if r := m[fRefusal]; r.Type == gjson.String {
 		p := ahp.TextPart(partID(msgID, len(parts)), r.Str)
 		d.st.addPart(p, nativePart{src: srcRefusalField})
 		parts = append(parts, p)
 	}
-	if a := m.Get("audio"); a.IsObject() {
+	if a := m[fAudio]; a.IsObject() {
 		// A reference to an earlier audio answer, held by the provider.
 		d.req.Gaps = append(d.req.Gaps, ahp.Gap{Path: "items",
 			Reason: "message " + msgID + ": assistant audio reference not represented"})
 	}
-	tcs := m.Get("tool_calls")
+	tcs := m[fToolCalls]
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 		return nil, false, fmt.Errorf("%s: tool_calls is not an array", where)
 	}
@@ -313,7 +319,7 @@ func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp
 	if err != nil {
 		return nil, false, err
 	}
-	if fc := m.Get("function_call"); fc.Exists() && fc.Type != gjson.Null {
+	if fc := m[fFunctionCall]; fc.Exists() && fc.Type != gjson.Null {
 		p, gap, err := d.st.decodeLegacyCall(fc, partID(msgID, len(parts)))
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: %w", where, err)

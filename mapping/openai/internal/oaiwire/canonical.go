@@ -52,24 +52,6 @@ func ItemsEqual(a, b []ahp.Message) bool {
 	return true
 }
 
-// CloneParts deep-copies parts, so that later edits elsewhere cannot alter the translator's
-// record of the original. The copies' pointed-to values share one allocation.
-func CloneParts(ps []ahp.Part) []ahp.Part {
-	out := make([]ahp.Part, len(ps))
-	store := make([]PartStore, len(ps))
-	for i := range ps {
-		out[i] = store[i].Clone(ps[i])
-	}
-	return out
-}
-
-// ClonePart deep-copies one part: its pointer fields get copies of their own. Strings are
-// immutable and shared.
-func ClonePart(p ahp.Part) ahp.Part {
-	var s PartStore
-	return s.Clone(p)
-}
-
 // PartStore holds the values a cloned part's pointer fields point to. Kept inside a larger
 // record, or in one slice for many parts, it lets a deep copy cost no allocation per part:
 // decoding a long conversation records every part it decodes.
