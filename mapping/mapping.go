@@ -125,35 +125,39 @@ type ToolCall struct {
 
 // ToolCallPart builds the canonical part for a tool call.
 func ToolCallPart(partID string, call ToolCall) ahp.Part {
-	input := []byte(call.Input)
+	b := AppendToolCall(make([]byte, 0, len(call.ID)+len(call.Name)+len(call.Input)+32), call.ID, call.Name, BytesString(call.Input))
+	p := ahp.TextPart(partID, string(b))
+	p.Category = ahp.CategoryToolCall
+	return p
+}
+
+// AppendToolCall appends the text of a tool_call part (as ToolCallPart writes it) to dst.
+// Decoders that place their values in an Arena use it with a reused buffer.
+func AppendToolCall(dst []byte, id, name, input string) []byte {
 	if len(input) == 0 {
-		input = []byte(`{}`)
+		input = `{}`
 	}
 	// Written by hand rather than by encoding/json, which costs a reflective encoder per
 	// call of every assistant message of every request. The output is the same: the
 	// strings escaped as encoding/json escapes them except that there is no HTML escaping
 	// (policies scan this text, and "\u0026\u0026" would hide a shell "&&"), and the
 	// input compacted.
-	b := make([]byte, 0, len(call.ID)+len(call.Name)+len(input)+32)
-	b = append(b, `{"id":`...)
-	b = jsontext.AppendStringJS(b, call.ID)
+	b := append(dst, `{"id":`...)
+	b = jsontext.AppendStringJS(b, id)
 	b = append(b, `,"name":`...)
-	b = jsontext.AppendStringJS(b, call.Name)
+	b = jsontext.AppendStringJS(b, name)
 	b = append(b, `,"input":`...)
-	if jsontext.IsCompact(BytesString(input)) {
+	if jsontext.IsCompact(input) {
 		b = append(b, input...)
 	} else {
 		buf := bytes.NewBuffer(b)
-		if err := json.Compact(buf, input); err != nil { // callers pass valid JSON
+		if err := json.Compact(buf, []byte(input)); err != nil { // callers pass valid JSON
 			buf.Truncate(len(b))
 			buf.WriteString(`{}`)
 		}
 		b = buf.Bytes()
 	}
-	b = append(b, '}')
-	p := ahp.TextPart(partID, string(b))
-	p.Category = ahp.CategoryToolCall
-	return p
+	return append(b, '}')
 }
 
 // ParseToolCall decodes a tool_call part. ok is false for any other part.

@@ -29,7 +29,7 @@ type Members struct {
 func TopMembers(root gjson.Result) Members {
 	m := Members{s: root.Raw}
 	base := root.Index // gjson's indexes count from the start of the parsed text
-	eachMember(root, func(k, v gjson.Result) {
+	eachMember(root, nil, func(k, v gjson.Result) {
 		k.Index -= base
 		v.Index -= base
 		m.keys = append(m.keys, k)
@@ -42,19 +42,13 @@ func TopMembers(root gjson.Result) Members {
 // and without allocating; a member obj does not have is left as it was (the zero Result
 // does not Exist). It is for decoders that read several members of many small objects.
 func Pick(obj gjson.Result, names []string, out []gjson.Result) {
-	eachMember(obj, func(k, v gjson.Result) {
-		for j, n := range names {
-			if k.Str == n {
-				out[j] = v
-				return
-			}
-		}
-	})
+	(*Arena)(nil).Pick(obj, names, out)
 }
 
 // eachMember calls fn with each member of obj, a parsed JSON object from a body that
-// passed the strict check, with indexes counted as gjson counts them.
-func eachMember(obj gjson.Result, fn func(k, v gjson.Result)) {
+// passed the strict check, with indexes counted as gjson counts them. String values are
+// decoded into a, or allocated when a is nil.
+func eachMember(obj gjson.Result, a *Arena, fn func(k, v gjson.Result)) {
 	s, base := obj.Raw, obj.Index
 	i := skipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
@@ -63,14 +57,14 @@ func eachMember(obj gjson.Result, fn func(k, v gjson.Result)) {
 	i = skipSpace(s, i+1)
 	for i < len(s) && s[i] == '"' {
 		kEnd := skipValue(s, i)
-		key := valueAt(s, i, kEnd, base)
+		key := valueAt(s, i, kEnd, base, a)
 		i = skipSpace(s, kEnd)
 		if i >= len(s) || s[i] != ':' {
 			return
 		}
 		vStart := skipSpace(s, i+1)
 		vEnd := skipValue(s, vStart)
-		fn(key, valueAt(s, vStart, vEnd, base))
+		fn(key, valueAt(s, vStart, vEnd, base, a))
 		i = skipSpace(s, vEnd)
 		if i < len(s) && s[i] == ',' {
 			i = skipSpace(s, i+1)
@@ -90,7 +84,7 @@ func Elements(arr gjson.Result, fn func(elem gjson.Result) bool) {
 	i = skipSpace(s, i+1)
 	for i < len(s) && s[i] != ']' {
 		end := skipValue(s, i)
-		if !fn(valueAt(s, i, end, arr.Index)) {
+		if !fn(valueAt(s, i, end, arr.Index, nil)) {
 			return
 		}
 		i = skipSpace(s, end)
@@ -102,14 +96,14 @@ func Elements(arr gjson.Result, fn func(elem gjson.Result) bool) {
 
 // valueAt is the gjson result for the value s[start:end], with Index base+start. A
 // container is left for gjson to walk when asked; a string is decoded now.
-func valueAt(s string, start, end, base int) gjson.Result {
+func valueAt(s string, start, end, base int, a *Arena) gjson.Result {
 	raw := s[start:end]
 	if raw == "" {
 		return gjson.Result{}
 	}
 	var r gjson.Result
 	if raw[0] == '"' {
-		r = gjson.Result{Type: gjson.String, Raw: raw, Str: jsontext.Unquote(raw)}
+		r = gjson.Result{Type: gjson.String, Raw: raw, Str: a.Unquote(raw)}
 	} else {
 		r = gjson.Parse(raw)
 	}

@@ -207,7 +207,7 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 func (x *exchange) turnStart(ps int, now *[]ahp.Message) (requestOutcome, bool) {
 	ev := x.newEvent(ahp.EventTurnStart)
 	ev.Trigger = "user"
-	ev.Items = cloneMessages(x.items[ps:])
+	ev.Items = shareMessages(x.items[ps:])
 	st := x.settle(ev, capsTurnStart())
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
@@ -240,7 +240,7 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	if len(ev.Params) == 0 {
 		ev.Params = json.RawMessage(`{}`)
 	}
-	ev.Items = cloneMessages(x.items)
+	ev.Items = shareMessages(x.items)
 	if n := len(x.req.Gaps) + len(x.modelGaps); n > 0 {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}

@@ -63,31 +63,46 @@ func (e *Event) Clone() *Event {
 	return &c
 }
 
-// CloneMessages deep-copies a message list (nil stays nil, empty stays empty).
+// CloneMessages deep-copies a message list (nil stays nil, empty stays empty). The copies
+// of all parts share one array, and their texts another: a long conversation costs a few
+// allocations, not several per message.
 func CloneMessages(ms []Message) []Message {
 	if ms == nil {
 		return nil
 	}
+	n, texts := 0, 0
+	for i := range ms {
+		n += len(ms[i].Parts)
+		for j := range ms[i].Parts {
+			if ms[i].Parts[j].Text != nil {
+				texts++
+			}
+		}
+	}
 	out := make([]Message, len(ms))
+	parts := make([]Part, n)
+	text := make([]string, texts)
 	for i := range ms {
 		out[i] = ms[i]
-		out[i].Parts = cloneParts(ms[i].Parts)
-	}
-	return out
-}
-
-func cloneParts(ps []Part) []Part {
-	if ps == nil {
-		return nil
-	}
-	out := make([]Part, len(ps))
-	for i := range ps {
-		p := ps[i]
-		p.Text = clonePtr(p.Text)
-		p.Body = clonePtr(p.Body)
-		p.Gap = clonePtr(p.Gap)
-		p.Size = clonePtr(p.Size)
-		out[i] = p
+		if ms[i].Parts == nil {
+			continue
+		}
+		k := len(ms[i].Parts)
+		ps := parts[:k:k]
+		parts = parts[k:]
+		for j := range ms[i].Parts {
+			p := ms[i].Parts[j]
+			if p.Text != nil {
+				text[0] = *p.Text
+				p.Text = &text[0]
+				text = text[1:]
+			}
+			p.Body = clonePtr(p.Body)
+			p.Gap = clonePtr(p.Gap)
+			p.Size = clonePtr(p.Size)
+			ps[j] = p
+		}
+		out[i].Parts = ps
 	}
 	return out
 }

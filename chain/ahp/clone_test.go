@@ -36,7 +36,8 @@ func fullEvent() *Event {
 			{ID: "p2", Kind: KindAttachment, MediaType: "image/png", Selection: SelectionBody, Body: &Ref{Ref: "r"}},
 			{ID: "p3", Kind: KindAttachment, MediaType: "image/png", Selection: SelectionMetadata, Size: &size},
 			{ID: "p4", Kind: KindAttachment, MediaType: "image/png", Selection: SelectionBody, Gap: &Gap{Reason: "r"}},
-		}}},
+		}}, {ID: "m2", Role: RoleAssistant}, {ID: "m3", Role: RoleAssistant, Parts: []Part{}},
+			{ID: "m4", Role: RoleTool, Parts: []Part{{ID: "p5", Kind: KindText, MediaType: MediaTypeText, Selection: SelectionBody, Text: &text}}}},
 		Gaps:       []Gap{{Path: "items", Reason: "r"}},
 		Native:     json.RawMessage(`{"n":1}`),
 		Extensions: map[string]json.RawMessage{"org.w3c.trace_context": json.RawMessage(`{"traceparent":"x"}`)},
@@ -56,7 +57,12 @@ func TestEventCloneIsEqualAndShareNothing(t *testing.T) {
 	if path := shared(reflect.ValueOf(orig).Elem(), reflect.ValueOf(c).Elem(), "Event"); path != "" {
 		t.Fatalf("clone shares %s with the original", path)
 	}
+	if c.Items[1].Parts != nil || c.Items[2].Parts == nil {
+		t.Fatalf("nil and empty part lists must stay as they were: %#v, %#v", c.Items[1].Parts, c.Items[2].Parts)
+	}
 	// Mutating the clone leaves the original as it was.
+	*c.Items[3].Parts[0].Text = "changed too"
+	c.Items[0].Parts = append(c.Items[0].Parts, Part{ID: "extra"})
 	*c.Items[0].Parts[0].Text = "changed"
 	c.Tool.Input[2] = 'X'
 	c.Extensions["org.w3c.trace_context"][2] = 'X'

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendString appends s as a JSON string literal. It escapes only what JSON requires
@@ -123,21 +124,38 @@ func IsCompact(s string) bool {
 // Unquote returns the value of the JSON string literal lit, quotes included, from a body
 // that passed Check. It decodes exactly as gjson does (a lone surrogate escape becomes
 // U+FFFD; other bytes are kept as they are) but copies the runs between escapes whole
-// instead of byte by byte: tool results and prompts are full of \n and \".
+// instead of byte by byte: tool results and prompts are full of \n and \". A literal
+// without escapes is returned as a substring of lit; otherwise one allocation holds the
+// value.
 func Unquote(lit string) string {
 	if len(lit) < 2 {
 		return ""
 	}
 	s := lit[1 : len(lit)-1]
-	i := strings.IndexByte(s, '\\')
-	if i < 0 {
+	if strings.IndexByte(s, '\\') < 0 {
 		return s
 	}
-	b := make([]byte, 0, len(s))
+	b := AppendUnquote(make([]byte, 0, len(s)), lit)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is not kept: the string owns it
+}
+
+// AppendUnquote appends the value of the JSON string literal lit (as Unquote decodes it) to
+// dst. The value is never longer than the literal, so a dst with len(lit) spare capacity is
+// not reallocated: decoders use that to place many values in one buffer.
+func AppendUnquote(dst []byte, lit string) []byte {
+	if len(lit) < 2 {
+		return dst
+	}
+	s := lit[1 : len(lit)-1]
+	i := strings.IndexByte(s, '\\')
+	if i < 0 {
+		return append(dst, s...)
+	}
+	b := dst
 	for {
 		b = append(b, s[:i]...)
 		if i+1 >= len(s) {
-			return string(b)
+			return b
 		}
 		adv := 2
 		switch c := s[i+1]; c {
@@ -155,7 +173,7 @@ func Unquote(lit string) string {
 			b = append(b, '\t')
 		case 'u':
 			if i+6 > len(s) {
-				return string(b)
+				return b
 			}
 			r := hex4(s[i+2 : i+6])
 			adv = 6
@@ -167,11 +185,11 @@ func Unquote(lit string) string {
 			}
 			b = utf8.AppendRune(b, r)
 		default:
-			return string(b)
+			return b
 		}
 		s = s[i+adv:]
 		if i = strings.IndexByte(s, '\\'); i < 0 {
-			return string(append(b, s...))
+			return append(b, s...)
 		}
 	}
 }

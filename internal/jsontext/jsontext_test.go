@@ -46,8 +46,17 @@ func FuzzUnquote(f *testing.F) {
 		if !json.Valid([]byte(lit)) || len(lit) < 2 || lit[0] != '"' {
 			return
 		}
-		if got, want := Unquote(lit), gjson.Parse(lit).Str; got != want {
+		want := gjson.Parse(lit).Str
+		if got := Unquote(lit); got != want {
 			t.Fatalf("Unquote(%s) = %q, gjson %q", lit, got, want)
+		}
+		// AppendUnquote keeps what dst holds and fits in len(lit) spare bytes (decoders
+		// rely on that to place many values in one buffer without reallocating).
+		dst := make([]byte, 3, 3+len(lit))
+		copy(dst, "pre")
+		got := AppendUnquote(dst, lit)
+		if string(got) != "pre"+want || &got[0] != &dst[0] {
+			t.Fatalf("AppendUnquote(pre, %s) = %q (same buffer %v), want %q", lit, got, &got[0] == &dst[0], "pre"+want)
 		}
 	})
 }

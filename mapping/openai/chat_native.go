@@ -31,14 +31,24 @@ const (
 
 // nativePart is the native origin of one canonical part.
 type nativePart struct {
+	id       string // the canonical part's id
 	src      partSource
-	raw      string            // the array entry's JSON; "" for fields and content strings
-	field    string            // srcReasoning: the field it came from; srcFileText: the file_data path
-	fileType string            // srcFileText: the data URL's media type
-	data     oaiwire.DataURL   // attachments with inline bytes (AttachmentData)
-	hasData  bool              // data is set
-	canon    ahp.Part          // the part as decoded, to tell an unchanged part from an edit
-	store    oaiwire.PartStore // what canon's pointer fields point to
+	raw      string          // the array entry's JSON; "" for fields and content strings
+	field    string          // srcReasoning: the field it came from; srcFileText: the file_data path
+	fileType string          // srcFileText: the data URL's media type
+	data     oaiwire.DataURL // attachments with inline bytes (AttachmentData)
+	hasData  bool            // data is set
+	// canon is the part as decoded, in a private copy, to tell an unchanged part from an
+	// edit. A request's parts point into its private copy of the items (item and part say
+	// where; pointInto sets canon); a response's own a copy each (ownedPart).
+	canon      *ahp.Part
+	item, part int32
+}
+
+// ownedPart is the private copy of a part decoded outside a request's item list.
+type ownedPart struct {
+	part  ahp.Part
+	store oaiwire.PartStore // what part's pointer fields point to
 }
 
 // callKind is the native form of a tool call.
@@ -73,6 +83,13 @@ type natives struct {
 	partList []*nativePart
 	callList []*nativeCall
 	idx      *nativeIndex // nil until the first lookup
+	// The decode's small values: strings and text pointers in arena, origin records in
+	// slabs, a buffer for building tool_call texts. A conversation of hundreds of messages
+	// then costs a few allocations per request instead of several per message.
+	arena    mapping.Arena
+	partSlab []nativePart
+	callSlab []nativeCall
+	scratch  []byte
 }
 
 type nativeIndex struct {
@@ -85,7 +102,8 @@ func newNatives() natives { return newNativesFor(0) }
 
 // newNativesFor sizes the lists for about messages messages.
 func newNativesFor(messages int) natives {
-	return natives{partList: make([]*nativePart, 0, messages), callList: make([]*nativeCall, 0, messages/4)}
+	return natives{partList: make([]*nativePart, 0, messages), callList: make([]*nativeCall, 0, messages/4),
+		partSlab: make([]nativePart, 0, max(messages, 4)), callSlab: make([]nativeCall, 0, max(messages/4, 2))}
 }
 
 // index returns the lookup maps, building them on first use.
@@ -94,7 +112,7 @@ func (n *natives) index() *nativeIndex {
 		x := &nativeIndex{parts: make(map[string]*nativePart, len(n.partList)),
 			calls: make(map[string]*nativeCall, len(n.callList)), callIDs: make(map[string]*nativeCall, len(n.callList))}
 		for _, np := range n.partList {
-			x.parts[np.canon.ID] = np
+			x.parts[np.id] = np
 		}
 		for _, nc := range n.callList {
 			x.calls[nc.partID], x.callIDs[nc.id] = nc, nc
@@ -112,6 +130,15 @@ func (n *natives) callByID(callID string) *nativeCall { return n.index().callIDs
 // lastCall is the call added last.
 func (n *natives) lastCall() *nativeCall { return n.callList[len(n.callList)-1] }
 
+// newCall returns a zeroed call record from the slab; addCall lists it.
+func (n *natives) newCall() *nativeCall {
+	if len(n.callSlab) == cap(n.callSlab) {
+		n.callSlab = make([]nativeCall, 0, max(2*cap(n.callSlab), 4))
+	}
+	n.callSlab = append(n.callSlab, nativeCall{})
+	return &n.callSlab[len(n.callSlab)-1]
+}
+
 // addCall records the origin of a tool_call part.
 func (n *natives) addCall(p ahp.Part, id string, nc *nativeCall) {
 	nc.id, nc.text, nc.partID = id, p.TextOf(), p.ID
@@ -121,18 +148,63 @@ func (n *natives) addCall(p ahp.Part, id string, nc *nativeCall) {
 	}
 }
 
-// addPart records the origin of p.
+// addPart records the origin of p with a private copy of p.
 func (n *natives) addPart(p ahp.Part, np nativePart) {
-	np.canon = np.store.Clone(p)
-	n.partList = append(n.partList, &np)
+	own := new(ownedPart)
+	own.part = own.store.Clone(p)
+	np.canon = &own.part
+	n.add(p.ID, np)
+}
+
+// addPartAt records the origin of p, part number part of item number item of a request;
+// pointInto later points its canon at the request's private copy of the items.
+func (n *natives) addPartAt(p ahp.Part, np nativePart, item, part int) {
+	np.item, np.part = int32(item), int32(part)
+	n.add(p.ID, np)
+}
+
+func (n *natives) add(id string, np nativePart) {
+	if len(n.partSlab) == cap(n.partSlab) {
+		n.partSlab = make([]nativePart, 0, max(2*cap(n.partSlab), 4))
+	}
+	np.id = id
+	n.partSlab = append(n.partSlab, np)
+	rec := &n.partSlab[len(n.partSlab)-1]
+	n.partList = append(n.partList, rec)
 	if n.idx != nil {
-		n.idx.parts[p.ID] = &np
+		n.idx.parts[id] = rec
+	}
+}
+
+// pointInto sets the canon of the origins recorded by addPartAt to their parts in items, a
+// private copy of the items as decoded. The place is checked: a part found elsewhere (a
+// decoder bug, not an input error) is looked up by id instead.
+func (n *natives) pointInto(items []ahp.Message) {
+	for _, np := range n.partList {
+		if np.canon != nil {
+			continue
+		}
+		i, j := int(np.item), int(np.part)
+		if i < len(items) && j < len(items[i].Parts) && items[i].Parts[j].ID == np.id {
+			np.canon = &items[i].Parts[j]
+			continue
+		}
+		if i < len(items) {
+			for k := range items[i].Parts {
+				if items[i].Parts[k].ID == np.id {
+					np.canon = &items[i].Parts[k]
+				}
+			}
+		}
+		if np.canon == nil {
+			np.canon = &ahp.Part{ID: np.id} // equal to no effective part: edits render from scratch
+		}
 	}
 }
 
 // unchanged returns the origin of p when p is exactly the part that was decoded.
 func (n *natives) unchanged(p *ahp.Part) *nativePart {
-	if np := n.part(p.ID); np != nil && oaiwire.PartsEqual(&np.canon, p) {
+	if np := n.part(p.ID); np != nil && oaiwire.PartsEqual(np.canon, p) {
 		return np
 	}
 	return nil
@@ -146,29 +218,40 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 	if !entry.IsObject() {
 		return ahp.Part{}, nil, fmt.Errorf("tool call is not an object")
 	}
-	id := entry.Get("id").String()
+	var f [4]gjson.Result // id, type, function, custom: one pass over the entry
+	n.arena.Pick(entry, callFieldNames[:], f[:])
+	id := f[0].String()
 	if id == "" {
 		if fallbackID == "" {
 			return ahp.Part{}, nil, fmt.Errorf("tool call without id")
 		}
 		id = fallbackID
 	}
-	var nc nativeCall
+	nc := n.newCall()
 	nc.raw = entry.Raw
 	var gap *ahp.Gap
-	switch typ := callType(entry); typ {
+	typ := f[1].String()
+	if typ == "" {
+		typ = "function"
+		if f[3].IsObject() {
+			typ = "custom"
+		}
+	}
+	var g [2]gjson.Result // name, and input or arguments
+	switch typ {
 	case "custom":
 		nc.kind = callCustom
-		nc.name = entry.Get("custom.name").String()
-		in := entry.Get("custom.input")
-		if in.Exists() && in.Type != gjson.String {
+		n.arena.Pick(f[3], customFieldNames[:], g[:])
+		nc.name = g[0].String()
+		if in := g[1]; in.Exists() && in.Type != gjson.String {
 			return ahp.Part{}, nil, fmt.Errorf("tool call %s: custom.input is not a string", id)
 		}
-		nc.input = `{"input":` + oaiwire.JSONString(in.Str) + `}`
+		nc.input = `{"input":` + oaiwire.JSONString(g[1].Str) + `}`
 	case "function":
 		nc.kind = callFunction
-		nc.name = entry.Get("function.name").String()
-		input, ok := oaiwire.ParseArguments(entry.Get("function.arguments"))
+		n.arena.Pick(f[2], functionFieldNames[:], g[:])
+		nc.name = g[0].String()
+		input, ok := oaiwire.ParseArguments(g[1])
 		if !ok {
 			gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
 		}
@@ -179,10 +262,18 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 	if nc.name == "" {
 		return ahp.Part{}, nil, fmt.Errorf("tool call %s without a name", id)
 	}
-	p := mapping.ToolCallPart(partID, mapping.ToolCall{ID: id, Name: nc.name, Input: json.RawMessage(nc.input)})
-	n.addCall(p, id, &nc)
+	p := n.toolCallPart(partID, id, nc.name, nc.input)
+	n.addCall(p, id, nc)
 	return p, gap, nil
 }
+
+// The members of a tool_calls entry, and of its function and custom objects, that
+// decodeCall reads.
+var (
+	callFieldNames     = [...]string{"id", "type", "function", "custom"}
+	functionFieldNames = [...]string{"name", "arguments"}
+	customFieldNames   = [...]string{"name", "input"}
+)
 
 // callType is the type of a tool_calls entry; without "type" it is "custom" when the entry
 // has a custom object, else "function".
@@ -212,9 +303,18 @@ func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *a
 	if !ok {
 		gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
 	}
-	p := mapping.ToolCallPart(partID, mapping.ToolCall{ID: id, Name: name, Input: json.RawMessage(input)})
-	n.addCall(p, id, &nativeCall{kind: callLegacy, raw: fc.Raw, name: name, input: input})
+	p := n.toolCallPart(partID, id, name, input)
+	nc := n.newCall()
+	nc.kind, nc.raw, nc.name, nc.input = callLegacy, fc.Raw, name, input
+	n.addCall(p, id, nc)
 	return p, gap, nil
+}
+
+// toolCallPart is mapping.ToolCallPart with its text in the arena.
+func (n *natives) toolCallPart(partID, id, name, input string) ahp.Part {
+	n.scratch = mapping.AppendToolCall(n.scratch[:0], id, name, input)
+	return ahp.Part{ID: partID, Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody,
+		Category: ahp.CategoryToolCall, Text: n.arena.Text(n.arena.String(n.scratch))}
 }
 
 // renderCall renders a tool_call part natively. An unchanged call keeps its original JSON;

@@ -56,7 +56,7 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	n := strings.Count(msgs.Raw, `"role"`) // about the number of messages
 	st := &chatRequest{natives: newNativesFor(n), byID: make(map[string]int, n), msgs: make([]nativeMessage, 0, n)}
-	d := requestDecoder{st: st, req: req, used: make(map[string]bool, n)}
+	d := requestDecoder{st: st, req: req, slab: make([]ahp.Part, 0, n+n/2+4)}
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
 	mapping.Elements(msgs, func(m gjson.Result) bool {
@@ -70,6 +70,7 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.PromptStart = i
 	}
 	st.items = oaiwire.CloneItems(req.Items)
+	st.pointInto(st.items)
 	req.Native = st
 	return req, nil
 }
@@ -89,23 +90,67 @@ func sessionHint(top mapping.Members) string {
 
 // requestDecoder carries the decode of one request.
 type requestDecoder struct {
-	st   *chatRequest
-	req  *mapping.Request
-	used map[string]bool // message ids taken so far
-	// calls seen so far, for joining tool results to their calls.
-	callNames  map[string]string
-	callInputs map[string]json.RawMessage
-	legacy     []string // ids of deprecated function calls, in order
+	st  *chatRequest
+	req *mapping.Request
+	// calls seen so far by call id, for joining tool results to their calls.
+	calls  map[string]*nativeCall
+	legacy []string // ids of deprecated function calls, in order
+	// slab backs the part lists of the messages: each message appends its parts after the
+	// previous message's (begin, end), so a conversation's part lists share a few arrays.
+	slab []ahp.Part
 }
 
 // uniqueID returns id, or a derived id when an earlier message already took it.
 func (d *requestDecoder) uniqueID(id string, index int) string {
-	for d.used[id] {
+	for {
+		if _, taken := d.st.byID[id]; !taken {
+			return id
+		}
 		id += "~" + strconv.Itoa(index)
 	}
-	d.used[id] = true
-	return id
 }
+
+// begin returns an empty part list for the next message, backed by the slab.
+func (d *requestDecoder) begin() []ahp.Part {
+	if len(d.slab) == cap(d.slab) {
+		d.slab = make([]ahp.Part, 0, max(cap(d.slab), 8))
+	}
+	return d.slab[len(d.slab):len(d.slab)]
+}
+
+// end closes the part list of a message. When the list stayed in the slab, the slab keeps
+// it and the list is capped, so that an append to it can never reach the next message's
+// parts; a list that outgrew the slab has an array of its own.
+func (d *requestDecoder) end(parts []ahp.Part) []ahp.Part {
+	n := len(d.slab)
+	if len(parts) > 0 && cap(d.slab) > n && &parts[0] == &d.slab[:n+1][n] {
+		d.slab = d.slab[:n+len(parts)]
+	}
+	return parts[:len(parts):len(parts)]
+}
+
+// partID is the id of the n-th part of message msgID, held in the arena.
+func (d *requestDecoder) partID(msgID string, n int) string {
+	var b [64]byte
+	id := strconv.AppendInt(append(append(b[:0], msgID...), ".p"...), int64(n), 10)
+	return d.st.arena.String(id)
+}
+
+// textPart is a body-selected text part whose values are held in the arena.
+func (d *requestDecoder) textPart(id, text, category string) ahp.Part {
+	return ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody,
+		Category: category, Text: d.st.arena.Text(text)}
+}
+
+// addPart records the origin of p, the part-th part of the message being decoded.
+func (d *requestDecoder) addPart(p ahp.Part, np nativePart, part int) {
+	d.st.addPartAt(p, np, len(d.st.msgs), part)
+}
+
+// where names a message in error texts; it is formatted only when an error is.
+type where int
+
+func (w where) String() string { return "messages[" + strconv.Itoa(int(w)) + "]" }
 
 // messageFieldNames are the members of a chat message the decoder reads; the f* constants
 // index them in a messageFields.
@@ -131,12 +176,12 @@ const (
 type messageFields [numMessageFields]gjson.Result
 
 func (d *requestDecoder) message(i int, m gjson.Result) error {
-	where := "messages[" + strconv.Itoa(i) + "]"
+	where := where(i)
 	if !m.IsObject() {
 		return fmt.Errorf("%s is not an object", where)
 	}
 	var mm messageFields
-	mapping.Pick(m, messageFieldNames[:], mm[:]) // one pass; each m.Get would rescan the message
+	d.st.arena.Pick(m, messageFieldNames[:], mm[:]) // one pass; each m.Get would rescan the message
 	roleV := mm[fRole]
 	if roleV.Type != gjson.String {
 		return fmt.Errorf("%s has no role", where)
@@ -146,10 +191,10 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	var err error
 	switch nm.role {
 	case ahp.RoleSystem, ahp.RoleDeveloper, ahp.RoleUser:
-		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
-		msg.Parts, nm.arrayContent, err = d.content(mm[fContent], msg.ID, nil, where)
+		msg.ID = d.uniqueID(messageID(&d.st.arena, i, nm.role, m.Raw), i)
+		msg.Parts, nm.arrayContent, err = d.content(mm[fContent], msg.ID, d.begin(), where)
 	case ahp.RoleAssistant:
-		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
+		msg.ID = d.uniqueID(messageID(&d.st.arena, i, nm.role, m.Raw), i)
 		msg.Parts, nm.arrayContent, err = d.assistant(&mm, msg.ID, where)
 	case ahp.RoleTool:
 		id := mm[fToolCallID]
@@ -163,11 +208,11 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	case "function":
 		// Deprecated function result: it answers the latest function_call of that name.
 		msg.Role = ahp.RoleTool
-		msg.ID = d.uniqueID(messageID(i, nm.role, m.Raw), i)
+		msg.ID = d.uniqueID(messageID(&d.st.arena, i, nm.role, m.Raw), i)
 		name := mm[fName].String()
 		nm.toolCallID = msg.ID
 		for j := len(d.legacy) - 1; j >= 0; j-- {
-			if d.callNames[d.legacy[j]] == name {
+			if nc := d.calls[d.legacy[j]]; nc != nil && nc.name == name {
 				nm.toolCallID = d.legacy[j]
 				break
 			}
@@ -186,14 +231,12 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	}
 	if msg.Role == ahp.RoleTool {
 		tr := mapping.ToolResult{CallID: nm.toolCallID, ItemIndex: i}
-		if name, ok := d.callNames[nm.toolCallID]; ok {
-			tr.ToolName, tr.Input, tr.CallFound = name, d.callInputs[nm.toolCallID], true
+		if nc := d.calls[nm.toolCallID]; nc != nil {
+			tr.ToolName, tr.Input, tr.CallFound = nc.name, json.RawMessage(nc.input), true
 		}
 		d.req.ToolResults = append(d.req.ToolResults, tr)
 	}
-	if msg.Parts == nil {
-		msg.Parts = []ahp.Part{}
-	}
+	msg.Parts = d.end(msg.Parts)
 	d.st.byID[msg.ID] = len(d.st.msgs)
 	d.st.msgs = append(d.st.msgs, nm)
 	d.req.Items = append(d.req.Items, msg)
@@ -202,13 +245,13 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 
 // content decodes a content value (string, array of parts, or null) into parts appended to
 // parts.
-func (d *requestDecoder) content(v gjson.Result, msgID string, parts []ahp.Part, where string) ([]ahp.Part, bool, error) {
+func (d *requestDecoder) content(v gjson.Result, msgID string, parts []ahp.Part, where where) ([]ahp.Part, bool, error) {
 	switch {
 	case !v.Exists() || v.Type == gjson.Null:
 		return parts, false, nil
 	case v.Type == gjson.String:
-		p := ahp.TextPart(partID(msgID, len(parts)), v.Str)
-		d.st.addPart(p, nativePart{src: srcString})
+		p := d.textPart(d.partID(msgID, len(parts)), v.Str, "")
+		d.addPart(p, nativePart{src: srcString}, len(parts))
 		return append(parts, p), false, nil
 	case !v.IsArray():
 		return nil, false, fmt.Errorf("%s: content is neither a string nor an array", where)
@@ -216,7 +259,7 @@ func (d *requestDecoder) content(v gjson.Result, msgID string, parts []ahp.Part,
 	var err error
 	v.ForEach(func(_, e gjson.Result) bool {
 		var p ahp.Part
-		p, err = d.contentEntry(e, partID(msgID, len(parts)), where)
+		p, err = d.contentEntry(e, d.partID(msgID, len(parts)), len(parts), where)
 		if err == nil {
 			parts = append(parts, p)
 		}
@@ -226,7 +269,7 @@ func (d *requestDecoder) content(v gjson.Result, msgID string, parts []ahp.Part,
 }
 
 // contentEntry decodes one entry of a content array.
-func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Part, error) {
+func (d *requestDecoder) contentEntry(e gjson.Result, id string, index int, where where) (ahp.Part, error) {
 	if !e.IsObject() {
 		return ahp.Part{}, fmt.Errorf("%s: content part is not an object", where)
 	}
@@ -238,7 +281,7 @@ func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Par
 		if t.Type != gjson.String {
 			return ahp.Part{}, fmt.Errorf("%s: %s part without %s string", where, typ, typ)
 		}
-		p = ahp.TextPart(id, t.Str)
+		p = d.textPart(id, t.Str, "")
 		np.src = srcText
 		if typ == "refusal" {
 			np.src = srcRefusal
@@ -270,18 +313,18 @@ func (d *requestDecoder) contentEntry(e gjson.Result, id, where string) (ahp.Par
 		d.req.Gaps = append(d.req.Gaps, ahp.Gap{Path: "items",
 			Reason: fmt.Sprintf("part %s: content part type %q not represented", id, typ)})
 	}
-	d.st.addPart(p, np)
+	d.addPart(p, np, index)
 	return p, nil
 }
 
 // assistant decodes an assistant message: reasoning, content, refusal, tool calls, in that
 // order.
-func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp.Part, bool, error) {
-	var parts []ahp.Part
+func (d *requestDecoder) assistant(m *messageFields, msgID string, where where) ([]ahp.Part, bool, error) {
+	parts := d.begin()
 	for _, f := range [...]int{fReasoningContent, fReasoning} {
 		if r := m[f]; r.Type == gjson.String {
-			p := oaiwire.TextPart(partID(msgID, 0), r.Str, ahp.CategoryReasoning)
-			d.st.addPart(p, nativePart{src: srcReasoning, field: messageFieldNames[f]})
+			p := d.textPart(d.partID(msgID, 0), r.Str, ahp.CategoryReasoning)
+			d.addPart(p, nativePart{src: srcReasoning, field: messageFieldNames[f]}, 0)
 			parts = append(parts, p)
 			break
 		}
@@ -291,8 +334,8 @@ func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp
 		return nil, false, err
 	}
 	if r := m[fRefusal]; r.Type == gjson.String {
-		p := ahp.TextPart(partID(msgID, len(parts)), r.Str)
-		d.st.addPart(p, nativePart{src: srcRefusalField})
+		p := d.textPart(d.partID(msgID, len(parts)), r.Str, "")
+		d.addPart(p, nativePart{src: srcRefusalField}, len(parts))
 		parts = append(parts, p)
 	}
 	if a := m[fAudio]; a.IsObject() {
@@ -307,7 +350,7 @@ func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp
 	tcs.ForEach(func(_, e gjson.Result) bool {
 		var p ahp.Part
 		var gap *ahp.Gap
-		p, gap, err = d.st.decodeCall(e, partID(msgID, len(parts)), "")
+		p, gap, err = d.st.decodeCall(e, d.partID(msgID, len(parts)), "")
 		if err != nil {
 			err = fmt.Errorf("%s: %w", where, err)
 			return false
@@ -320,7 +363,7 @@ func (d *requestDecoder) assistant(m *messageFields, msgID, where string) ([]ahp
 		return nil, false, err
 	}
 	if fc := m[fFunctionCall]; fc.Exists() && fc.Type != gjson.Null {
-		p, gap, err := d.st.decodeLegacyCall(fc, partID(msgID, len(parts)))
+		p, gap, err := d.st.decodeLegacyCall(fc, d.partID(msgID, len(parts)))
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: %w", where, err)
 		}
@@ -337,26 +380,26 @@ func (d *requestDecoder) noteCall(p ahp.Part, gap *ahp.Gap) {
 		d.req.Gaps = append(d.req.Gaps, *gap)
 	}
 	nc := d.st.lastCall() // the call of p, just decoded
-	if d.callNames == nil {
-		d.callNames, d.callInputs = map[string]string{}, map[string]json.RawMessage{}
+	if d.calls == nil {
+		d.calls = make(map[string]*nativeCall, cap(d.st.callList))
 	}
 	// A later call with the same id wins: a result answers the nearest call before it.
-	d.callNames[nc.id], d.callInputs[nc.id] = nc.name, json.RawMessage(nc.input)
+	d.calls[nc.id] = nc
 }
 
 // toolContent decodes a tool result: one text part with category tool_result holding the
 // content string (or the text entries joined), then any non-text entries.
-func (d *requestDecoder) toolContent(v gjson.Result, msgID, where string) ([]ahp.Part, bool, error) {
+func (d *requestDecoder) toolContent(v gjson.Result, msgID string, where where) ([]ahp.Part, bool, error) {
 	if v.Type == gjson.String || !v.Exists() || v.Type == gjson.Null {
-		p := oaiwire.TextPart(partID(msgID, 0), v.Str, ahp.CategoryToolResult)
-		d.st.addPart(p, nativePart{src: srcString})
-		return []ahp.Part{p}, false, nil
+		p := d.textPart(d.partID(msgID, 0), v.Str, ahp.CategoryToolResult)
+		d.addPart(p, nativePart{src: srcString}, 0)
+		return append(d.begin(), p), false, nil
 	}
 	if !v.IsArray() {
 		return nil, false, fmt.Errorf("%s: content is neither a string nor an array", where)
 	}
 	var text strings.Builder
-	parts := []ahp.Part{{}} // slot 0 is the joined text
+	parts := append(d.begin(), ahp.Part{}) // slot 0 is the joined text
 	var err error
 	v.ForEach(func(_, e gjson.Result) bool {
 		if e.IsObject() && e.Get("type").String() == "text" {
@@ -369,15 +412,15 @@ func (d *requestDecoder) toolContent(v gjson.Result, msgID, where string) ([]ahp
 			return true
 		}
 		var p ahp.Part
-		p, err = d.contentEntry(e, partID(msgID, len(parts)), where)
+		p, err = d.contentEntry(e, d.partID(msgID, len(parts)), len(parts), where)
 		parts = append(parts, p)
 		return err == nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	parts[0] = oaiwire.TextPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
-	d.st.addPart(parts[0], nativePart{src: srcJoined})
+	parts[0] = d.textPart(d.partID(msgID, 0), text.String(), ahp.CategoryToolResult)
+	d.addPart(parts[0], nativePart{src: srcJoined}, 0)
 	return parts, true, nil
 }
 

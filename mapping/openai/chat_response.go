@@ -58,7 +58,7 @@ func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
 	}
 	baseID, synthesized := resp.ID, false
 	if baseID == "" {
-		baseID, synthesized = messageID(0, "response", s), true
+		baseID, synthesized = messageID(nil, 0, "response", s), true
 	}
 	st := &chatResponse{natives: newNatives()}
 	var err error
@@ -147,7 +147,7 @@ func (st *chatResponse) decodeMessage(m gjson.Result, msgID string) ([]ahp.Part,
 	tcs.ForEach(func(_, e gjson.Result) bool {
 		k := len(parts)
 		var p ahp.Part
-		p, _, err = st.decodeCall(e, partID(msgID, k), "call_"+messageID(k, msgID, e.Raw)[1:])
+		p, _, err = st.decodeCall(e, partID(msgID, k), "call_"+messageID(nil, k, msgID, e.Raw)[1:])
 		if err == nil {
 			parts = append(parts, p)
 		}

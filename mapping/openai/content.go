@@ -15,13 +15,15 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // messageID derives the id of a native message that has none: position, native role and
 // content, so the same message at the same position keeps its id while the conversation
-// grows (SPEC-DIGEST §15.4). Whitespace outside strings does not count.
-func messageID(index int, role, raw string) string {
+// grows (SPEC-DIGEST §15.4). Whitespace outside strings does not count. The id is held in
+// a, or allocated when a is nil.
+func messageID(a *mapping.Arena, index int, role, raw string) string {
 	ih := idHashes.Get().(*idHash)
 	defer idHashes.Put(ih)
 	ih.h.Reset()
@@ -32,7 +34,7 @@ func messageID(index int, role, raw string) string {
 	var id [17]byte
 	id[0] = 'm'
 	hex.Encode(id[1:], ih.h.Sum(ih.sum[:0])[:8])
-	return string(id[:])
+	return a.String(id[:]) // a nil arena allocates
 }
 
 // idHash is a digest with its scratch space, pooled so that deriving an id for every

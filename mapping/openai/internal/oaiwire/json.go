@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -52,7 +53,7 @@ func AppendJSONString(dst []byte, s string) []byte { return jsontext.AppendStrin
 // CompactJSON removes insignificant whitespace from valid JSON; other input is returned
 // unchanged.
 func CompactJSON(s string) string {
-	if !strings.ContainsAny(s, " \t\r\n") {
+	if jsontext.IsCompact(s) { // whitespace inside strings is not insignificant
 		return s
 	}
 	var b bytes.Buffer
@@ -122,7 +123,7 @@ func ParseArguments(args gjson.Result) (input string, ok bool) {
 		if s == "" {
 			return "{}", true
 		}
-		if json.Valid([]byte(s)) && gjson.Parse(s).IsObject() {
+		if s[0] == '{' && json.Valid(unsafe.Slice(unsafe.StringData(s), len(s))) { // read only
 			return NormalizeJSON(s), true
 		}
 		return "{}", false

@@ -1,0 +1,110 @@
+package mapping
+
+import (
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
+)
+
+// Arena holds the small values one decode makes: decoded strings (text with escapes,
+// derived ids) and the text pointers of canonical parts. An agent's request repeats its
+// whole conversation, hundreds of messages, on every call; taken one by one these values
+// are several allocations per message, each a cost for the allocator and later for the
+// collector. An arena places them in a few buffers instead.
+//
+// A value placed in an arena is never written again: new values go after it, and a full
+// buffer is replaced, never grown in place. The strings it returns are therefore as
+// immutable as any Go string; they keep their buffer alive while referenced. The zero
+// Arena is ready to use. An Arena belongs to one decode and one goroutine.
+type Arena struct {
+	buf   []byte
+	texts []string
+	grown int // bytes allocated so far, to size the next buffer
+}
+
+// Arena buffer sizes: the first buffer is small (most requests are small), later ones
+// double, up to a cap that keeps a single buffer's zeroing cheap.
+const (
+	arenaMinBytes = 1 << 10
+	arenaMaxBytes = 64 << 10
+	arenaTexts    = 64
+)
+
+// reserve makes room for n more bytes in the current buffer.
+func (a *Arena) reserve(n int) {
+	if cap(a.buf)-len(a.buf) >= n {
+		return
+	}
+	size := min(max(a.grown, arenaMinBytes), arenaMaxBytes)
+	size = max(size, n)
+	a.buf = make([]byte, 0, size)
+	a.grown += size
+}
+
+// Unquote returns the value of the JSON string literal lit as jsontext.Unquote does: a
+// literal without escapes is a substring of lit, any other is decoded into the arena.
+func (a *Arena) Unquote(lit string) string {
+	if a == nil {
+		return jsontext.Unquote(lit)
+	}
+	if len(lit) < 2 {
+		return ""
+	}
+	if strings.IndexByte(lit[1:len(lit)-1], '\\') < 0 {
+		return lit[1 : len(lit)-1]
+	}
+	a.reserve(len(lit)) // a value is never longer than its literal
+	start := len(a.buf)
+	a.buf = jsontext.AppendUnquote(a.buf, lit)
+	return a.since(start)
+}
+
+// String returns a copy of b held in the arena (a nil arena allocates it).
+func (a *Arena) String(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if a == nil {
+		return string(b)
+	}
+	a.reserve(len(b))
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.since(start)
+}
+
+// since returns the bytes appended after start as a string.
+func (a *Arena) since(start int) string {
+	if len(a.buf) == start {
+		return ""
+	}
+	return unsafe.String(&a.buf[start], len(a.buf)-start)
+}
+
+// Text returns a pointer to a copy of s, for a part's Text field (a nil arena allocates
+// it).
+func (a *Arena) Text(s string) *string {
+	if a == nil {
+		return &s
+	}
+	if len(a.texts) == cap(a.texts) {
+		a.texts = make([]string, 0, arenaTexts)
+	}
+	a.texts = append(a.texts, s)
+	return &a.texts[len(a.texts)-1]
+}
+
+// Pick is mapping.Pick with string values decoded into the arena.
+func (a *Arena) Pick(obj gjson.Result, names []string, out []gjson.Result) {
+	eachMember(obj, a, func(k, v gjson.Result) {
+		for j, n := range names {
+			if k.Str == n {
+				out[j] = v
+				return
+			}
+		}
+	})
+}

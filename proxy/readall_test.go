@@ -1,0 +1,50 @@
+package proxy
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// readAllLimited must return exactly the body whatever its declared length says, and
+// refuse a body over the limit, whichever path reads it.
+func TestReadAllLimited(t *testing.T) {
+	body := strings.Repeat("0123456789", 10) // 100 bytes
+	for _, tc := range []struct {
+		name        string
+		limit, hint int64
+		want        string
+		err         error
+	}{
+		{"declared exactly", 1000, 100, body, nil},
+		{"no declared length", 1000, -1, body, nil},
+		{"declared longer (body cut short)", 1000, 150, body, nil},
+		{"declared shorter, within the limit", 1000, 40, body, nil},
+		{"declared shorter, over the limit", 60, 40, "", errBodyTooLarge},
+		{"over the limit, no declared length", 99, -1, "", errBodyTooLarge},
+		{"exactly the limit", 100, 100, body, nil},
+		{"declared over the limit", 99, 100, "", errBodyTooLarge},
+	} {
+		for _, rd := range []struct {
+			name string
+			r    func() io.Reader
+		}{
+			{"whole", func() io.Reader { return strings.NewReader(body) }},
+			{"byte by byte", func() io.Reader { return iotest.OneByteReader(strings.NewReader(body)) }},
+			{"EOF with data", func() io.Reader { return iotest.DataErrReader(strings.NewReader(body)) }},
+		} {
+			got, err := readAllLimited(rd.r(), tc.limit, tc.hint)
+			if !errors.Is(err, tc.err) || string(got) != tc.want {
+				t.Errorf("%s / %s: got %q, %v; want %q, %v", tc.name, rd.name, got, err, tc.want, tc.err)
+			}
+		}
+	}
+	// A read error is reported, not mistaken for the end of the body.
+	boom := errors.New("connection reset")
+	r := io.MultiReader(strings.NewReader("partial"), iotest.ErrReader(boom))
+	if _, err := readAllLimited(r, 1000, 100); !errors.Is(err, boom) {
+		t.Errorf("read error: got %v, want %v", err, boom)
+	}
+}
