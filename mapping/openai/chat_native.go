@@ -29,20 +29,26 @@ const (
 	srcAudioOutput                    // the "audio" object of a response message
 )
 
-// nativePart is the native origin of one canonical part.
+// nativePart is the native origin of one canonical part. It is kept small: a long
+// conversation has one per part on every request.
 type nativePart struct {
-	id       string // the canonical part's id
-	src      partSource
-	raw      string          // the array entry's JSON; "" for fields and content strings
-	field    string          // srcReasoning: the field it came from; srcFileText: the file_data path
-	fileType string          // srcFileText: the data URL's media type
-	data     oaiwire.DataURL // attachments with inline bytes (AttachmentData)
-	hasData  bool            // data is set
+	id    string // the canonical part's id
+	raw   string // the array entry's JSON; "" for fields and content strings
+	field string // srcReasoning: the field it came from; srcFileText: the file_data path
 	// canon is the part as decoded, in a private copy, to tell an unchanged part from an
 	// edit. A request's parts point into its private copy of the items (item and part say
 	// where; pointInto sets canon); a response's own a copy each (ownedPart).
 	canon      *ahp.Part
+	inline     *inlineData // attachments with inline bytes, and srcFileText
 	item, part int32
+	src        partSource
+}
+
+// inlineData is what an attachment carried inline.
+type inlineData struct {
+	data     oaiwire.DataURL // the bytes (AttachmentData); unset for srcFileText
+	hasData  bool            // data is set
+	fileType string          // srcFileText: the data URL's media type
 }
 
 // ownedPart is the private copy of a part decoded outside a request's item list.
@@ -102,8 +108,9 @@ func newNatives() natives { return newNativesFor(0) }
 
 // newNativesFor sizes the lists for about messages messages.
 func newNativesFor(messages int) natives {
-	return natives{partList: make([]*nativePart, 0, messages), callList: make([]*nativeCall, 0, messages/4),
-		partSlab: make([]nativePart, 0, max(messages, 4)), callSlab: make([]nativeCall, 0, max(messages/4, 2))}
+	parts := messages + messages/4 + 4 // a message has one part, sometimes two
+	return natives{partList: make([]*nativePart, 0, parts), callList: make([]*nativeCall, 0, messages/4),
+		partSlab: make([]nativePart, 0, parts), callSlab: make([]nativeCall, 0, max(messages/4, 2))}
 }
 
 // index returns the lookup maps, building them on first use.
@@ -430,7 +437,7 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 		case srcRefusal:
 			raw, err = sjson.SetRaw(np.raw, "refusal", oaiwire.JSONString(text))
 		case srcFileText:
-			raw, err = sjson.SetRaw(np.raw, np.field, oaiwire.JSONString(oaiwire.EncodeDataURL(np.fileType, text)))
+			raw, err = sjson.SetRaw(np.raw, np.field, oaiwire.JSONString(oaiwire.EncodeDataURL(np.inline.fileType, text)))
 		}
 		if err != nil {
 			return contentEntry{}, fmt.Errorf("part %s: %w", p.ID, err)

@@ -54,9 +54,9 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 		SessionHint: sessionHint(top),
 		Original:    body,
 	}
-	n := strings.Count(msgs.Raw, `"role"`) // about the number of messages
+	n := strings.Count(msgs.Raw, `role"`) // about the number of messages (a rare first byte counts fast)
 	st := &chatRequest{natives: newNativesFor(n), byID: make(map[string]int, n), msgs: make([]nativeMessage, 0, n)}
-	d := requestDecoder{st: st, req: req, slab: make([]ahp.Part, 0, n+n/2+4)}
+	d := requestDecoder{st: st, req: req, slab: make([]ahp.Part, 0, n+n/4+4)}
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
 	mapping.Elements(msgs, func(m gjson.Result) bool {
@@ -151,6 +151,9 @@ func (d *requestDecoder) addPart(p ahp.Part, np nativePart, part int) {
 type where int
 
 func (w where) String() string { return "messages[" + strconv.Itoa(int(w)) + "]" }
+
+// entryFieldNames are the members of a content array entry the decoder reads first.
+var entryFieldNames = [...]string{"type", "text", "refusal"}
 
 // messageFieldNames are the members of a chat message the decoder reads; the f* constants
 // index them in a messageFields.
@@ -257,7 +260,7 @@ func (d *requestDecoder) content(v gjson.Result, msgID string, parts []ahp.Part,
 		return nil, false, fmt.Errorf("%s: content is neither a string nor an array", where)
 	}
 	var err error
-	v.ForEach(func(_, e gjson.Result) bool {
+	mapping.Elements(v, func(e gjson.Result) bool {
 		var p ahp.Part
 		p, err = d.contentEntry(e, d.partID(msgID, len(parts)), len(parts), where)
 		if err == nil {
@@ -275,9 +278,14 @@ func (d *requestDecoder) contentEntry(e gjson.Result, id string, index int, wher
 	}
 	np := nativePart{raw: e.Raw, src: srcAttachment}
 	var p ahp.Part
-	switch typ := e.Get("type").String(); typ {
+	var f [3]gjson.Result // type, text, refusal: one pass over the entry
+	d.st.arena.Pick(e, entryFieldNames[:], f[:])
+	switch typ := f[0].String(); typ {
 	case "text", "refusal":
-		t := e.Get(typ)
+		t := f[1]
+		if typ == "refusal" {
+			t = f[2]
+		}
 		if t.Type != gjson.String {
 			return ahp.Part{}, fmt.Errorf("%s: %s part without %s string", where, typ, typ)
 		}
@@ -347,7 +355,7 @@ func (d *requestDecoder) assistant(m *messageFields, msgID string, where where) 
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 		return nil, false, fmt.Errorf("%s: tool_calls is not an array", where)
 	}
-	tcs.ForEach(func(_, e gjson.Result) bool {
+	mapping.Elements(tcs, func(e gjson.Result) bool {
 		var p ahp.Part
 		var gap *ahp.Gap
 		p, gap, err = d.st.decodeCall(e, d.partID(msgID, len(parts)), "")
@@ -401,9 +409,13 @@ func (d *requestDecoder) toolContent(v gjson.Result, msgID string, where where) 
 	var text strings.Builder
 	parts := append(d.begin(), ahp.Part{}) // slot 0 is the joined text
 	var err error
-	v.ForEach(func(_, e gjson.Result) bool {
-		if e.IsObject() && e.Get("type").String() == "text" {
-			t := e.Get("text")
+	mapping.Elements(v, func(e gjson.Result) bool {
+		var f [3]gjson.Result
+		if e.IsObject() {
+			d.st.arena.Pick(e, entryFieldNames[:], f[:])
+		}
+		if f[0].Type == gjson.String && f[0].Str == "text" {
+			t := f[1]
 			if t.Type != gjson.String {
 				err = fmt.Errorf("%s: text part without text string", where)
 				return false
@@ -585,10 +597,10 @@ func (c *Chat) AttachmentData(req *mapping.Request, partID string) (mediaType st
 		return "", nil, false
 	}
 	np := st.part(partID)
-	if np == nil || !np.hasData {
+	if np == nil || np.inline == nil || !np.inline.hasData {
 		return "", nil, false
 	}
-	b, ok := np.data.Bytes()
+	b, ok := np.inline.data.Bytes()
 	if !ok {
 		return "", nil, false
 	}

@@ -137,7 +137,7 @@ func (st *chatResponse) decodeMessage(m gjson.Result, msgID string) ([]ahp.Part,
 	}
 	if a := m.Get("audio"); a.IsObject() {
 		du := oaiwire.DataURL{Payload: a.Get("data").String(), Base64: true}
-		add(oaiwire.MetadataAttachment(partID(msgID, len(parts)), "audio/*", du), nativePart{src: srcAudioOutput, data: du, hasData: true})
+		add(oaiwire.MetadataAttachment(partID(msgID, len(parts)), "audio/*", du), nativePart{src: srcAudioOutput, inline: &inlineData{data: du, hasData: true}})
 	}
 	tcs := m.Get("tool_calls")
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {

@@ -82,7 +82,7 @@ func typeFromName(name string) string {
 // sha256); a remote URL is not fetched, so its body is a gap.
 func imagePart(id, u string, np *nativePart) ahp.Part {
 	if du, ok := oaiwire.ParseDataURL(u); ok {
-		np.data, np.hasData = du, true
+		np.inline = &inlineData{data: du, hasData: true}
 		return oaiwire.MetadataAttachment(id, oaiwire.AttachmentType(du.MediaType, "image/*"), du)
 	}
 	return oaiwire.GapAttachment(id, remoteImageType(u), oaiwire.GapRemoteURL)
@@ -105,7 +105,7 @@ func audioPart(id, data, format string, np *nativePart) ahp.Part {
 	if ok && du.MediaType != "" {
 		mt = oaiwire.AttachmentType(du.MediaType, mt)
 	}
-	np.data, np.hasData = du, true
+	np.inline = &inlineData{data: du, hasData: true}
 	return oaiwire.MetadataAttachment(id, mt, du)
 }
 
@@ -117,9 +117,10 @@ func filePart(e gjson.Result, id, prefix string, np *nativePart) (ahp.Part, erro
 	if fd := e.Get(prefix + "file_data"); fd.Type == gjson.String && fd.Str != "" {
 		p, du, textType := oaiwire.FileData(id, fd.Str, typeFromName(name))
 		if textType != "" {
-			np.src, np.fileType, np.field = srcFileText, textType, prefix+"file_data"
+			np.src, np.field = srcFileText, prefix+"file_data"
+			np.inline = &inlineData{fileType: textType}
 		} else {
-			np.data, np.hasData = du, true
+			np.inline = &inlineData{data: du, hasData: true}
 		}
 		return p, nil
 	}
