@@ -99,10 +99,16 @@ func (a *Arena) Text(s string) *string {
 
 // Pick is mapping.Pick with string values decoded into the arena.
 func (a *Arena) Pick(obj gjson.Result, names []string, out []gjson.Result) {
+	if len(names) > 64 {
+		panic("mapping: Pick reads at most 64 members") // a programming error, not input
+	}
+	var seen uint64 // an object that repeats a key (upstream JSON is not strict-checked) gives its first value, as gjson's Get does
 	eachMember(obj, a, func(k, v gjson.Result) {
 		for j, n := range names {
 			if k.Str == n {
-				out[j] = v
+				if seen&(1<<j) == 0 {
+					out[j], seen = v, seen|1<<j
+				}
 				return
 			}
 		}

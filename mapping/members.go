@@ -40,7 +40,8 @@ func TopMembers(root gjson.Result) Members {
 
 // Pick sets out[j] to the value of the member of obj named names[j], in one pass over obj
 // and without allocating; a member obj does not have is left as it was (the zero Result
-// does not Exist). It is for decoders that read several members of many small objects.
+// does not Exist), and a member obj repeats gives its first value, as gjson's Get does.
+// It is for decoders that read several members of many small objects.
 func Pick(obj gjson.Result, names []string, out []gjson.Result) {
 	(*Arena)(nil).Pick(obj, names, out)
 }

@@ -104,6 +104,31 @@ func checkAgainstGjson(t *testing.T, doc string) {
 		if i != len(m.keys) {
 			t.Fatalf("%s: TopMembers found %d members, gjson %d", doc, len(m.keys), i)
 		}
+		// Pick, with and without an arena, gives each name's first value (a repeated key
+		// gives its first value, as gjson's Get does) and leaves absent names alone.
+		names := []string{"\x00absent"}
+		first := map[string]gjson.Result{}
+		root.ForEach(func(k, v gjson.Result) bool {
+			if _, ok := first[k.Str]; !ok && len(names) < 8 {
+				first[k.Str] = v
+				names = append(names, k.Str)
+			}
+			return true
+		})
+		var a Arena
+		for _, pick := range []func(gjson.Result, []string, []gjson.Result){Pick, a.Pick} {
+			out := make([]gjson.Result, len(names))
+			out[0] = gjson.Result{Type: gjson.True, Raw: "true"}
+			pick(root, names, out)
+			if out[0].Type != gjson.True {
+				t.Fatalf("%s: Pick changed the result of an absent member", doc)
+			}
+			for j, n := range names[1:] {
+				if !sameResult(out[j+1], first[n]) || out[j+1].Str != first[n].Str {
+					t.Fatalf("%s: Pick(%q) = %+v, gjson's first %+v", doc, n, out[j+1], first[n])
+				}
+			}
+		}
 	case root.IsArray():
 		var got []gjson.Result
 		Elements(root, func(e gjson.Result) bool { got = append(got, e); return true })
@@ -136,6 +161,7 @@ func TestTopMembersAndElementsMatchGjson(t *testing.T) {
 func FuzzTopMembers(f *testing.F) {
 	f.Add(`{"a":"x","b":[1,"]"],"c":{"d":"\\\""}}`)
 	f.Add(`[{"role":"user"}, "x", 1]`)
+	f.Add(`{"k":"first","k":"second","e\u0301":"\n","function":{"name":"a"},"function":{"name":"b"}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		if !json.Valid([]byte(doc)) {
 			return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // The fuzz targets run in CI for a few seconds each (.ci/fuzz-targets); their committed seed
@@ -39,13 +40,27 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("inconsistent request: %d items, %d results, prompt start %d", len(req.Items), len(req.ToolResults), req.PromptStart)
 		}
 		checkSchema(t, req.Items)
+		// Every part's origin points at that part in the translator's private copy (the
+		// decoder recorded the right place), and the copy equals what the caller got. Tool
+		// calls have call origins instead.
+		st := req.Native.(*chatRequest)
+		for i := range req.Items {
+			for j := range req.Items[i].Parts {
+				np := st.part(req.Items[i].Parts[j].ID)
+				if np == nil && st.call(req.Items[i].Parts[j].ID) != nil {
+					continue
+				}
+				if np == nil || np.canon != &st.items[i].Parts[j] || !oaiwire.PartsEqual(np.canon, &req.Items[i].Parts[j]) {
+					t.Fatalf("part %s: origin does not point at its private copy", req.Items[i].Parts[j].ID)
+				}
+			}
+		}
 		out, err := c.EncodeRequest(req, cloneItems(req.Items))
 		if err != nil || string(out) != string(body) {
 			t.Fatalf("unchanged items: err %v, same bytes %v", err, string(out) == string(body))
 		}
 		// In every message, an edit of the first text part and of every function call's
 		// input renders, decodes again, and is what the model sees at that position.
-		st := req.Native.(*chatRequest)
 		const edit = "fuzz <&> \u2028 edit"
 		for i := range req.Items {
 			for j := range req.Items[i].Parts {

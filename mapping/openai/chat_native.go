@@ -93,6 +93,7 @@ type natives struct {
 	// slabs, a buffer for building tool_call texts. A conversation of hundreds of messages
 	// then costs a few allocations per request instead of several per message.
 	arena    mapping.Arena
+	strict   bool // decoding a body that passed the strict check: no object repeats a key
 	partSlab []nativePart
 	callSlab []nativeCall
 	scratch  []byte
@@ -225,8 +226,12 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 	if !entry.IsObject() {
 		return ahp.Part{}, nil, fmt.Errorf("tool call is not an object")
 	}
-	var f [4]gjson.Result // id, type, function, custom: one pass over the entry
-	n.arena.Pick(entry, callFieldNames[:], f[:])
+	var f [4]gjson.Result // id, type, function, custom
+	if n.strict {
+		n.arena.Pick(entry, callFieldNames[:], f[:]) // one pass over the entry
+	} else {
+		f = [4]gjson.Result{entry.Get("id"), entry.Get("type"), entry.Get("function"), entry.Get("custom")}
+	}
 	id := f[0].String()
 	if id == "" {
 		if fallbackID == "" {
@@ -248,7 +253,7 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 	switch typ {
 	case "custom":
 		nc.kind = callCustom
-		n.arena.Pick(f[3], customFieldNames[:], g[:])
+		n.pick(entry, f[3], "custom", customFieldNames[:], g[:])
 		nc.name = g[0].String()
 		if in := g[1]; in.Exists() && in.Type != gjson.String {
 			return ahp.Part{}, nil, fmt.Errorf("tool call %s: custom.input is not a string", id)
@@ -256,7 +261,7 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 		nc.input = `{"input":` + oaiwire.JSONString(g[1].Str) + `}`
 	case "function":
 		nc.kind = callFunction
-		n.arena.Pick(f[2], functionFieldNames[:], g[:])
+		n.pick(entry, f[2], "function", functionFieldNames[:], g[:])
 		nc.name = g[0].String()
 		input, ok := oaiwire.ParseArguments(g[1])
 		if !ok {
@@ -272,6 +277,21 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 	p := n.toolCallPart(partID, id, nc.name, nc.input)
 	n.addCall(p, id, nc)
 	return p, gap, nil
+}
+
+// pick reads names from obj, the member called field of entry. Strict JSON has one such
+// member and obj is read in one pass; otherwise each name is looked up as gjson resolves
+// the path field.name, which goes on to a later member of the same name when the first
+// lacks the name (upstream JSON is not strict-checked and the streaming assembler reads it
+// the same way).
+func (n *natives) pick(entry, obj gjson.Result, field string, names []string, out []gjson.Result) {
+	if n.strict {
+		n.arena.Pick(obj, names, out)
+		return
+	}
+	for j, name := range names {
+		out[j] = entry.Get(field + "." + name)
+	}
 }
 
 // The members of a tool_calls entry, and of its function and custom objects, that

@@ -56,6 +56,7 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	n := strings.Count(msgs.Raw, `role"`) // about the number of messages (a rare first byte counts fast)
 	st := &chatRequest{natives: newNativesFor(n), byID: make(map[string]int, n), msgs: make([]nativeMessage, 0, n)}
+	st.strict = true // CheckClientJSON passed
 	d := requestDecoder{st: st, req: req, slab: make([]ahp.Part, 0, n+n/4+4)}
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
