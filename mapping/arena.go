@@ -99,18 +99,83 @@ func (a *Arena) Text(s string) *string {
 
 // Pick is mapping.Pick with string values decoded into the arena.
 func (a *Arena) Pick(obj gjson.Result, names []string, out []gjson.Result) {
+	s := obj.Raw
+	if i := skipSpace(s, 0); i < len(s) && s[i] == '{' {
+		a.pickObject(s, i, obj.Index, names, out)
+	}
+}
+
+// PickElements calls fn with each element of arr, a parsed JSON array from a body that
+// passed the strict check, until fn returns false; before each call out holds the members
+// named names of that element when it is an object (zero Results otherwise), as Pick sets
+// them. Each element is read once: finding where an object ends and picking its members
+// is the same pass.
+func (a *Arena) PickElements(arr gjson.Result, names []string, out []gjson.Result, fn func(elem gjson.Result) bool) {
+	s := arr.Raw
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return
+	}
+	i = skipSpace(s, i+1)
+	for i < len(s) && s[i] != ']' {
+		clear(out)
+		var end int
+		if s[i] == '{' {
+			end = a.pickObject(s, i, arr.Index, names, out)
+		} else {
+			end = skipValue(s, i)
+		}
+		elem := gjson.Result{Type: gjson.JSON, Raw: s[i:end], Index: arr.Index + i}
+		if s[i] != '{' {
+			elem = valueAt(s, i, end, arr.Index, a)
+		}
+		if !fn(elem) {
+			return
+		}
+		i = skipSpace(s, end)
+		if i < len(s) && s[i] == ',' {
+			i = skipSpace(s, i+1)
+		}
+	}
+}
+
+// pickObject reads the object that opens at s[open] (a text that passed the strict check),
+// sets out[j] to the value of its member names[j] (the first, should one repeat), and
+// returns the index just past the object. Members not asked for are skipped without being
+// decoded.
+func (a *Arena) pickObject(s string, open, base int, names []string, out []gjson.Result) int {
 	if len(names) > 64 {
 		panic("mapping: Pick reads at most 64 members") // a programming error, not input
 	}
-	var seen uint64 // an object that repeats a key (upstream JSON is not strict-checked) gives its first value, as gjson's Get does
-	eachMember(obj, a, func(k, v gjson.Result) {
+	var seen uint64
+	i := skipSpace(s, open+1)
+	for i < len(s) && s[i] == '"' {
+		kEnd := skipValue(s, i)
+		key := s[i+1 : kEnd-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = a.Unquote(s[i:kEnd])
+		}
+		i = skipSpace(s, kEnd)
+		if i >= len(s) || s[i] != ':' {
+			return i
+		}
+		vStart := skipSpace(s, i+1)
+		vEnd := skipValue(s, vStart)
 		for j, n := range names {
-			if k.Str == n {
+			if key == n {
 				if seen&(1<<j) == 0 {
-					out[j], seen = v, seen|1<<j
+					out[j], seen = valueAt(s, vStart, vEnd, base, a), seen|1<<j
 				}
-				return
+				break
 			}
 		}
-	})
+		i = skipSpace(s, vEnd)
+		if i < len(s) && s[i] == ',' {
+			i = skipSpace(s, i+1)
+		}
+	}
+	if i < len(s) && s[i] == '}' {
+		i++
+	}
+	return i
 }

@@ -143,6 +143,42 @@ func checkAgainstGjson(t *testing.T, doc string) {
 		if i != len(got) {
 			t.Fatalf("%s: Elements found %d, gjson %d", doc, len(got), i)
 		}
+		// PickElements sees the same elements, with each object's members as Pick picks
+		// them (every key of the first object is asked for, plus an absent one).
+		names := []string{"\x00absent"}
+		for _, e := range got {
+			if e.IsObject() {
+				e.ForEach(func(k, _ gjson.Result) bool {
+					if len(names) < 8 {
+						names = append(names, k.Str)
+					}
+					return true
+				})
+				break
+			}
+		}
+		var a Arena
+		out := make([]gjson.Result, len(names))
+		k := 0
+		a.PickElements(root, names, out, func(e gjson.Result) bool {
+			if k >= len(got) || !sameResult(e, got[k]) {
+				t.Fatalf("%s: PickElements element %d = %+v, Elements %+v", doc, k, e, got[min(k, len(got)-1)])
+			}
+			want := make([]gjson.Result, len(names))
+			if e.IsObject() {
+				Pick(e, names, want)
+			}
+			for j := range names {
+				if !sameResult(out[j], want[j]) || out[j].Str != want[j].Str {
+					t.Fatalf("%s: element %d member %q = %+v, Pick %+v", doc, k, names[j], out[j], want[j])
+				}
+			}
+			k++
+			return true
+		})
+		if k != len(got) {
+			t.Fatalf("%s: PickElements found %d, Elements %d", doc, k, len(got))
+		}
 	}
 }
 
@@ -161,6 +197,7 @@ func TestTopMembersAndElementsMatchGjson(t *testing.T) {
 func FuzzTopMembers(f *testing.F) {
 	f.Add(`{"a":"x","b":[1,"]"],"c":{"d":"\\\""}}`)
 	f.Add(`[{"role":"user"}, "x", 1]`)
+	f.Add(`[ {"role":"user","content":"a\nb"} , {"role":"tool","c\u006fntent":[1,{"x":"}"}]}, "s\"", null, [] ]`)
 	f.Add(`{"k":"first","k":"second","e\u0301":"\n","function":{"name":"a"},"function":{"name":"b"}}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		if !json.Valid([]byte(doc)) {

@@ -226,11 +226,22 @@ func (n *natives) decodeCall(entry gjson.Result, partID, fallbackID string) (ahp
 	if !entry.IsObject() {
 		return ahp.Part{}, nil, fmt.Errorf("tool call is not an object")
 	}
-	var f [4]gjson.Result // id, type, function, custom
+	var f callFields
 	if n.strict {
 		n.arena.Pick(entry, callFieldNames[:], f[:]) // one pass over the entry
 	} else {
-		f = [4]gjson.Result{entry.Get("id"), entry.Get("type"), entry.Get("function"), entry.Get("custom")}
+		f = callFields{entry.Get("id"), entry.Get("type"), entry.Get("function"), entry.Get("custom")}
+	}
+	return n.decodeCallFields(entry, &f, partID, fallbackID)
+}
+
+// callFields holds the members of a tool_calls entry named by callFieldNames.
+type callFields [4]gjson.Result
+
+// decodeCallFields is decodeCall with the entry's members already read.
+func (n *natives) decodeCallFields(entry gjson.Result, f *callFields, partID, fallbackID string) (ahp.Part, *ahp.Gap, error) {
+	if !entry.IsObject() {
+		return ahp.Part{}, nil, fmt.Errorf("tool call is not an object")
 	}
 	id := f[0].String()
 	if id == "" {

@@ -60,8 +60,9 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	d := requestDecoder{st: st, req: req, slab: make([]ahp.Part, 0, n+n/4+4)}
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
-	mapping.Elements(msgs, func(m gjson.Result) bool {
-		derr = d.message(len(st.msgs), m)
+	var mm messageFields
+	st.arena.PickElements(msgs, messageFieldNames[:], mm[:], func(m gjson.Result) bool {
+		derr = d.message(len(st.msgs), m, &mm)
 		return derr == nil
 	})
 	if derr != nil {
@@ -179,13 +180,12 @@ const (
 // messageFields holds a message's members, indexed by the f* constants.
 type messageFields [numMessageFields]gjson.Result
 
-func (d *requestDecoder) message(i int, m gjson.Result) error {
+// message decodes message i, m, whose members the decoder reads are in mm.
+func (d *requestDecoder) message(i int, m gjson.Result, mm *messageFields) error {
 	where := where(i)
 	if !m.IsObject() {
 		return fmt.Errorf("%s is not an object", where)
 	}
-	var mm messageFields
-	d.st.arena.Pick(m, messageFieldNames[:], mm[:]) // one pass; each m.Get would rescan the message
 	roleV := mm[fRole]
 	if roleV.Type != gjson.String {
 		return fmt.Errorf("%s has no role", where)
@@ -199,7 +199,7 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 		msg.Parts, nm.arrayContent, err = d.content(mm[fContent], msg.ID, d.begin(), where)
 	case ahp.RoleAssistant:
 		msg.ID = d.uniqueID(messageID(&d.st.arena, i, nm.role, m.Raw), i)
-		msg.Parts, nm.arrayContent, err = d.assistant(&mm, msg.ID, where)
+		msg.Parts, nm.arrayContent, err = d.assistant(mm, msg.ID, where)
 	case ahp.RoleTool:
 		id := mm[fToolCallID]
 		if id.Type != gjson.String || id.Str == "" {
@@ -356,10 +356,11 @@ func (d *requestDecoder) assistant(m *messageFields, msgID string, where where) 
 	if tcs.Exists() && tcs.Type != gjson.Null && !tcs.IsArray() {
 		return nil, false, fmt.Errorf("%s: tool_calls is not an array", where)
 	}
-	mapping.Elements(tcs, func(e gjson.Result) bool {
+	var cf callFields
+	d.st.arena.PickElements(tcs, callFieldNames[:], cf[:], func(e gjson.Result) bool {
 		var p ahp.Part
 		var gap *ahp.Gap
-		p, gap, err = d.st.decodeCall(e, d.partID(msgID, len(parts)), "")
+		p, gap, err = d.st.decodeCallFields(e, &cf, d.partID(msgID, len(parts)), "")
 		if err != nil {
 			err = fmt.Errorf("%s: %w", where, err)
 			return false
