@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -245,40 +245,92 @@ func strPtrEqual(a, b *string) bool  { return a == b || a != nil && b != nil && 
 func int64PtrEqual(a, b *int64) bool { return a == b || a != nil && b != nil && *a == *b }
 func refEqual(a, b *ahp.Ref) bool    { return a == b || a != nil && b != nil && *a == *b }
 func gapEqual(a, b *ahp.Gap) bool    { return a == b || a != nil && b != nil && *a == *b }
-func cloneStr(p *string) *string     { return clonePtr(p) }
-func clonePtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
+
+// partStore holds what the pointer fields of a cloned part point to. One slice of them
+// serves a whole list, so a deep copy costs no allocation per part: a request repeats its
+// whole conversation, hundreds of parts, on every call.
+type partStore struct {
+	text string
+	size int64
+	body ahp.Ref
+	gap  ahp.Gap
 }
 
-// cloneMessages deep-copies a canonical list, so the translator's record of what it
-// decoded cannot be changed through the slices it handed out.
-func cloneMessages(in []ahp.Message) []ahp.Message {
-	out := make([]ahp.Message, len(in))
-	for i := range in {
-		out[i] = cloneMessage(&in[i])
+// clone returns a copy of p whose pointer fields point into s.
+func (s *partStore) clone(p *ahp.Part) ahp.Part {
+	c := *p
+	if p.Text != nil {
+		s.text = *p.Text
+		c.Text = &s.text
 	}
-	return out
-}
-
-func cloneMessage(m *ahp.Message) ahp.Message {
-	c := *m
-	c.Parts = make([]ahp.Part, len(m.Parts))
-	for j := range m.Parts {
-		c.Parts[j] = clonePart(&m.Parts[j])
+	if p.Size != nil {
+		s.size = *p.Size
+		c.Size = &s.size
+	}
+	if p.Body != nil {
+		s.body = *p.Body
+		c.Body = &s.body
+	}
+	if p.Gap != nil {
+		s.gap = *p.Gap
+		c.Gap = &s.gap
 	}
 	return c
 }
 
-func clonePart(p *ahp.Part) ahp.Part {
-	c := *p
-	c.Text = cloneStr(p.Text)
-	c.Size = clonePtr(p.Size)
-	c.Body = clonePtr(p.Body)
-	c.Gap = clonePtr(p.Gap)
+// cloneMessages deep-copies a canonical list, so the translator's record of what it
+// decoded cannot be changed through the slices it handed out. Three allocations whatever
+// the length of the list.
+func cloneMessages(in []ahp.Message) []ahp.Message {
+	n := 0
+	for i := range in {
+		n += len(in[i].Parts)
+	}
+	out := make([]ahp.Message, len(in))
+	parts := make([]ahp.Part, n)
+	store := make([]partStore, n)
+	k := 0
+	for i := range in {
+		c := in[i]
+		c.Parts = parts[k : k+len(c.Parts) : k+len(c.Parts)]
+		for j := range c.Parts {
+			c.Parts[j] = store[k+j].clone(&in[i].Parts[j])
+		}
+		k += len(c.Parts)
+		out[i] = c
+	}
+	return out
+}
+
+// slab hands out short lists from a few large arrays: a decode keeps many small lists
+// (the parts of each message, the native blocks of each item), and one allocation per
+// list would be several per message. A list it returns is capped at its length, so an
+// append to it reallocates rather than reach into the next list; the elements are never
+// handed out twice.
+type slab[T any] struct {
+	buf  []T
+	next int // length of the next array
+}
+
+// take returns a list of n zero elements.
+func (s *slab[T]) take(n int) []T {
+	if cap(s.buf)-len(s.buf) < n {
+		size := max(s.next, n, 8)
+		s.buf = make([]T, 0, size)
+		s.next = 2 * size
+	}
+	start := len(s.buf)
+	s.buf = s.buf[:start+n]
+	return s.buf[start : start+n : start+n]
+}
+
+// keep returns a copy of l held in the slab, nil when l is empty.
+func (s *slab[T]) keep(l []T) []T {
+	if len(l) == 0 {
+		return nil
+	}
+	c := s.take(len(l))
+	copy(c, l)
 	return c
 }
 
@@ -286,22 +338,31 @@ func clonePart(p *ahp.Part) ahp.Part {
 
 // idHash hashes position and canonical content into a short stable id component. Content,
 // not raw JSON, is hashed so that moving a cache_control breakpoint or turning string
-// content into a block array (both routine between turns) keeps every id.
+// content into a block array (both routine between turns) keeps every id. A request decode
+// reuses one idHash for all its messages (reset).
 type idHash struct {
 	h   hash.Hash
 	buf []byte // framing scratch, so hashing strings does not copy them one by one
+	out [sha256.Size]byte
 }
 
-func newIDHash() *idHash { return &idHash{h: sha256.New(), buf: make([]byte, 0, 256)} }
+func newIDHash() *idHash { return &idHash{h: sha256.New(), buf: make([]byte, 0, 512)} }
+
+// reset starts a new id.
+func (h *idHash) reset() {
+	h.h.Reset()
+	h.buf = h.buf[:0]
+}
 
 func (h *idHash) str(s string) {
 	h.buf = binary.AppendUvarint(h.buf, uint64(len(s)))
-	if len(h.buf)+len(s) > cap(h.buf) {
+	// A long string goes through the scratch buffer in pieces: io.WriteString would copy
+	// it whole into a new slice (the hash has no WriteString).
+	for len(h.buf)+len(s) > cap(h.buf) {
+		n := copy(h.buf[len(h.buf):cap(h.buf)], s)
+		h.buf = h.buf[:len(h.buf)+n]
+		s = s[n:]
 		h.flush()
-		if len(s) > cap(h.buf) {
-			_, _ = io.WriteString(h.h, s)
-			return
-		}
 	}
 	h.buf = append(h.buf, s...)
 }
@@ -322,9 +383,18 @@ func (h *idHash) part(p *ahp.Part, fingerprint string) {
 	h.str(fingerprint)
 }
 
-func (h *idHash) sum() string {
+// appendSum appends the id component (16 hex digits) to dst.
+func (h *idHash) appendSum(dst []byte) []byte {
 	h.flush()
-	return hex.EncodeToString(h.h.Sum(nil)[:8])
+	sum := h.h.Sum(h.out[:0])
+	return hex.AppendEncode(dst, sum[:8])
 }
 
-func partID(msgID string, n int) string { return fmt.Sprintf("%s.p%d", msgID, n) }
+func (h *idHash) sum() string { return string(h.appendSum(nil)) }
+
+func partID(msgID string, n int) string { return msgID + ".p" + strconv.Itoa(n) }
+
+// appendPartID appends the id of the n-th part of message msgID (partID) to dst.
+func appendPartID(dst []byte, msgID string, n int) []byte {
+	return strconv.AppendInt(append(append(dst, msgID...), ".p"...), int64(n), 10)
+}

@@ -475,3 +475,21 @@ func TestEncodeRequestNewToolMessageByCallID(t *testing.T) {
 		t.Errorf("assistant message = %s", got)
 	}
 }
+
+// Messages' part lists share backing arrays (the decoder's slab); each is capped, so a
+// caller that appends to one message's parts cannot overwrite the next message's.
+func TestDecodedPartListsAreIndependent(t *testing.T) {
+	req, err := NewChat().DecodeRequest([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},` +
+		`{"role":"user","content":"u"},{"role":"assistant","content":"a"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := req.Items[1].Parts[0]
+	req.Items[0].Parts = append(req.Items[0].Parts, ahp.TextPart("extra", "x"))
+	if after := req.Items[1].Parts[0]; after.ID != before.ID || after.TextOf() != "u" {
+		t.Fatalf("appending to message 0 changed message 1: %+v", after)
+	}
+	if len(req.Items[0].Parts) != 2 || cap(req.Items[1].Parts) != len(req.Items[1].Parts) {
+		t.Fatalf("part lists are not capped: len %d, cap %d", len(req.Items[1].Parts), cap(req.Items[1].Parts))
+	}
+}

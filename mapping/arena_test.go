@@ -1,0 +1,72 @@
+package mapping
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
+)
+
+// Values placed in an arena must never change afterwards, however many values follow them
+// and whatever their sizes (across buffer replacements, and for values larger than a
+// buffer).
+func TestArenaValuesStayPut(t *testing.T) {
+	var a Arena
+	type placed struct {
+		got  string
+		want string
+		ptr  *string
+	}
+	var all []placed
+	for i := 0; i < 3000; i++ {
+		n := i % 97
+		if i%500 == 7 {
+			n = 100 << 10 // larger than any arena buffer
+		}
+		want := strings.Repeat(string(rune('a'+i%26)), n) + strconv.Itoa(i)
+		var got string
+		switch i % 3 {
+		case 0:
+			got = a.String([]byte(want))
+		case 1:
+			lit := string(jsontext.AppendString(nil, want+"\n")) // has an escape: decoded into the arena
+			want += "\n"
+			got = a.Unquote(lit)
+		default:
+			got = a.Unquote(`"` + want + `"`) // no escape: a substring of the literal
+		}
+		all = append(all, placed{got: got, want: want, ptr: a.Text(want)})
+	}
+	for i, p := range all {
+		if p.got != p.want || *p.ptr != p.want {
+			t.Fatalf("value %d changed: %.20q / %.20q, want %.20q", i, p.got, *p.ptr, p.want)
+		}
+	}
+}
+
+func TestArenaUnquoteMatchesJsontext(t *testing.T) {
+	var a Arena
+	for _, lit := range []string{`""`, `"plain"`, `"a\nb\"c"`, `"\u00e9\ud83d\ude00"`, `"\ud800 lone"`, `"x"`} {
+		if got, want := a.Unquote(lit), jsontext.Unquote(lit); got != want {
+			t.Errorf("Unquote(%s) = %q, jsontext %q", lit, got, want)
+		}
+	}
+	// A literal without escapes is not copied.
+	lit := `"no escapes here"`
+	if got := a.Unquote(lit); unsafe.StringData(got) != unsafe.StringData(lit[1:]) {
+		t.Errorf("a literal without escapes was copied")
+	}
+}
+
+// A nil arena allocates each value instead (the decoders that do not keep one).
+func TestNilArena(t *testing.T) {
+	var a *Arena
+	b := []byte("id-1")
+	s := a.String(b)
+	b[0] = 'X'
+	if s != "id-1" || *a.Text("t") != "t" || a.Unquote(`"a\tb"`) != "a\tb" || a.String(nil) != "" {
+		t.Fatalf("nil arena: %q %q %q", s, *a.Text("t"), a.Unquote(`"a\tb"`))
+	}
+}
