@@ -88,7 +88,11 @@ func (a *Arena) since(start int) string {
 // it).
 func (a *Arena) Text(s string) *string {
 	if a == nil {
-		return &s
+		// Not &s: taking the parameter's address would move it to the heap on every call,
+		// arena or not.
+		p := new(string)
+		*p = s
+		return p
 	}
 	if len(a.texts) == cap(a.texts) {
 		a.texts = make([]string, 0, arenaTexts)

@@ -60,6 +60,23 @@ func TestArenaUnquoteMatchesJsontext(t *testing.T) {
 	}
 }
 
+// Text pointers come from the arena's blocks: a decode's hundreds of text parts cost an
+// allocation per block of them, not one each.
+func TestArenaTextAllocatesPerBlock(t *testing.T) {
+	var a Arena
+	s := strings.Repeat("x", 10)
+	n := testing.AllocsPerRun(20, func() {
+		for range arenaTexts {
+			textSink = a.Text(s) // kept, as a decoded part keeps it
+		}
+	})
+	if n > 1 {
+		t.Errorf("%d Text calls allocate %v times, want at most 1", arenaTexts, n)
+	}
+}
+
+var textSink *string
+
 // A nil arena allocates each value instead (the decoders that do not keep one).
 func TestNilArena(t *testing.T) {
 	var a *Arena

@@ -33,9 +33,11 @@ const mediaOctetStream = "application/octet-stream"
 // origin ties a canonical part to the native block it was decoded from, so that encoding
 // can copy an unchanged block byte for byte or patch only the field that changed.
 type origin struct {
-	part ahp.Part // as decoded (a private copy)
-	raw  string   // native block JSON; "" when the part stands for several blocks
-	typ  string   // native block type
+	part *ahp.Part // as decoded, in the translator's private copy of the items
+	raw  string    // native block JSON; "" when the part stands for several blocks
+	typ  string    // native block type
+	// item and at place part in the private copy (request side), until it is pointed at.
+	item, at int32
 }
 
 // decodedBlock is one native block decoded into a canonical part.
@@ -44,45 +46,112 @@ type decodedBlock struct {
 	typ         string
 	fingerprint string // content identity for id hashing when the part has no text or digest
 	gap         string // set when the block is carried natively only
+	// tool_use blocks: the call, as the part's text holds it (input compacted).
+	callID, name, input string
+}
+
+// blockFieldNames are the members of a content block that decoding reads, all in one pass
+// over the block (each gjson Get would rescan it); the b* constants index them in a
+// blockFields.
+var blockFieldNames = [...]string{bType: "type", bText: "text", bThinking: "thinking", bData: "data",
+	bID: "id", bName: "name", bInput: "input", bSource: "source", bCacheControl: "cache_control",
+	bToolUseID: "tool_use_id", bIsError: "is_error", bContent: "content"}
+
+const (
+	bType = iota
+	bText
+	bThinking
+	bData
+	bID
+	bName
+	bInput
+	bSource
+	bCacheControl
+	bToolUseID
+	bIsError
+	bContent
+	numBlockFields
+)
+
+// blockFields holds a block's members, indexed by the b* constants; a member the block does
+// not have does not Exist.
+type blockFields [numBlockFields]gjson.Result
+
+// sourceFieldNames are the members of an image or document source that decoding reads.
+var sourceFieldNames = [...]string{sType: "type", sMediaType: "media_type", sData: "data"}
+
+const (
+	sType = iota
+	sMediaType
+	sData
+	numSourceFields
+)
+
+// blockReader decodes content blocks. A request decode gives it an arena for the strings
+// and text pointers it makes; with a nil arena each is allocated on its own.
+type blockReader struct {
+	arena   *mapping.Arena
+	scratch []byte // reused for building texts before they go to the arena
+}
+
+// fields reads the members of b (a parsed block) in one pass; b need not be an object.
+func (r *blockReader) fields(b gjson.Result, f *blockFields) {
+	if b.IsObject() {
+		r.arena.Pick(b, blockFieldNames[:], f[:])
+	}
+}
+
+// textPart is ahp.TextPart with its text pointer from the arena.
+func (r *blockReader) textPart(id, text string) ahp.Part {
+	return ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody,
+		Text: r.arena.Text(text)}
 }
 
 // decodeBlock maps one content block (user, assistant or tool_result content) to its part.
 // Errors describe the block; callers add its location.
 func decodeBlock(b gjson.Result, id string) (decodedBlock, error) {
+	var r blockReader
+	var f blockFields
+	r.fields(b, &f)
+	return r.decode(b, &f, id)
+}
+
+// decode is decodeBlock for a block whose members f holds (fields).
+func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decodedBlock, error) {
 	if !b.IsObject() {
 		return decodedBlock{}, errors.New("content block must be an object")
 	}
-	t := b.Get("type")
+	t := f[bType]
 	if t.Type != gjson.String || t.Str == "" {
 		return decodedBlock{}, errors.New("content block needs a string type")
 	}
 	d := decodedBlock{typ: t.Str}
 	switch t.Str {
 	case blockText:
-		s, err := stringField(b, "text")
+		s, err := stringValue(f[bText], "text")
 		if err != nil {
 			return d, err
 		}
-		d.part = ahp.TextPart(id, s)
+		d.part = r.textPart(id, s)
 	case blockThinking:
-		s, err := stringField(b, "thinking")
+		s, err := stringValue(f[bThinking], "thinking")
 		if err != nil {
 			return d, err
 		}
 		// The signature stays in the native block only: it is provider proof, not content.
-		d.part = ahp.TextPart(id, s)
+		d.part = r.textPart(id, s)
 		d.part.Category = ahp.CategoryReasoning
 	case blockRedactedThinking:
 		// Encrypted reasoning: classified, never given invented text (SPEC-DIGEST §15.4).
 		d.part = ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText,
 			Selection: ahp.SelectionMetadata, Category: ahp.CategoryReasoning}
-		d.fingerprint = b.Get("data").String()
+		d.fingerprint = f[bData].String()
 	case blockToolUse:
-		callID, err := stringField(b, "id")
+		callID, err := stringValue(f[bID], "id")
 		if err != nil {
 			return d, err
 		}
-		name, err := stringField(b, "name")
+		name, err := stringValue(f[bName], "name")
 		if err != nil {
 			return d, err
 		}
@@ -90,53 +159,65 @@ func decodeBlock(b gjson.Result, id string) (decodedBlock, error) {
 			return d, errors.New("tool_use block needs a non-empty id and name")
 		}
 		input := `{}`
-		if in := b.Get("input"); in.Exists() {
+		if in := f[bInput]; in.Exists() {
 			if !in.IsObject() {
 				return d, errors.New("tool_use input must be an object")
 			}
 			input = in.Raw
 		}
-		d.part = mapping.ToolCallPart(id, mapping.ToolCall{ID: callID, Name: name, Input: []byte(input)})
+		// The part text is mapping.ToolCallPart's, built in the arena.
+		r.scratch = mapping.AppendToolCall(r.scratch[:0], callID, name, input)
+		text := r.arena.String(r.scratch)
+		d.part = r.textPart(id, text)
+		d.part.Category = ahp.CategoryToolCall
+		// The escaped id and name hold no bare quote, so the first `,"input":` ends them;
+		// what follows up to the closing brace is the compacted input (what
+		// mapping.ParseToolCall would read back).
+		d.callID, d.name = callID, name
+		d.input = text[strings.Index(text, `,"input":`)+len(`,"input":`) : len(text)-1]
 	case blockImage:
-		d.part = sourceAttachment(id, b.Get("source"), "")
+		var src [numSourceFields]gjson.Result
+		r.arena.Pick(f[bSource], sourceFieldNames[:], src[:])
+		d.part = sourceAttachment(id, &src, "")
 		d.part.Category = imageCategory(d.part.MediaType)
 		if d.part.SHA256 == "" {
-			d.fingerprint = fingerprint(b)
+			d.fingerprint = fingerprint(b, f)
 		}
 	case blockDocument:
-		src := b.Get("source")
-		switch src.Get("type").String() {
+		var src [numSourceFields]gjson.Result
+		r.arena.Pick(f[bSource], sourceFieldNames[:], src[:])
+		switch src[sType].String() {
 		case "text":
 			// Plain-text documents are text: attachments may not be text/* (SPEC-DIGEST §4.2).
-			s, err := stringField(src, "data")
+			s, err := stringValue(src[sData], "data")
 			if err != nil {
 				return d, fmt.Errorf("document source: %w", err)
 			}
-			d.part = ahp.TextPart(id, s)
+			d.part = r.textPart(id, s)
 		case "base64", "url", "file":
-			d.part = sourceAttachment(id, src, "application/pdf")
+			d.part = sourceAttachment(id, &src, "application/pdf")
 			if d.part.SHA256 == "" {
-				d.fingerprint = fingerprint(b)
+				d.fingerprint = fingerprint(b, f)
 			}
 		default:
-			d = gapBlock(b, id, t.Str+" with a "+quoteOr(src.Get("type").String(), "missing")+" source")
+			d = gapBlock(b, f, id, t.Str+" with a "+quoteOr(src[sType].String(), "missing")+" source")
 		}
 	default:
-		d = gapBlock(b, id, t.Str)
+		d = gapBlock(b, f, id, t.Str)
 	}
 	return d, nil
 }
 
 // gapBlock is a block the canonical model cannot carry (server tool blocks, search
 // results, ...): a text part with a gap, so its position and identity stay visible and a
-// removal still removes it, while the bytes travel natively.
-func gapBlock(b gjson.Result, id, what string) decodedBlock {
-	reason := fmt.Sprintf("anthropic %s block is carried natively only", what)
+// removal still removes it, while the bytes travel natively. f holds b's members.
+func gapBlock(b gjson.Result, f *blockFields, id, what string) decodedBlock {
+	reason := "anthropic " + what + " block is carried natively only"
 	return decodedBlock{
 		part: ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText,
 			Selection: ahp.SelectionBody, Gap: &ahp.Gap{Reason: reason}},
-		typ:         b.Get("type").String(),
-		fingerprint: fingerprint(b),
+		typ:         f[bType].String(),
+		fingerprint: fingerprint(b, f),
 		gap:         reason,
 	}
 }
@@ -150,10 +231,10 @@ func quoteOr(s, empty string) string {
 
 // sourceAttachment maps an image or document source to a metadata attachment. base64 data
 // is measured and hashed (never fetched or uploaded here); url and file sources carry no
-// bytes, so they get no size.
-func sourceAttachment(id string, src gjson.Result, defaultMedia string) ahp.Part {
-	mt := src.Get("media_type").String()
-	switch src.Get("type").String() {
+// bytes, so they get no size. src holds the source's members.
+func sourceAttachment(id string, src *[numSourceFields]gjson.Result, defaultMedia string) ahp.Part {
+	mt := src[sMediaType].String()
+	switch src[sType].String() {
 	case "url":
 		if mt == "" {
 			mt = defaultMedia
@@ -167,8 +248,8 @@ func sourceAttachment(id string, src gjson.Result, defaultMedia string) ahp.Part
 		mt = mediaOctetStream
 	}
 	p := ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mt, Selection: ahp.SelectionMetadata}
-	if src.Get("type").String() == "base64" {
-		if size, sum, ok := measureBase64(src.Get("data").String()); ok {
+	if src[sType].String() == "base64" {
+		if size, sum, ok := measureBase64(src[sData].String()); ok {
 			p.Size = &size
 			p.SHA256 = sum
 		}
@@ -209,9 +290,9 @@ func measureBase64(data string) (int64, string, bool) {
 }
 
 // fingerprint is a block's identity for id hashing: its JSON without cache_control, which
-// clients move between turns.
-func fingerprint(b gjson.Result) string {
-	if !b.Get("cache_control").Exists() {
+// clients move between turns. f holds b's members.
+func fingerprint(b gjson.Result, f *blockFields) string {
+	if !f[bCacheControl].Exists() {
 		return b.Raw
 	}
 	s, err := sjson.Delete(b.Raw, "cache_control")
@@ -221,8 +302,8 @@ func fingerprint(b gjson.Result) string {
 	return s
 }
 
-func stringField(obj gjson.Result, key string) (string, error) {
-	v := obj.Get(key)
+// stringValue returns the string value v of member key, or the error that names it.
+func stringValue(v gjson.Result, key string) (string, error) {
 	if v.Type != gjson.String {
 		return "", fmt.Errorf("%s must be a string", key)
 	}
@@ -235,7 +316,7 @@ func stringField(obj gjson.Result, key string) (string, error) {
 // when its id was decoded by this translator, else nil. ok is false when the part renders
 // to nothing (an emptied text: Anthropic rejects empty text blocks).
 func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
-	if o != nil && o.raw != "" && partEqual(p, &o.part) {
+	if o != nil && o.raw != "" && partEqual(p, o.part) {
 		return o.raw, true, nil
 	}
 	switch {
@@ -309,7 +390,7 @@ func renderToolUse(p *ahp.Part, o *origin) (string, bool, error) {
 	if o == nil || o.raw == "" || o.typ != blockToolUse {
 		return `{"type":"tool_use","id":` + quote(call.ID) + `,"name":` + quote(call.Name) + `,"input":` + input + `}`, true, nil
 	}
-	prev, _ := mapping.ParseToolCall(&o.part)
+	prev, _ := mapping.ParseToolCall(o.part)
 	b := o.raw
 	if call.ID != prev.ID {
 		if b, err = setRaw(b, "id", quote(call.ID)); err != nil {

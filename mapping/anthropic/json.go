@@ -246,57 +246,66 @@ func int64PtrEqual(a, b *int64) bool { return a == b || a != nil && b != nil && 
 func refEqual(a, b *ahp.Ref) bool    { return a == b || a != nil && b != nil && *a == *b }
 func gapEqual(a, b *ahp.Gap) bool    { return a == b || a != nil && b != nil && *a == *b }
 
-// partStore holds what the pointer fields of a cloned part point to. One slice of them
-// serves a whole list, so a deep copy costs no allocation per part: a request repeats its
-// whole conversation, hundreds of parts, on every call.
+// partStore holds what the Size, Body and Gap pointers of a cloned part point to; most
+// parts have none of them.
 type partStore struct {
-	text string
 	size int64
 	body ahp.Ref
 	gap  ahp.Gap
 }
 
-// clone returns a copy of p whose pointer fields point into s.
-func (s *partStore) clone(p *ahp.Part) ahp.Part {
-	c := *p
-	if p.Text != nil {
-		s.text = *p.Text
-		c.Text = &s.text
-	}
-	if p.Size != nil {
-		s.size = *p.Size
-		c.Size = &s.size
-	}
-	if p.Body != nil {
-		s.body = *p.Body
-		c.Body = &s.body
-	}
-	if p.Gap != nil {
-		s.gap = *p.Gap
-		c.Gap = &s.gap
-	}
-	return c
-}
-
 // cloneMessages deep-copies a canonical list, so the translator's record of what it
-// decoded cannot be changed through the slices it handed out. Three allocations whatever
-// the length of the list.
+// decoded cannot be changed through the slices it handed out. A request repeats its whole
+// conversation, hundreds of parts, on every call: the copy takes three allocations (four
+// when a part has a size, body or gap) whatever the length of the list.
 func cloneMessages(in []ahp.Message) []ahp.Message {
-	n := 0
+	var parts, texts, stores int
 	for i := range in {
-		n += len(in[i].Parts)
+		for j := range in[i].Parts {
+			p := &in[i].Parts[j]
+			parts++
+			if p.Text != nil {
+				texts++
+			}
+			if p.Size != nil || p.Body != nil || p.Gap != nil {
+				stores++
+			}
+		}
 	}
 	out := make([]ahp.Message, len(in))
-	parts := make([]ahp.Part, n)
-	store := make([]partStore, n)
-	k := 0
+	ps := make([]ahp.Part, parts)
+	ts := make([]string, texts)
+	var ss []partStore
+	if stores > 0 {
+		ss = make([]partStore, stores)
+	}
 	for i := range in {
 		c := in[i]
-		c.Parts = parts[k : k+len(c.Parts) : k+len(c.Parts)]
+		c.Parts, ps = ps[:len(c.Parts):len(c.Parts)], ps[len(c.Parts):]
 		for j := range c.Parts {
-			c.Parts[j] = store[k+j].clone(&in[i].Parts[j])
+			p := in[i].Parts[j]
+			if p.Text != nil {
+				ts[0] = *p.Text
+				p.Text, ts = &ts[0], ts[1:]
+			}
+			if p.Size != nil || p.Body != nil || p.Gap != nil {
+				st := &ss[0]
+				ss = ss[1:]
+				if p.Size != nil {
+					st.size = *p.Size
+					p.Size = &st.size
+				}
+				if p.Body != nil {
+					st.body = *p.Body
+					p.Body = &st.body
+				}
+				if p.Gap != nil {
+					st.gap = *p.Gap
+					p.Gap = &st.gap
+				}
+			}
+			c.Parts[j] = p
 		}
-		k += len(c.Parts)
 		out[i] = c
 	}
 	return out
@@ -308,28 +317,39 @@ func cloneMessages(in []ahp.Message) []ahp.Message {
 // append to it reallocates rather than reach into the next list; the elements are never
 // handed out twice.
 type slab[T any] struct {
-	buf  []T
-	next int // length of the next array
+	buf []T
+	// ahead, when set, is how many elements the rest of the decode is expected to take:
+	// the size of the next array. It is asked only when an array is full.
+	ahead func() int
 }
 
 // take returns a list of n zero elements.
 func (s *slab[T]) take(n int) []T {
 	if cap(s.buf)-len(s.buf) < n {
-		size := max(s.next, n, 8)
-		s.buf = make([]T, 0, size)
-		s.next = 2 * size
+		want := 0
+		if s.ahead != nil {
+			want = s.ahead()
+		}
+		s.buf = make([]T, 0, max(want, n, 8))
 	}
 	start := len(s.buf)
 	s.buf = s.buf[:start+n]
 	return s.buf[start : start+n : start+n]
 }
 
-// keep returns a copy of l held in the slab, nil when l is empty.
+// keep returns a copy of l held in the slab (take), nil when l is empty.
 func (s *slab[T]) keep(l []T) []T {
 	if len(l) == 0 {
 		return nil
 	}
 	c := s.take(len(l))
+	copy(c, l)
+	return c
+}
+
+// grow returns a copy of l with room for want elements (at least one more than it has).
+func grow[T any](l []T, want int) []T {
+	c := make([]T, len(l), max(want, len(l)+1))
 	copy(c, l)
 	return c
 }

@@ -1,9 +1,13 @@
 package anthropic
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -15,22 +19,77 @@ import (
 // requestState is Request.Native: what DecodeRequest saw, so EncodeRequest can tell what
 // changed and copy everything else byte for byte.
 type requestState struct {
-	items    []ahp.Message      // private copy of Request.Items as decoded
-	origins  []itemOrigin       // parallel to items
-	byID     map[string]int     // canonical message id → index in items
-	parts    map[string]*origin // canonical part id → native block
-	messages []nativeMessage    // the native messages array
-	array    string             // its raw JSON
-	system   int                // index in items of the system message, -1 when none
+	items    []ahp.Message   // private copy of Request.Items as decoded
+	origins  []itemOrigin    // parallel to items
+	parts    []origin        // every decoded part's native block, in decode order
+	messages []nativeMessage // the native messages array
+	array    string          // its raw JSON
+	system   int             // index in items of the system message, -1 when none
 	// systemString: the native system prompt was a string, not a block array.
 	systemString bool
+
+	// ids looks items and parts up by id. Most requests are forwarded unchanged and never
+	// look anything up, so it is built on the first lookup rather than during the decode.
+	indexOnce sync.Once
+	ids       map[string]idRef
+}
+
+// idRef locates an id: 1 + the index of the item in requestState.items, 1 + the index of
+// the part origin in requestState.parts; 0 when the id names no item (part). Message and
+// part ids are separate name spaces ("tr-a.p0" can be both), so one entry holds both.
+type idRef struct{ item, part int32 }
+
+// lookup returns where id was decoded.
+func (st *requestState) lookup(id string) idRef {
+	st.indexOnce.Do(st.buildIndex)
+	return st.ids[id]
+}
+
+// buildIndex maps every item and part id; a later duplicate wins.
+func (st *requestState) buildIndex() {
+	m := make(map[string]idRef, len(st.items)+len(st.parts))
+	for i := range st.items {
+		r := m[st.items[i].ID]
+		r.item = int32(i) + 1
+		m[st.items[i].ID] = r
+	}
+	for k := range st.parts {
+		id := st.parts[k].part.ID
+		r := m[id]
+		r.part = int32(k) + 1
+		m[id] = r
+	}
+	st.ids = m
+}
+
+// item returns the index in items of the item decoded with the given id.
+func (st *requestState) item(id string) (int, bool) {
+	r := st.lookup(id)
+	return int(r.item) - 1, r.item > 0
+}
+
+// part returns the origin of the part decoded with the given id, or nil.
+func (st *requestState) part(id string) *origin {
+	if r := st.lookup(id); r.part > 0 {
+		return &st.parts[r.part-1]
+	}
+	return nil
+}
+
+// pointInto points every part origin at its part in the private copy of the items.
+func (st *requestState) pointInto() {
+	for k := range st.parts {
+		o := &st.parts[k]
+		o.part = &st.items[o.item].Parts[o.at]
+	}
 }
 
 // nativeMessage is one element of the native messages array.
 type nativeMessage struct {
 	raw        string
-	start, end int   // span of raw in requestState.array, or -1 when unknown
-	items      []int // canonical items decoded from it, in order
+	start, end int // span of raw in requestState.array, or -1 when unknown
+	// The canonical items decoded from it are items[first:first+count], in order.
+	first, count int
 }
 
 // itemOrigin says where a canonical item came from.
@@ -45,11 +104,22 @@ type itemOrigin struct {
 
 // toolOrigin is the native side of a role-tool message: one tool_result block.
 type toolOrigin struct {
-	block      string   // the tool_result block
-	form       int      // contentAbsent, contentString or contentArray
-	textPart   string   // id of the part holding the result text
-	textBlocks []string // the text blocks joined into that part, as native blocks
+	block    string // the tool_result block
+	form     int    // contentAbsent, contentString or contentArray
+	textPart string // id of the part holding the result text
+	// str is a non-empty string content as written (contentString); it stands for one
+	// text block, built only when an encode needs it.
+	str        string
+	textBlocks []string // contentArray: the text blocks joined into that part, as native blocks
 	order      []toolSub
+}
+
+// appendTextBlocks appends the native text blocks joined into the text part to subs.
+func (t *toolOrigin) appendTextBlocks(subs []string) []string {
+	if t.str != "" {
+		return append(subs, `{"type":"text","text":`+t.str+`}`)
+	}
+	return append(subs, t.textBlocks...)
 }
 
 // toolSub is one element of an array tool_result content, in native order.
@@ -89,11 +159,7 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 		return nil, badRequest("messages must be an array")
 	}
 
-	d := requestDecoder{
-		st:    &requestState{byID: map[string]int{}, parts: map[string]*origin{}, system: -1},
-		calls: map[string]mapping.ToolCall{},
-		trIDs: map[string]bool{},
-	}
+	d := newRequestDecoder(len(msgs.Raw))
 	if sys := root.Get("system"); sys.Exists() && sys.Type != gjson.Null {
 		if err := d.system(sys); err != nil {
 			return nil, err
@@ -101,8 +167,10 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	d.st.array = msgs.Raw
 	var err error
-	mapping.Elements(msgs, func(m gjson.Result) bool {
-		err = d.message(len(d.st.messages), m)
+	var mf messageFields
+	d.arena.PickElements(msgs, messageFieldNames[:], mf[:], func(m gjson.Result) bool {
+		d.done = m.Index - msgs.Index + len(m.Raw)
+		err = d.message(len(d.st.messages), m, &mf)
 		if err == nil {
 			// gjson reports absolute offsets; keep the span only if it checks out.
 			nm := &d.st.messages[len(d.st.messages)-1]
@@ -116,7 +184,6 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-
 	req := &mapping.Request{
 		Items:       d.items,
 		Gaps:        d.gaps,
@@ -134,6 +201,7 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	req.Params = []byte(root.Without("messages", "system"))
 	d.st.items = cloneMessages(d.items)
+	d.st.pointInto()
 	return req, nil
 }
 
@@ -150,38 +218,171 @@ func promptStart(items []ahp.Message) int {
 	return i
 }
 
+// requestDecoder carries the decode of one request. An agent's request repeats its whole
+// conversation, hundreds of messages, on every call, so the values decoding makes per
+// message go to a few shared places: strings (unescaped text, ids, tool_call texts) and
+// text pointers to an arena, part lists and native block lists to slabs, and the scratch
+// lists of the message being decoded are reused.
 type requestDecoder struct {
+	blockReader
+	arena   mapping.Arena
 	st      *requestState
 	items   []ahp.Message
 	results []mapping.ToolResult
 	gaps    []ahp.Gap
-	calls   map[string]mapping.ToolCall // tool_use blocks seen so far, by id
-	trIDs   map[string]bool             // tool result message ids in use
-	gapSeen map[string]bool             // gap reasons already listed
+	gapSeen map[string]bool // gap reasons already listed
+	// calls holds, by call id, the tool_use blocks seen so far (an index into callList)
+	// and whether a tool result message already took the id "tr-"+call id.
+	calls    map[string]callRef
+	callList []seenCall
+	h        idHash // reset for each id
+
+	partSlab slab[ahp.Part]
+	strSlab  slab[string]
+	toolSlab slab[toolOrigin]
+	subSlab  slab[toolSub]
+	inputs   []byte // copies of call inputs handed out as ToolResult.Input
+
+	// done is how much of the messages array (total bytes) has been reached: the end of
+	// the native message being decoded.
+	done, total int
+
+	// Scratch of the item being decoded: its blocks and their raw JSON, and a tool
+	// result's text values, text blocks and native order.
+	run        []decodedBlock
+	raws       []string
+	texts      []string
+	textBlocks []string
+	order      []toolSub
 }
 
-func (d *requestDecoder) add(m ahp.Message, o itemOrigin, blocks []decodedBlock) {
+// callRef is what requestDecoder.calls holds for a call id.
+type callRef struct {
+	call     int32 // 1 + index in callList of the latest tool_use block with the id; 0 for none
+	answered bool  // a tool result message already has the id "tr-"+call id
+}
+
+// seenCall is a tool_use block seen before the tool results that answer it.
+type seenCall struct {
+	name, input string
+	raw         json.RawMessage // input as handed out (ToolResult.Input), made on first use
+}
+
+// newRequestDecoder returns the decoder of a request whose messages array is total bytes
+// long.
+func newRequestDecoder(total int) *requestDecoder {
+	d := &requestDecoder{st: &requestState{system: -1}, total: total,
+		h: idHash{h: sha256.New(), buf: make([]byte, 0, 512)}}
+	d.blockReader.arena = &d.arena
+	d.partSlab.ahead, d.strSlab.ahead = d.partsAhead, d.partsAhead
+	d.toolSlab.ahead = func() int { return d.expect(len(d.results), bytesPerResult) - len(d.results) }
+	d.calls = make(map[string]callRef, d.expect(0, bytesPerResult))
+	return d
+}
+
+// Typical sizes in an agent conversation, for sizing lists before any message has been
+// decoded; afterwards sizes are extrapolated from what was decoded (expect).
+const (
+	bytesPerNative = 512 // a native message
+	bytesPerItem   = 384 // a canonical item
+	bytesPerPart   = 384 // a canonical part, or a native block kept for it
+	bytesPerResult = 2048
+)
+
+// expect is how many elements a list that holds sofar will hold once the whole messages
+// array is decoded: extrapolated from the share decoded so far, with some slack, or one
+// per bytesEach bytes before the first message. It only sizes lists: a wrong guess costs
+// an allocation, never a result.
+func (d *requestDecoder) expect(sofar, bytesEach int) int {
+	if d.done <= 0 {
+		// A first guess, kept small: the first growth extrapolates from real sizes.
+		return sofar + min(d.total/bytesEach, 16) + 4
+	}
+	return int(int64(sofar)*int64(d.total)/int64(d.done)) + sofar/8 + 8
+}
+
+// add appends message m, whose parts were decoded from blocks; raws are the native blocks
+// the parts' origins keep ("" where a part stands for several).
+func (d *requestDecoder) add(m ahp.Message, part0 string, o itemOrigin, blocks []decodedBlock, raws []string) {
 	idx := len(d.items)
 	for j := range m.Parts {
-		m.Parts[j].ID = partID(m.ID, j)
-	}
-	for j := range blocks {
-		raw := ""
-		if j < len(o.blocks) {
-			raw = o.blocks[j]
+		if j == 0 {
+			m.Parts[j].ID = part0
+		} else {
+			m.Parts[j].ID = d.partID(m.ID, j)
 		}
-		d.st.parts[m.Parts[j].ID] = &origin{part: clonePart(&m.Parts[j]), raw: raw, typ: blocks[j].typ}
+		raw := ""
+		if j < len(raws) {
+			raw = raws[j]
+		}
+		if len(d.st.parts) == cap(d.st.parts) {
+			d.st.parts = grow(d.st.parts, d.expect(len(d.st.parts), bytesPerPart))
+		}
+		d.st.parts = append(d.st.parts, origin{raw: raw, typ: blocks[j].typ, item: int32(idx), at: int32(j)})
 		if blocks[j].gap != "" {
 			d.gap(blocks[j].gap)
 		}
 	}
+	if len(d.items) == cap(d.items) {
+		d.items = grow(d.items, d.expect(len(d.items), bytesPerItem))
+	}
+	if len(d.st.origins) == cap(d.st.origins) {
+		d.st.origins = grow(d.st.origins, cap(d.items))
+	}
 	d.items = append(d.items, m)
 	d.st.origins = append(d.st.origins, o)
-	d.st.byID[m.ID] = idx
 	if o.native >= 0 {
 		nm := &d.st.messages[o.native]
-		nm.items = append(nm.items, idx)
+		if nm.count == 0 {
+			nm.first = idx
+		}
+		nm.count++
 	}
+}
+
+// partID is the id of the n-th part of message msgID (partID), held in the arena.
+func (d *requestDecoder) partID(msgID string, n int) string {
+	var b [64]byte
+	return d.arena.String(appendPartID(b[:0], msgID, n))
+}
+
+// runID is the id "m<i>-<hash>" of a message decoded from native message i (and the id
+// of its first part, as messageID returns them).
+func (d *requestDecoder) runID(i int) (string, string) {
+	var b [48]byte
+	id := strconv.AppendInt(append(b[:0], 'm'), int64(i), 10)
+	return d.messageID(d.h.appendSum(append(id, '-')))
+}
+
+// messageID returns the message id id and the id of its first part (partID), held in the
+// arena as one string: most messages have one part.
+func (d *requestDecoder) messageID(id []byte) (msgID, part0 string) {
+	s := d.arena.String(append(id, ".p0"...))
+	return s[:len(s)-len(".p0")], s
+}
+
+// textBlock returns a text block holding the JSON string lit, held in the arena: the
+// native block a string content stands for.
+func (d *requestDecoder) textBlock(lit string) string {
+	d.scratch = append(append(append(d.scratch[:0], `{"type":"text","text":`...), lit...), '}')
+	return d.arena.String(d.scratch)
+}
+
+// partsAhead is how many more parts the rest of the decode is expected to make.
+func (d *requestDecoder) partsAhead() int {
+	return d.expect(len(d.st.parts), bytesPerPart) - len(d.st.parts)
+}
+
+// partList returns the parts of d.run as a list of their own (in the slab).
+func (d *requestDecoder) partList() []ahp.Part {
+	if len(d.run) == 0 {
+		return []ahp.Part{} // an empty message keeps an empty, not a nil, part list
+	}
+	parts := d.partSlab.take(len(d.run))
+	for k := range d.run {
+		parts[k] = d.run[k].part
+	}
+	return parts
 }
 
 func (d *requestDecoder) gap(reason string) {
@@ -197,28 +398,29 @@ func (d *requestDecoder) gap(reason string) {
 
 // system decodes the top-level system prompt into the first canonical message.
 func (d *requestDecoder) system(sys gjson.Result) error {
-	var blocks []decodedBlock
+	d.run, d.raws = d.run[:0], d.raws[:0]
 	o := itemOrigin{native: -1}
 	switch {
 	case sys.Type == gjson.String:
-		blocks = []decodedBlock{{part: ahp.TextPart("", sys.Str), typ: blockText}}
-		o.blocks = []string{`{"type":"text","text":` + sys.Raw + `}`}
+		d.run = append(d.run, decodedBlock{part: d.textPart("", sys.Str), typ: blockText})
+		d.raws = append(d.raws, d.textBlock(sys.Raw))
 		o.stringContent = true
 		d.st.systemString = true
 	case sys.IsArray():
 		var err error
-		sys.ForEach(func(k, b gjson.Result) bool {
+		var f blockFields
+		d.arena.PickElements(sys, blockFieldNames[:], f[:], func(b gjson.Result) bool {
 			var db decodedBlock
-			if db, err = decodeBlock(b, ""); err != nil {
-				err = badRequest("system[%d]: %v", len(blocks), err)
+			if db, err = d.decode(b, &f, ""); err != nil {
+				err = badRequest("system[%d]: %v", len(d.run), err)
 				return false
 			}
 			if db.typ != blockText {
-				err = badRequest("system[%d]: system prompt blocks must be text, not %q", len(blocks), db.typ)
+				err = badRequest("system[%d]: system prompt blocks must be text, not %q", len(d.run), db.typ)
 				return false
 			}
-			blocks = append(blocks, db)
-			o.blocks = append(o.blocks, b.Raw)
+			d.run = append(d.run, db)
+			d.raws = append(d.raws, b.Raw)
 			return true
 		})
 		if err != nil {
@@ -228,36 +430,51 @@ func (d *requestDecoder) system(sys gjson.Result) error {
 		return badRequest("system must be a string or an array of text blocks")
 	}
 	m := ahp.Message{Role: ahp.RoleSystem, Synthesized: true}
-	h := newIDHash()
-	h.str(ahp.RoleSystem)
-	for i := range blocks {
-		m.Parts = append(m.Parts, blocks[i].part)
-		h.part(&blocks[i].part, blocks[i].fingerprint)
+	if len(d.run) > 0 {
+		m.Parts = d.partList() // an empty block array leaves the list nil
 	}
-	m.ID = "sys-" + h.sum()
+	d.h.reset()
+	d.h.str(ahp.RoleSystem)
+	for i := range m.Parts {
+		d.h.part(&m.Parts[i], d.run[i].fingerprint)
+	}
+	var b [32]byte
+	var part0 string
+	m.ID, part0 = d.messageID(d.h.appendSum(append(b[:0], "sys-"...)))
 	d.st.system = len(d.items)
-	d.add(m, o, blocks)
+	o.blocks = d.strSlab.keep(d.raws)
+	d.add(m, part0, o, d.run, d.raws)
 	return nil
 }
 
-// message decodes native message i. A user message is split at every tool_result block:
-// each result becomes its own role-tool message, the runs between them user messages.
-func (d *requestDecoder) message(i int, m gjson.Result) error {
+// messageFieldNames are the members of a native message the decoder reads, in the pass
+// that finds where the message ends.
+var messageFieldNames = [...]string{"role", "content"}
+
+// messageFields holds a native message's role and content.
+type messageFields [len(messageFieldNames)]gjson.Result
+
+// message decodes native message i, m, whose members f holds. A user message is split at
+// every tool_result block: each result becomes its own role-tool message, the runs between
+// them user messages.
+func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error {
 	if !m.IsObject() {
 		return badRequest("messages[%d] must be an object", i)
 	}
-	role := m.Get("role")
+	role, content := f[0], f[1]
 	if role.Type != gjson.String || role.Str != ahp.RoleUser && role.Str != ahp.RoleAssistant {
 		return badRequest("messages[%d].role must be \"user\" or \"assistant\"", i)
 	}
+	if len(d.st.messages) == cap(d.st.messages) {
+		d.st.messages = grow(d.st.messages, d.expect(len(d.st.messages), bytesPerNative))
+	}
 	d.st.messages = append(d.st.messages, nativeMessage{raw: m.Raw})
-	content := m.Get("content")
+	d.run, d.raws = d.run[:0], d.raws[:0]
 
 	if content.Type == gjson.String {
-		b := decodedBlock{part: ahp.TextPart("", content.Str), typ: blockText}
-		o := itemOrigin{native: i, stringContent: true,
-			blocks: []string{`{"type":"text","text":` + content.Raw + `}`}}
-		d.addRun(i, 0, role.Str, o, []decodedBlock{b})
+		d.run = append(d.run, decodedBlock{part: d.textPart("", content.Str), typ: blockText})
+		d.raws = append(d.raws, d.textBlock(content.Raw))
+		d.addRun(i, 0, role.Str, true)
 		return nil
 	}
 	if !content.IsArray() {
@@ -265,21 +482,15 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 	}
 
 	var (
-		run     []decodedBlock
-		runRaw  []string
 		runs    int
 		results int
+		j       int
 		err     error
 	)
-	flush := func() {
-		d.addRun(i, runs, role.Str, itemOrigin{native: i, blocks: runRaw}, run)
-		runs++
-		run, runRaw = nil, nil
-	}
-	j := 0
-	content.ForEach(func(_, b gjson.Result) bool {
-		defer func() { j++ }()
-		typ := b.Get("type").String()
+	var bf blockFields
+	d.arena.PickElements(content, blockFieldNames[:], bf[:], func(b gjson.Result) bool {
+		f := &bf
+		typ := f[bType].String()
 		switch {
 		case typ == blockToolResult && role.Str == ahp.RoleAssistant:
 			err = badRequest("messages[%d].content[%d]: tool_result blocks belong in user messages", i, j)
@@ -288,113 +499,133 @@ func (d *requestDecoder) message(i int, m gjson.Result) error {
 			err = badRequest("messages[%d].content[%d]: tool_use blocks belong in assistant messages", i, j)
 			return false
 		case typ == blockToolResult:
-			if len(run) > 0 {
-				flush()
+			if len(d.run) > 0 {
+				d.addRun(i, runs, role.Str, false)
+				runs++
 			}
-			if err = d.toolResult(i, runs+results, b); err != nil {
+			if err = d.toolResult(i, runs+results, b, f); err != nil {
 				err = badRequest("messages[%d].content[%d]: %v", i, j, err)
 				return false
 			}
 			results++
+			j++
 			return true
 		}
 		var db decodedBlock
-		if db, err = decodeBlock(b, ""); err != nil {
+		if db, err = d.decode(b, f, ""); err != nil {
 			err = badRequest("messages[%d].content[%d]: %v", i, j, err)
 			return false
 		}
-		if c, ok := mapping.ParseToolCall(&db.part); ok {
-			d.calls[c.ID] = c
+		if db.callID != "" {
+			d.noteCall(&db)
 		}
-		run = append(run, db)
-		runRaw = append(runRaw, b.Raw)
+		d.run = append(d.run, db)
+		d.raws = append(d.raws, b.Raw)
+		j++
 		return true
 	})
 	if err != nil {
 		return err
 	}
 	// An empty message stays visible as an empty canonical message.
-	if len(run) > 0 || results == 0 {
-		flush()
+	if len(d.run) > 0 || results == 0 {
+		d.addRun(i, runs, role.Str, false)
 	}
 	return nil
 }
 
-// addRun adds a user or assistant message made of consecutive native blocks. Its id hashes
-// native position, run number, role and canonical content.
-func (d *requestDecoder) addRun(i, run int, role string, o itemOrigin, blocks []decodedBlock) {
-	h := newIDHash()
-	h.int(i)
-	h.int(run)
-	h.str(role)
-	m := ahp.Message{Role: role, Synthesized: true, Parts: make([]ahp.Part, 0, len(blocks))}
-	for k := range blocks {
-		m.Parts = append(m.Parts, blocks[k].part)
-		h.part(&blocks[k].part, blocks[k].fingerprint)
+// noteCall remembers a tool_use block for the tool results after it; a later block with
+// the same id wins.
+func (d *requestDecoder) noteCall(db *decodedBlock) {
+	if len(d.callList) == cap(d.callList) {
+		d.callList = grow(d.callList, d.expect(len(d.callList), bytesPerResult))
 	}
-	m.ID = fmt.Sprintf("m%d-%s", i, h.sum())
-	d.add(m, o, blocks)
+	d.callList = append(d.callList, seenCall{name: db.name, input: db.input})
+	r := d.calls[db.callID]
+	r.call = int32(len(d.callList))
+	d.calls[db.callID] = r
 }
 
-// toolResult adds the role-tool message of one tool_result block (SPEC-DIGEST §15.4): first
-// one text part (category tool_result) with the content string or its text blocks joined
-// by "\n", then the other content blocks in order (images and PDFs as attachments). The
-// text part is always present and always first, so tool.after's modify(output) always has
-// its target; a changed result renders its text block first.
-func (d *requestDecoder) toolResult(i, seq int, b gjson.Result) error {
-	callID, err := stringField(b, "tool_use_id")
+// addRun adds a user or assistant message made of consecutive native blocks (d.run, d.raws)
+// and empties the run. Its id hashes native position, run number, role and canonical
+// content.
+func (d *requestDecoder) addRun(i, run int, role string, stringContent bool) {
+	m := ahp.Message{Role: role, Synthesized: true, Parts: d.partList()}
+	d.h.reset()
+	d.h.int(i)
+	d.h.int(run)
+	d.h.str(role)
+	for k := range m.Parts {
+		d.h.part(&m.Parts[k], d.run[k].fingerprint)
+	}
+	var part0 string
+	m.ID, part0 = d.runID(i)
+	o := itemOrigin{native: i, stringContent: stringContent, blocks: d.strSlab.keep(d.raws)}
+	d.add(m, part0, o, d.run, d.raws)
+	d.run, d.raws = d.run[:0], d.raws[:0]
+}
+
+// toolResult adds the role-tool message of one tool_result block b, whose members f holds
+// (SPEC-DIGEST §15.4): first one text part (category tool_result) with the content string
+// or its text blocks joined by "\n", then the other content blocks in order (images and
+// PDFs as attachments). The text part is always present and always first, so tool.after's
+// modify(output) always has its target; a changed result renders its text block first.
+// It uses d.run and d.raws, which the caller has emptied.
+func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) error {
+	callID, err := stringValue(f[bToolUseID], "tool_use_id")
 	if err != nil {
 		return err
 	}
 	if callID == "" {
 		return errors.New("tool_result needs a non-empty tool_use_id")
 	}
-	if v := b.Get("is_error"); v.Exists() && v.Type != gjson.True && v.Type != gjson.False && v.Type != gjson.Null {
+	if v := f[bIsError]; v.Exists() && v.Type != gjson.True && v.Type != gjson.False && v.Type != gjson.Null {
 		return errors.New("tool_result is_error must be a boolean")
 	}
-	t := &toolOrigin{block: b.Raw}
-	var (
-		blocks  []decodedBlock
-		subRaws []string
-		texts   []string
-	)
-	switch c := b.Get("content"); {
+	t := toolOrigin{block: b.Raw}
+	// Slot 0 is the text part, filled in once the text is known; it stands for several
+	// blocks, so its origin has no raw block.
+	d.run = append(d.run[:0], decodedBlock{typ: blockToolResult})
+	d.raws = append(d.raws[:0], "")
+	d.texts, d.textBlocks, d.order = d.texts[:0], d.textBlocks[:0], d.order[:0]
+	switch c := f[bContent]; {
 	case !c.Exists() || c.Type == gjson.Null:
 		t.form = contentAbsent
 	case c.Type == gjson.String:
 		t.form = contentString
-		texts = append(texts, c.Str)
+		d.texts = append(d.texts, c.Str)
 		if c.Str != "" {
-			t.textBlocks = []string{`{"type":"text","text":` + c.Raw + `}`}
+			t.str = c.Raw
 		}
 	case c.IsArray():
 		t.form = contentArray
-		c.ForEach(func(_, sb gjson.Result) bool {
+		var sf blockFields
+		d.arena.PickElements(c, blockFieldNames[:], sf[:], func(sb gjson.Result) bool {
 			if !sb.IsObject() {
 				err = errors.New("tool_result content blocks must be objects")
 				return false
 			}
 			var db decodedBlock
-			switch typ := sb.Get("type").String(); typ {
+			switch typ := sf[bType].String(); typ {
 			case blockText:
 				var s string
-				if s, err = stringField(sb, "text"); err != nil {
+				if s, err = stringValue(sf[bText], "text"); err != nil {
 					return false
 				}
-				texts = append(texts, s)
-				t.textBlocks = append(t.textBlocks, sb.Raw)
-				t.order = append(t.order, toolSub{raw: sb.Raw})
+				d.texts = append(d.texts, s)
+				d.textBlocks = append(d.textBlocks, sb.Raw)
+				d.order = append(d.order, toolSub{raw: sb.Raw})
 				return true
 			case blockImage, blockDocument:
-				if db, err = decodeBlock(sb, ""); err != nil {
+				if db, err = d.decode(sb, &sf, ""); err != nil {
 					return false
 				}
 			default:
-				db = gapBlock(sb, "", quoteOr(typ, "untyped")+" tool_result content")
+				db = gapBlock(sb, &sf, "", quoteOr(typ, "untyped")+" tool_result content")
 			}
-			blocks = append(blocks, db)
-			subRaws = append(subRaws, sb.Raw)
-			t.order = append(t.order, toolSub{raw: sb.Raw, part: len(blocks)}) // after the text part
+			d.run = append(d.run, db)
+			d.raws = append(d.raws, sb.Raw)
+			d.order = append(d.order, toolSub{raw: sb.Raw, part: len(d.run) - 1}) // after the text part
 			return true
 		})
 		if err != nil {
@@ -403,44 +634,82 @@ func (d *requestDecoder) toolResult(i, seq int, b gjson.Result) error {
 	default:
 		return errors.New("tool_result content must be a string or an array of content blocks")
 	}
-	text := ahp.TextPart("", strings.Join(texts, "\n"))
-	text.Category = ahp.CategoryToolResult
-	blocks = append([]decodedBlock{{part: text, typ: blockToolResult}}, blocks...)
-	subRaws = append([]string{""}, subRaws...) // the text part stands for several blocks
+	d.run[0].part = d.textPart("", d.join(d.texts))
+	d.run[0].part.Category = ahp.CategoryToolResult
+	t.textBlocks = d.strSlab.keep(d.textBlocks)
+	t.order = d.subSlab.keep(d.order)
 
-	m := ahp.Message{Role: ahp.RoleTool, Synthesized: true}
-	h := newIDHash()
-	h.int(i)
-	h.int(seq)
-	h.str(ahp.RoleTool)
-	h.str(callID)
-	for k := range blocks {
-		m.Parts = append(m.Parts, blocks[k].part)
-		h.part(&blocks[k].part, blocks[k].fingerprint)
-	}
+	m := ahp.Message{Role: ahp.RoleTool, Synthesized: true, Parts: d.partList()}
 	// Tool result ids derive from the call id, which the client never changes; position
 	// and content only break ties when a call id repeats.
-	m.ID = "tr-" + callID
-	if d.trIDs[m.ID] {
-		m.ID = fmt.Sprintf("m%d-%s", i, h.sum())
+	ref := d.calls[callID]
+	var part0 string
+	if !ref.answered {
+		var b [64]byte
+		m.ID, part0 = d.messageID(append(append(b[:0], "tr-"...), callID...))
+		ref.answered = true
+		d.calls[callID] = ref
+	} else {
+		d.h.reset()
+		d.h.int(i)
+		d.h.int(seq)
+		d.h.str(ahp.RoleTool)
+		d.h.str(callID)
+		for k := range m.Parts {
+			d.h.part(&m.Parts[k], d.run[k].fingerprint)
+		}
+		m.ID, part0 = d.runID(i)
 	}
-	d.trIDs[m.ID] = true
-	t.textPart = partID(m.ID, 0)
 
-	o := itemOrigin{native: i, blocks: []string{b.Raw}, tool: t}
+	tool := &d.toolSlab.take(1)[0]
+	*tool = t
 	idx := len(d.items)
-	// Part origins point at the sub-blocks of the tool_result content.
-	saved := o.blocks
-	o.blocks = subRaws
-	d.add(m, o, blocks)
-	d.st.origins[idx].blocks = saved
+	// The item's native block is the tool_result; its parts' origins are the sub-blocks of
+	// the tool_result content.
+	d.add(m, part0, itemOrigin{native: i, blocks: d.strSlab.keep([]string{b.Raw}), tool: tool}, d.run, d.raws)
+	tool.textPart = m.Parts[0].ID
+	d.run, d.raws = d.run[:0], d.raws[:0]
 
-	r := mapping.ToolResult{CallID: callID, ItemIndex: idx, IsError: b.Get("is_error").Type == gjson.True}
-	if c, ok := d.calls[callID]; ok {
-		r.ToolName, r.Input, r.CallFound = c.Name, c.Input, true
+	r := mapping.ToolResult{CallID: callID, ItemIndex: idx, IsError: f[bIsError].Type == gjson.True}
+	if ref.call > 0 {
+		c := &d.callList[ref.call-1]
+		if c.raw == nil {
+			c.raw = d.inputBytes(c.input)
+		}
+		r.ToolName, r.Input, r.CallFound = c.name, c.raw, true
+	}
+	if len(d.results) == cap(d.results) {
+		d.results = grow(d.results, d.expect(len(d.results), bytesPerResult))
 	}
 	d.results = append(d.results, r)
 	return nil
+}
+
+// join is strings.Join(texts, "\n") with a joined text held in the arena.
+func (d *requestDecoder) join(texts []string) string {
+	switch len(texts) {
+	case 0:
+		return ""
+	case 1:
+		return texts[0]
+	}
+	b := append(d.scratch[:0], texts[0]...)
+	for _, t := range texts[1:] {
+		b = append(append(b, '\n'), t...)
+	}
+	d.scratch = b
+	return d.arena.String(b)
+}
+
+// inputBytes returns a copy of a call input for ToolResult.Input. The copies share a few
+// buffers; each is capped, so an append to one cannot reach the next.
+func (d *requestDecoder) inputBytes(s string) json.RawMessage {
+	if cap(d.inputs)-len(d.inputs) < len(s) {
+		d.inputs = make([]byte, 0, max(len(s), 1024))
+	}
+	start := len(d.inputs)
+	d.inputs = append(d.inputs, s...)
+	return d.inputs[start:len(d.inputs):len(d.inputs)]
 }
 
 // ---- encoding ----
@@ -503,7 +772,7 @@ const (
 
 // origin returns the decoded item with the id of items[k], if any.
 func (e *requestEncoder) origin(k int) (*itemOrigin, *ahp.Message) {
-	i, ok := e.st.byID[e.items[k].ID]
+	i, ok := e.st.item(e.items[k].ID)
 	if !ok {
 		return nil, nil
 	}
@@ -534,7 +803,7 @@ func (e *requestEncoder) system(sys []ahp.Message) (string, int, error) {
 			if p.Kind != ahp.KindText || p.Category == ahp.CategoryToolCall || p.Category == ahp.CategoryReasoning {
 				return "", 0, fmt.Errorf("anthropic: part %s: the system prompt holds only text", p.ID)
 			}
-			o := e.st.parts[p.ID]
+			o := e.st.part(p.ID)
 			if o != nil && o.typ != blockText {
 				o = nil // the system prompt takes only text blocks: render the text anew
 			}
@@ -688,13 +957,13 @@ func (e *requestEncoder) group(g *group) (string, bool, error) {
 // isOriginal reports whether g is exactly the items decoded from native message g.src,
 // in order and unchanged.
 func (e *requestEncoder) isOriginal(g *group) bool {
-	want := e.st.messages[g.src].items
-	if len(want) != len(g.items) {
+	nm := &e.st.messages[g.src]
+	if nm.count != len(g.items) {
 		return false
 	}
 	for n, k := range g.items {
-		i, ok := e.st.byID[e.items[k].ID]
-		if !ok || i != want[n] || !messageEqual(&e.items[k], &e.st.items[i]) {
+		i, ok := e.st.item(e.items[k].ID)
+		if !ok || i != nm.first+n || !messageEqual(&e.items[k], &e.st.items[i]) {
 			return false
 		}
 	}
@@ -725,7 +994,7 @@ func (e *requestEncoder) item(k int) ([]string, error) {
 	var blocks []string
 	for j := range it.Parts {
 		p := &it.Parts[j]
-		b, ok, err := renderPart(p, e.st.parts[p.ID])
+		b, ok, err := renderPart(p, e.st.part(p.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -801,11 +1070,11 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 	for j := range it.Parts {
 		p := &it.Parts[j]
 		if p.ID == t.textPart && (p.Text == nil || strPtrEqual(p.Text, origText)) {
-			subs = append(subs, t.textBlocks...)
+			subs = t.appendTextBlocks(subs)
 			keep(0)
 			continue
 		}
-		o := e.st.parts[p.ID]
+		o := e.st.part(p.ID)
 		if p.Kind == ahp.KindText && p.Text != nil && (p.Category == ahp.CategoryToolResult || p.Category == "") && o != nil && o.raw == "" {
 			// The joined result text, changed: one new text block replaces the originals.
 			if *p.Text != "" {

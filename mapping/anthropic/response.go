@@ -62,6 +62,7 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 		msg.ID, msg.Synthesized = "resp-"+h.sum(), true
 	}
 	var err error
+	var origins []*origin
 	content.ForEach(func(_, b gjson.Result) bool {
 		n := len(msg.Parts)
 		var d decodedBlock
@@ -70,7 +71,9 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 			return false
 		}
 		msg.Parts = append(msg.Parts, d.part)
-		st.parts[d.part.ID] = &origin{part: clonePart(&d.part), raw: b.Raw, typ: d.typ}
+		o := &origin{raw: b.Raw, typ: d.typ}
+		st.parts[d.part.ID] = o
+		origins = append(origins, o)
 		return true
 	})
 	if err != nil {
@@ -78,6 +81,9 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 	}
 	resp.Items = []ahp.Message{msg}
 	st.items = cloneMessages(resp.Items)
+	for n, o := range origins {
+		o.part = &st.items[0].Parts[n] // the private copy of the part as decoded
+	}
 	resp.Native = st
 
 	// A response hookproxy synthesized carries zero usage only for SDK parsing; events
