@@ -165,7 +165,7 @@ func BenchmarkChatAdded(b *testing.B) {
 		}
 	}
 	// A realistic agent request: system prompt, tools, and many turns of user text,
-	// assistant tool calls and multi-line tool results (~150 messages).
+	// assistant tool calls and multi-line tool results (107 messages).
 	shapes = append(shapes, shape{"32KiB-agent/json", agentBody(32 << 10), false})
 	for _, sh := range shapes {
 		body := sh.body
@@ -223,4 +223,54 @@ func agentBody(size int) string {
 	}
 	b.WriteString(`,{"role":"user","content":"Now summarize."}]}`)
 	return b.String()
+}
+
+// BenchmarkStreamLength shows what a passed-through stream costs in memory as it grows:
+// the same request answered by streams of 20, 200 and 2000 chunks (each flushed on its
+// own, as a model emits tokens), directly, through the proxy with no subscription, and
+// with one request-side interceptor (the response still passes through). B/op counts
+// client, proxy and upstream together. Nothing in the proxy keeps or copies the stream per
+// chunk, so B/op stays flat as the stream grows a hundredfold; what does grow (about one
+// 8-byte allocation per relayed write, net/http formatting the chunk-size line of writes
+// over 255 bytes) is garbage the moment it is made.
+func BenchmarkStreamLength(b *testing.B) {
+	chunk := []byte(`data: {"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"token "},"finish_reason":null}]}` + "\n\n")
+	done := []byte(`data: {"id":"chatcmpl-2","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n")
+	up, fast, hooked := benchServers(b)
+	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		n, _ := strconv.Atoi(r.URL.Query().Get("chunks"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for i := 0; i < n; i++ {
+			_, _ = w.Write(chunk)
+			f.Flush()
+		}
+		_, _ = w.Write(done)
+	})
+	client := benchClient()
+	body := chatBody(1<<10, true)
+	for _, tg := range []struct{ name, url string }{
+		{"direct", up.URL + "/v1/chat/completions"},
+		{"nosub", fast.URL + chatPath},
+		{"mrb_noeffect", hooked.URL + chatPath},
+	} {
+		for _, n := range []int{20, 200, 2000} {
+			b.Run(tg.name+"/"+strconv.Itoa(n)+"chunks", func(b *testing.B) {
+				b.ReportAllocs()
+				url := tg.url + "?chunks=" + strconv.Itoa(n)
+				for b.Loop() {
+					resp, err := client.Post(url, "application/json", strings.NewReader(body))
+					if err != nil {
+						b.Fatal(err)
+					}
+					got, cerr := io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 || got < int64(n*len(chunk)) {
+						b.Fatalf("status %d, %d bytes for %d chunks: %v", resp.StatusCode, got, n, cerr)
+					}
+				}
+			})
+		}
+	}
 }

@@ -131,7 +131,7 @@ func (h *mcpHandler) forward(w http.ResponseWriter, r *http.Request) {
 	st := &mcpState{}
 	out := r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, st))
 	if r.Body != nil && r.Body != http.NoBody {
-		st.body = &limitedBody{rc: r.Body, remaining: limit}
+		st.body = newLimitedBody(r.Body, r.ContentLength, limit)
 		out.Body = st.body
 	}
 	h.rp.ServeHTTP(w, out)

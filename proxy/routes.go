@@ -159,7 +159,7 @@ func (rt *route) forward(w http.ResponseWriter, r *http.Request) {
 	st := &requestState{}
 	out := r.WithContext(withState(r.Context(), st))
 	if r.Body != nil && r.Body != http.NoBody {
-		st.body = &limitedBody{rc: r.Body, remaining: limit}
+		st.body = newLimitedBody(r.Body, r.ContentLength, limit)
 		out.Body = st.body
 	}
 	rt.rp.ServeHTTP(w, out)

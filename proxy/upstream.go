@@ -158,16 +158,36 @@ func joinPath(base *url.URL, rest, restRaw string) (path, raw string) {
 // limitedBody enforces cfg.Limits.MaxRequestBytes on a streamed request body without
 // buffering it (fast path). Exceeding the limit fails the upstream write; the error path
 // then answers 413.
+//
+// A body that declares its length ends at that length without a further read of the
+// inbound body. The transport reads once more after the declared length, to check the body
+// was not longer; but net/http's server closes an inbound body as soon as the handler
+// writes response headers, and a read after that fails, which makes the transport drop the
+// upstream connection — cutting a stream the upstream has already begun to answer
+// (golang/go#40747). The server never delivers more than the declared length anyway.
 type limitedBody struct {
 	rc        io.ReadCloser
 	remaining int64
+	declared  bool        // remaining counts down the declared length, not the limit
 	exceeded  atomic.Bool // written by the transport's writer, read by the error path
+}
+
+// newLimitedBody wraps an inbound body of declared length (-1 when unknown) under limit;
+// the caller has already refused a declared length over the limit.
+func newLimitedBody(rc io.ReadCloser, declared, limit int64) *limitedBody {
+	if declared >= 0 && declared <= limit {
+		return &limitedBody{rc: rc, remaining: declared, declared: true}
+	}
+	return &limitedBody{rc: rc, remaining: limit}
 }
 
 var errBodyTooLarge = errors.New("request body exceeds the proxy limit")
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.remaining <= 0 {
+		if b.declared {
+			return 0, io.EOF
+		}
 		if len(p) == 0 {
 			return 0, nil
 		}
@@ -184,6 +204,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.remaining -= int64(n)
+	if b.declared && b.remaining == 0 && err == nil {
+		err = io.EOF // lets the transport finish the request without another read
+	}
 	return n, err
 }
 
