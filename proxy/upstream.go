@@ -35,8 +35,14 @@ var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Hos
 func newTransport(l config.Limits) *http.Transport {
 	d := &net.Dialer{Timeout: l.DialTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           d.DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return pooledCopyConn{c}, nil
+		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   128,
@@ -51,6 +57,25 @@ func newTransport(l config.Limits) *http.Transport {
 		WriteBufferSize: 64 << 10,
 	}
 }
+
+// pooledCopyConn is an upstream connection that copies a streamed request body through a
+// pooled buffer. Over HTTP/1 the transport flushes the headers of a body it cannot see is
+// in memory, then hands the body to the connection's ReadFrom; a TCP connection cannot
+// splice from an HTTP body and falls back to a fresh copy buffer sized to the body (up
+// to 32 KiB) per request — an allocation that grows with the body on the no-subscription
+// path. (Over TLS the transport writes through tls.Conn instead, and HTTP/2 uses its own
+// pooled frame buffers.)
+type pooledCopyConn struct{ net.Conn }
+
+func (c pooledCopyConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBuffers.Get()
+	defer copyBuffers.Put(buf)
+	return io.CopyBuffer(writerOnly{c.Conn}, r, buf)
+}
+
+// writerOnly hides the connection's own ReadFrom from io.CopyBuffer, which would
+// otherwise call it instead of using the buffer.
+type writerOnly struct{ io.Writer }
 
 // newReverseProxy builds the route's forwarding engine. Plain and fast-path requests go
 // through it untouched; boundary requests go through it with the exchange in the request
