@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -197,10 +198,23 @@ func checkStreamRoundTrip(t *testing.T, body []byte, resp *mapping.Response) {
 
 // agentView summarizes parts as an agent acts on them: text in order, then each tool call's
 // name and input (ids of calls without a native id are derived and may differ). Invalid
-// UTF-8 is compared as U+FFFD: a re-emitted stream is valid JSON text, so a byte an
-// upstream sent that is not UTF-8 reaches the agent as the replacement character.
+// UTF-8 is compared as U+FFFD, one per invalid byte: a re-emitted stream is valid JSON
+// text, written as encoding/json writes it, so each byte an upstream sent that is not
+// UTF-8 reaches the agent as a replacement character of its own. (strings.ToValidUTF8
+// would fold a run of them into one.)
 func agentView(ps []ahp.Part) string {
-	return strings.ToValidUTF8(agentViewRaw(ps), "\uFFFD")
+	raw := agentViewRaw(ps)
+	var b strings.Builder
+	for i := 0; i < len(raw); {
+		r, n := utf8.DecodeRuneInString(raw[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(raw[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 func agentViewRaw(ps []ahp.Part) string {
