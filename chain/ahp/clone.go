@@ -64,24 +64,36 @@ func (e *Event) Clone() *Event {
 }
 
 // CloneMessages deep-copies a message list (nil stays nil, empty stays empty). The copies
-// of all parts share one array, and their texts another: a long conversation costs a few
-// allocations, not several per message.
+// of all parts share one array, their texts another, and the values of their other pointer
+// fields (size, body, gap) a third: a request repeats its whole conversation, hundreds of
+// parts, on every call, and the copy costs a few allocations whatever its length. Each
+// message's part list is capped at its length, so appending to one never writes into the
+// next. The translators keep such a copy of what they decoded, and in-process interceptors
+// get one inside Event.Clone.
 func CloneMessages(ms []Message) []Message {
 	if ms == nil {
 		return nil
 	}
-	n, texts := 0, 0
+	n, texts, stores := 0, 0, 0
 	for i := range ms {
 		n += len(ms[i].Parts)
 		for j := range ms[i].Parts {
-			if ms[i].Parts[j].Text != nil {
+			p := &ms[i].Parts[j]
+			if p.Text != nil {
 				texts++
+			}
+			if p.Size != nil || p.Body != nil || p.Gap != nil {
+				stores++
 			}
 		}
 	}
 	out := make([]Message, len(ms))
 	parts := make([]Part, n)
 	text := make([]string, texts)
+	var store []partValues
+	if stores > 0 {
+		store = make([]partValues, stores)
+	}
 	for i := range ms {
 		out[i] = ms[i]
 		if ms[i].Parts == nil {
@@ -97,14 +109,35 @@ func CloneMessages(ms []Message) []Message {
 				p.Text = &text[0]
 				text = text[1:]
 			}
-			p.Body = clonePtr(p.Body)
-			p.Gap = clonePtr(p.Gap)
-			p.Size = clonePtr(p.Size)
+			if p.Size != nil || p.Body != nil || p.Gap != nil {
+				v := &store[0]
+				store = store[1:]
+				if p.Size != nil {
+					v.size = *p.Size
+					p.Size = &v.size
+				}
+				if p.Body != nil {
+					v.body = *p.Body
+					p.Body = &v.body
+				}
+				if p.Gap != nil {
+					v.gap = *p.Gap
+					p.Gap = &v.gap
+				}
+			}
 			ps[j] = p
 		}
 		out[i].Parts = ps
 	}
 	return out
+}
+
+// partValues holds what a cloned part's Size, Body and Gap point to; most parts have none,
+// so the texts are kept apart.
+type partValues struct {
+	size int64
+	body Ref
+	gap  Gap
 }
 
 // Clone deep-copies the capabilities.

@@ -145,3 +145,47 @@ func shared(a, b reflect.Value, path string) string {
 	}
 	return ""
 }
+
+// A translator's private copy of the items (CloneMessages) must not change when a caller
+// edits the items it was handed, in place or by appending.
+func TestCloneMessagesIsDeepAndCapped(t *testing.T) {
+	size := int64(5)
+	in := []Message{
+		{ID: "a", Role: RoleUser, Parts: []Part{TextPart("a.p0", "x"),
+			{ID: "a.p1", Kind: KindAttachment, Size: &size, SHA256: "s", Body: &Ref{Ref: "r"}}}},
+		{ID: "b", Role: RoleAssistant, Parts: []Part{}},
+		{ID: "c", Role: RoleUser},
+		{ID: "d", Role: RoleTool, Parts: []Part{{ID: "d.p0", Gap: &Gap{Reason: "g"}}, TextPart("d.p1", "y")}},
+	}
+	out := CloneMessages(in)
+	if !reflect.DeepEqual(out, in) {
+		t.Fatalf("clone differs: %+v", out)
+	}
+	for i := range in {
+		if cap(out[i].Parts) != len(out[i].Parts) {
+			t.Fatalf("message %d: part list not capped", i)
+		}
+		for j := range in[i].Parts {
+			p := &in[i].Parts[j]
+			if p.Text != nil {
+				*p.Text += "!"
+			}
+			if p.Size != nil {
+				*p.Size++
+			}
+			if p.Body != nil {
+				p.Body.Ref += "!"
+			}
+			if p.Gap != nil {
+				p.Gap.Reason += "!"
+			}
+			p.ID += "!"
+		}
+	}
+	_ = append(out[0].Parts, TextPart("new", "n")) // must not overwrite out[3].Parts[0], next in the array
+	a, b := &out[0].Parts, &out[3].Parts
+	if (*a)[0].ID != "a.p0" || *(*a)[0].Text != "x" || (*a)[1].ID != "a.p1" || *(*a)[1].Size != 5 ||
+		(*a)[1].Body.Ref != "r" || (*b)[0].ID != "d.p0" || (*b)[0].Gap.Reason != "g" || *(*b)[1].Text != "y" {
+		t.Fatalf("edits to the original reached the clone: %+v %+v", *a, *b)
+	}
+}

@@ -200,7 +200,7 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.SessionHint = v.Str
 	}
 	req.Params = []byte(root.Without("messages", "system"))
-	d.st.items = cloneMessages(d.items)
+	d.st.items = ahp.CloneMessages(d.items)
 	d.st.pointInto()
 	return req, nil
 }

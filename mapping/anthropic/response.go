@@ -80,7 +80,7 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 		return nil, err
 	}
 	resp.Items = []ahp.Message{msg}
-	st.items = cloneMessages(resp.Items)
+	st.items = ahp.CloneMessages(resp.Items)
 	for n, o := range origins {
 		o.part = &st.items[0].Parts[n] // the private copy of the part as decoded
 	}

@@ -71,7 +71,7 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	for i := len(req.Items) - 1; i >= 0 && st.msgs[i].role == ahp.RoleUser; i-- {
 		req.PromptStart = i
 	}
-	st.items = oaiwire.CloneItems(req.Items)
+	st.items = ahp.CloneMessages(req.Items)
 	st.pointInto(st.items)
 	req.Native = st
 	return req, nil

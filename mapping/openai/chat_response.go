@@ -88,7 +88,7 @@ func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
 		return nil, err
 	}
 	resp.FinishReason = st.choices[0].finish
-	st.items = oaiwire.CloneItems(resp.Items)
+	st.items = ahp.CloneMessages(resp.Items)
 	resp.Native = st
 	return resp, nil
 }

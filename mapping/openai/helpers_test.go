@@ -128,7 +128,7 @@ var (
 
 // Short names for the shared helpers the tests of this package use.
 var (
-	cloneItems      = oaiwire.CloneItems
+	cloneItems      = ahp.CloneMessages
 	textPart        = oaiwire.TextPart
 	jsonString      = oaiwire.JSONString
 	normalizeJSON   = oaiwire.NormalizeJSON

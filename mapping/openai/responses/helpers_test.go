@@ -119,7 +119,7 @@ func mustDecode(t testing.TB, body string) *mapping.Request {
 
 // Short names for the shared helpers the tests of this package use.
 var (
-	cloneItems = oaiwire.CloneItems
+	cloneItems = ahp.CloneMessages
 	textPart   = oaiwire.TextPart
 )
 

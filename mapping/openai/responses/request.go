@@ -108,7 +108,7 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.PromptStart = i
 	}
 	req.Gaps = d.gaps
-	st.decoded = oaiwire.CloneItems(req.Items)
+	st.decoded = ahp.CloneMessages(req.Items)
 	req.Native = st
 	return req, nil
 }

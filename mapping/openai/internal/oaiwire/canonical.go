@@ -83,27 +83,3 @@ func (s *PartStore) Clone(p ahp.Part) ahp.Part {
 	return p
 }
 
-// CloneItems deep-copies a message list.
-func CloneItems(ms []ahp.Message) []ahp.Message {
-	n := 0
-	for i := range ms {
-		n += len(ms[i].Parts)
-	}
-	// Three allocations whatever the length of the conversation.
-	out := make([]ahp.Message, len(ms))
-	parts := make([]ahp.Part, n)
-	store := make([]PartStore, n)
-	k := 0
-	for i, m := range ms {
-		if m.Parts != nil {
-			ps := parts[k : k+len(m.Parts) : k+len(m.Parts)]
-			for j := range m.Parts {
-				ps[j] = store[k+j].Clone(m.Parts[j])
-			}
-			m.Parts = ps
-			k += len(ps)
-		}
-		out[i] = m
-	}
-	return out
-}
