@@ -82,4 +82,3 @@ func (s *PartStore) Clone(p ahp.Part) ahp.Part {
 	}
 	return p
 }
-
