@@ -90,9 +90,9 @@ func CloneMessages(ms []Message) []Message {
 	out := make([]Message, len(ms))
 	parts := make([]Part, n)
 	text := make([]string, texts)
-	var store []partValues
+	var store []PartValues
 	if stores > 0 {
-		store = make([]partValues, stores)
+		store = make([]PartValues, stores)
 	}
 	for i := range ms {
 		out[i] = ms[i]
@@ -110,20 +110,8 @@ func CloneMessages(ms []Message) []Message {
 				text = text[1:]
 			}
 			if p.Size != nil || p.Body != nil || p.Gap != nil {
-				v := &store[0]
+				store[0].Own(&p)
 				store = store[1:]
-				if p.Size != nil {
-					v.size = *p.Size
-					p.Size = &v.size
-				}
-				if p.Body != nil {
-					v.body = *p.Body
-					p.Body = &v.body
-				}
-				if p.Gap != nil {
-					v.gap = *p.Gap
-					p.Gap = &v.gap
-				}
 			}
 			ps[j] = p
 		}
@@ -132,12 +120,29 @@ func CloneMessages(ms []Message) []Message {
 	return out
 }
 
-// partValues holds what a cloned part's Size, Body and Gap point to; most parts have none,
-// so the texts are kept apart.
-type partValues struct {
+// PartValues holds what a copied part's Size, Body and Gap point to. Kept in one array for
+// many parts, or inside a larger record, it lets a deep copy cost no allocation per part.
+// Most parts have none of the three, so CloneMessages keeps texts apart.
+type PartValues struct {
 	size int64
 	body Ref
 	gap  Gap
+}
+
+// Own points p's Size, Body and Gap (those set) at copies held in v.
+func (v *PartValues) Own(p *Part) {
+	if p.Size != nil {
+		v.size = *p.Size
+		p.Size = &v.size
+	}
+	if p.Body != nil {
+		v.body = *p.Body
+		p.Body = &v.body
+	}
+	if p.Gap != nil {
+		v.gap = *p.Gap
+		p.Gap = &v.gap
+	}
 }
 
 // Clone deep-copies the capabilities.

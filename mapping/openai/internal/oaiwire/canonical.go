@@ -52,14 +52,11 @@ func ItemsEqual(a, b []ahp.Message) bool {
 	return true
 }
 
-// PartStore holds the values a cloned part's pointer fields point to. Kept inside a larger
-// record, or in one slice for many parts, it lets a deep copy cost no allocation per part:
-// decoding a long conversation records every part it decodes.
+// PartStore holds the values a cloned part's pointer fields point to. Kept inside a
+// native origin record, it lets recording every decoded part cost no allocation per part.
 type PartStore struct {
-	text string
-	size int64
-	body ahp.Ref
-	gap  ahp.Gap
+	text   string
+	values ahp.PartValues
 }
 
 // Clone returns a copy of p whose pointer fields point into s.
@@ -68,17 +65,6 @@ func (s *PartStore) Clone(p ahp.Part) ahp.Part {
 		s.text = *p.Text
 		p.Text = &s.text
 	}
-	if p.Size != nil {
-		s.size = *p.Size
-		p.Size = &s.size
-	}
-	if p.Body != nil {
-		s.body = *p.Body
-		p.Body = &s.body
-	}
-	if p.Gap != nil {
-		s.gap = *p.Gap
-		p.Gap = &s.gap
-	}
+	s.values.Own(&p)
 	return p
 }
