@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
@@ -20,9 +21,10 @@ import (
 // immutable as any Go string; they keep their buffer alive while referenced. The zero
 // Arena is ready to use. An Arena belongs to one decode and one goroutine.
 type Arena struct {
-	buf   []byte
-	texts []string
-	grown int // bytes allocated so far, to size the next buffer
+	buf     []byte
+	texts   []string
+	grown   int    // bytes allocated so far, to size the next buffer
+	scratch []byte // reused for building a value before it is placed
 }
 
 // Arena buffer sizes: the first buffer is small (most requests are small), later ones
@@ -99,6 +101,24 @@ func (a *Arena) Text(s string) *string {
 	}
 	a.texts = append(a.texts, s)
 	return &a.texts[len(a.texts)-1]
+}
+
+// ToolCallPart is mapping.ToolCallPart with the part's text and text pointer held in the
+// arena (a nil arena allocates them). heldInput is the call's input as the text holds it
+// (compacted), a substring of that text.
+func (a *Arena) ToolCallPart(partID, id, name, input string) (p ahp.Part, heldInput string) {
+	var scratch []byte
+	if a != nil {
+		scratch = a.scratch[:0]
+	}
+	b, at := appendToolCall(scratch, id, name, input)
+	if a != nil {
+		a.scratch = b
+	}
+	text := a.String(b)
+	p = ahp.Part{ID: partID, Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody,
+		Category: ahp.CategoryToolCall, Text: a.Text(text)}
+	return p, text[at : len(text)-1]
 }
 
 // Pick is mapping.Pick with string values decoded into the arena.

@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,5 +87,28 @@ func TestNilArena(t *testing.T) {
 	b[0] = 'X'
 	if s != "id-1" || *a.Text("t") != "t" || a.Unquote(`"a\tb"`) != "a\tb" || a.String(nil) != "" {
 		t.Fatalf("nil arena: %q %q %q", s, *a.Text("t"), a.Unquote(`"a\tb"`))
+	}
+}
+
+// Arena.ToolCallPart builds the same part as ToolCallPart, with or without an arena, and
+// its held input is the input as the part's text holds it.
+func TestArenaToolCallPart(t *testing.T) {
+	var a Arena
+	for _, tc := range []struct{ id, name, input string }{
+		{"call_1", "Bash", `{"command":"ls && pwd"}`},
+		{"c\"2", "we<ird>", "{ \"a\" : [1, 2],\n \"b\": {} }"},
+		{"c3", "noinput", ""},
+	} {
+		want := ToolCallPart("p", ToolCall{ID: tc.id, Name: tc.name, Input: json.RawMessage(tc.input)})
+		call, _ := ParseToolCall(&want)
+		for _, arena := range []*Arena{&a, nil} {
+			got, held := arena.ToolCallPart("p", tc.id, tc.name, tc.input)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q: part %+v (text %q), want %+v (text %q)", tc.id, got, *got.Text, want, *want.Text)
+			}
+			if held != string(call.Input) {
+				t.Fatalf("%q: held input %q, want %q", tc.id, held, call.Input)
+			}
+		}
 	}
 }

@@ -125,28 +125,29 @@ type ToolCall struct {
 
 // ToolCallPart builds the canonical part for a tool call.
 func ToolCallPart(partID string, call ToolCall) ahp.Part {
-	b := AppendToolCall(make([]byte, 0, len(call.ID)+len(call.Name)+len(call.Input)+32), call.ID, call.Name, BytesString(call.Input))
+	b, _ := appendToolCall(make([]byte, 0, len(call.ID)+len(call.Name)+len(call.Input)+32), call.ID, call.Name, BytesString(call.Input))
 	p := ahp.TextPart(partID, string(b))
 	p.Category = ahp.CategoryToolCall
 	return p
 }
 
-// AppendToolCall appends the text of a tool_call part (as ToolCallPart writes it) to dst.
-// Decoders that place their values in an Arena use it with a reused buffer.
-func AppendToolCall(dst []byte, id, name, input string) []byte {
+// appendToolCall appends the text of a tool_call part (as ToolCallPart writes it) to dst;
+// inputAt is where the (compacted) input starts in the result. It runs once per tool call
+// of every assistant message of every request, so it is written by hand rather than by
+// encoding/json, which would cost a reflective encoder per call. The output is the same:
+// the strings escaped as encoding/json escapes them except that there is no HTML escaping
+// (policies scan this text, and "\u0026\u0026" would hide a shell "&&"), and the input
+// compacted.
+func appendToolCall(dst []byte, id, name, input string) (b []byte, inputAt int) {
 	if len(input) == 0 {
 		input = `{}`
 	}
-	// Written by hand rather than by encoding/json, which costs a reflective encoder per
-	// call of every assistant message of every request. The output is the same: the
-	// strings escaped as encoding/json escapes them except that there is no HTML escaping
-	// (policies scan this text, and "\u0026\u0026" would hide a shell "&&"), and the
-	// input compacted.
-	b := append(dst, `{"id":`...)
+	b = append(dst, `{"id":`...)
 	b = jsontext.AppendStringJS(b, id)
 	b = append(b, `,"name":`...)
 	b = jsontext.AppendStringJS(b, name)
 	b = append(b, `,"input":`...)
+	inputAt = len(b) - len(dst)
 	if jsontext.IsCompact(input) {
 		b = append(b, input...)
 	} else {
@@ -157,7 +158,7 @@ func AppendToolCall(dst []byte, id, name, input string) []byte {
 		}
 		b = buf.Bytes()
 	}
-	return append(b, '}')
+	return append(b, '}'), inputAt
 }
 
 // ParseToolCall decodes a tool_call part. ok is false for any other part.

@@ -165,16 +165,8 @@ func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decoded
 			}
 			input = in.Raw
 		}
-		// The part text is mapping.ToolCallPart's, built in the arena.
-		r.scratch = mapping.AppendToolCall(r.scratch[:0], callID, name, input)
-		text := r.arena.String(r.scratch)
-		d.part = r.textPart(id, text)
-		d.part.Category = ahp.CategoryToolCall
-		// The escaped id and name hold no bare quote, so the first `,"input":` ends them;
-		// what follows up to the closing brace is the compacted input (what
-		// mapping.ParseToolCall would read back).
+		d.part, d.input = r.arena.ToolCallPart(id, callID, name, input)
 		d.callID, d.name = callID, name
-		d.input = text[strings.Index(text, `,"input":`)+len(`,"input":`) : len(text)-1]
 	case blockImage:
 		var src [numSourceFields]gjson.Result
 		r.arena.Pick(f[bSource], sourceFieldNames[:], src[:])

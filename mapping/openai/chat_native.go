@@ -90,13 +90,12 @@ type natives struct {
 	callList []*nativeCall
 	idx      *nativeIndex // nil until the first lookup
 	// The decode's small values: strings and text pointers in arena, origin records in
-	// slabs, a buffer for building tool_call texts. A conversation of hundreds of messages
-	// then costs a few allocations per request instead of several per message.
+	// slabs. A conversation of hundreds of messages then costs a few allocations per
+	// request instead of several per message.
 	arena    mapping.Arena
 	strict   bool // decoding a body that passed the strict check: no object repeats a key
 	partSlab []nativePart
 	callSlab []nativeCall
-	scratch  []byte
 }
 
 type nativeIndex struct {
@@ -350,9 +349,8 @@ func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *a
 
 // toolCallPart is mapping.ToolCallPart with its text in the arena.
 func (n *natives) toolCallPart(partID, id, name, input string) ahp.Part {
-	n.scratch = mapping.AppendToolCall(n.scratch[:0], id, name, input)
-	return ahp.Part{ID: partID, Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody,
-		Category: ahp.CategoryToolCall, Text: n.arena.Text(n.arena.String(n.scratch))}
+	p, _ := n.arena.ToolCallPart(partID, id, name, input)
+	return p
 }
 
 // renderCall renders a tool_call part natively. An unchanged call keeps its original JSON;
