@@ -342,41 +342,9 @@ func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ 
 	return items, finish, changed, stopped, nil
 }
 
-// removeCalls deletes the tool_call parts of the removed calls and appends an assistant
-// text part that tells the agent (and the model, next time) why.
+// removeCalls deletes the removed calls and appends the note (mapping.RemoveCalls).
 func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall, removed map[int]bool, note string) []ahp.Message {
-	drop := map[[2]int]bool{}
-	noteItem := -1
-	for i, c := range calls {
-		if removed[i] {
-			drop[[2]int{c.Item, c.Part}] = true
-			if noteItem < 0 {
-				noteItem = c.Item
-			}
-		}
-	}
-	out := make([]ahp.Message, len(items))
-	for i, m := range items {
-		out[i] = m
-		parts := make([]ahp.Part, 0, len(m.Parts))
-		for j, p := range m.Parts {
-			if !drop[[2]int{i, j}] {
-				parts = append(parts, p)
-			}
-		}
-		out[i].Parts = parts
-	}
-	if note == "" {
-		return out
-	}
-	if noteItem < 0 || out[noteItem].Role != ahp.RoleAssistant {
-		out = append(out, ahp.Message{ID: derive("msg_", x.attempt.ID, "note"), Role: ahp.RoleAssistant, Synthesized: true})
-		noteItem = len(out) - 1
-	}
-	p := ahp.TextPart(out[noteItem].ID+".hookproxy."+strconv.Itoa(len(out[noteItem].Parts)), note)
-	p.Synthesized = true
-	out[noteItem].Parts = append(out[noteItem].Parts, p)
-	return out
+	return mapping.RemoveCalls(items, calls, removed, note, derive("msg_", x.attempt.ID, "note"))
 }
 
 // observeResolved reports a call hookproxy removed: tool.after with outcome denied or
