@@ -47,6 +47,10 @@ type Record struct {
 	// Reapplied counts the rewrites settled on earlier requests of the conversation that
 	// were put back into this request (model.request.before records only).
 	Reapplied int `json:"reapplied,omitempty"`
+	// Held says, on a response-side record, how much of the response the proxy held from
+	// the client while the chain settled: "whole", "tool_calls" (a stream whose text
+	// flowed while each tool call was held until decided) or "none".
+	Held Held `json:"held,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`
@@ -253,6 +257,20 @@ const (
 // MarshalText implements encoding.TextMarshaler.
 func (e Enforcement) MarshalText() ([]byte, error) {
 	return closed(string(e), "forwarded", "rewritten", "refused", "supplied", "stopped"), nil
+}
+
+// Held is how much of a response was held from the client (Record.Held).
+type Held string
+
+const (
+	HeldWhole     Held = "whole"
+	HeldToolCalls Held = "tool_calls"
+	HeldNone      Held = "none"
+)
+
+// MarshalText implements encoding.TextMarshaler.
+func (h Held) MarshalText() ([]byte, error) {
+	return closed(string(h), "whole", "tool_calls", "none"), nil
 }
 
 // Permission is the settled permission (ahp.Permission*).

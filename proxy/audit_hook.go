@@ -17,6 +17,13 @@ const (
 	EnforceStopped   = "stopped"   // flow stop: pending work removed or answered without the upstream
 )
 
+// How much of a response was held from the client while its chain settled (issue 11).
+const (
+	HeldWhole     = "whole"      // read whole before the client got anything
+	HeldToolCalls = "tool_calls" // streamed: text flowed, each tool call held until decided
+	HeldNone      = "none"       // streamed through untouched; observers got a copy
+)
+
 // Delivery modes of a BoundaryRecord.
 const (
 	DeliveryIntercept = "intercept" // the event went through the interceptor chain
@@ -56,6 +63,9 @@ type BoundaryRecord struct {
 	// is above zero and the request is forwarded, Enforcement is "rewritten": the body
 	// sent upstream differs from the client's.
 	Reapplied int
+	// Held is set on response-side records (model.response.after, tool.before,
+	// turn.finish.before): HeldWhole, HeldToolCalls or HeldNone.
+	Held string
 
 	// Event is the effective event (content included). Auditors must not write its
 	// content unless configured to (audit.includeContent); it never holds credentials.

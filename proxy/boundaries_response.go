@@ -36,9 +36,18 @@ func (x *exchange) onUpstreamResponse(resp *http.Response) error {
 	streaming := isEventStream(resp.Header.Get("Content-Type"))
 	switch {
 	case x.holdsResponse():
+		if se, ok := x.editsStream(streaming); ok {
+			if x.subs.any(ahp.EventModelResponseAfter) {
+				x.responseAfterID = ahp.NewEventID()
+			}
+			x.editStream(resp, se)
+			return nil
+		}
+		x.held = HeldWhole
 		return x.holdResponse(resp, streaming)
 	case x.observesResponse() || streaming && x.subs.any(ahp.EventModelError):
 		// Observers only: stream through untouched, keep a copy, observe at the end.
+		x.held = HeldNone
 		x.tap = &bodyTap{rc: resp.Body, limit: x.s.limits.MaxResponseBytes, streaming: streaming, start: x.upstreamStart}
 		resp.Body = x.tap
 	}
@@ -128,7 +137,6 @@ type responseResult struct {
 // responseSide settles the response-side boundaries over a decoded response. latency is
 // nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
 func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
-	supplied := latency == nil
 	items := cloneMessages(resp.Items)
 	finish := resp.FinishReason
 	changed, stopped := false, false
@@ -136,25 +144,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 
 	// model.response.after
 	if x.subs.any(ahp.EventModelResponseAfter) {
-		ev := x.newEvent(ahp.EventModelResponseAfter)
-		model, attempt := x.model, x.attempt
-		if resp.Model != "" {
-			model.ID = resp.Model
-		}
-		ev.Model, ev.Attempt = &model, &attempt
-		ev.FinishReason = finish
-		if ev.FinishReason == "" {
-			ev.FinishReason = "unknown"
-			ev.Gaps = append(ev.Gaps, ahp.Gap{Path: "finishReason", Reason: "the provider reported no finish reason"})
-		}
-		if supplied {
-			ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipSuppliedResult}
-		} else {
-			ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
-			ev.Usage = attemptUsage(resp.Usage)
-			ms := float64(latency.Microseconds()) / 1000
-			ev.LatencyMs = &ms
-		}
+		ev := x.responseAfterEvent(resp, latency)
 		ev.Items = cloneMessages(items)
 		mraID = ev.ID
 		st := x.settle(ev, capsModelResponse())
@@ -179,7 +169,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 				items = x.removeCalls(items, calls, allCalls(len(calls)),
 					"Stopped by policy: "+st.StopReason)
 				for _, c := range calls {
-					x.observeResolved(c, "", "cancelled", "flow stop")
+					x.observeResolved(c.ToolCall, "", "cancelled", "flow stop")
 				}
 				finish = x.tr.TerminalFinishReason()
 				changed = true
@@ -204,14 +194,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 	// turn.finish.before, when the response holds no tool call (a final answer).
 	hasCalls := len(mapping.ToolCalls(items)) > 0
 	if !hasCalls && !stopped && x.subs.any(ahp.EventTurnFinishBefore) {
-		ev := x.newEvent(ahp.EventTurnFinishBefore)
-		ev.Outcome = "completed"
-		zero := 0
-		ev.ContinuationCount = &zero // no proxy-run continuation
-		ev.Items = cloneMessages(items)
-		if id := lastAssistant(items); id != "" {
-			ev.LastAssistantItem = &ahp.ItemRef{ID: id}
-		}
+		ev := x.turnFinishEvent(items)
 		st := x.settle(ev, capsTurnFinish())
 		switch {
 		case st.Interrupted || x.ctx.Err() != nil:
@@ -247,6 +230,57 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 	return responseResult{changed: true, body: body}
 }
 
+// responseAfterEvent builds the model.response.after event of resp without its items.
+// latency is nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
+func (x *exchange) responseAfterEvent(resp *mapping.Response, latency *time.Duration) *ahp.Event {
+	ev := x.newEvent(ahp.EventModelResponseAfter)
+	if x.responseAfterID != "" {
+		ev.ID = x.responseAfterID // announced as the parent of streamed tool.before events
+	}
+	model, attempt := x.model, x.attempt
+	if resp.Model != "" {
+		model.ID = resp.Model
+	}
+	ev.Model, ev.Attempt = &model, &attempt
+	ev.FinishReason = resp.FinishReason
+	if ev.FinishReason == "" {
+		ev.FinishReason = "unknown"
+		ev.Gaps = append(ev.Gaps, ahp.Gap{Path: "finishReason", Reason: "the provider reported no finish reason"})
+	}
+	if latency == nil {
+		ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipSuppliedResult}
+	} else {
+		ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
+		ev.Usage = attemptUsage(resp.Usage)
+		ms := float64(latency.Microseconds()) / 1000
+		ev.LatencyMs = &ms
+	}
+	return ev
+}
+
+// observeResponseAfter delivers model.response.after of a stream whose tool calls were
+// settled as they arrived: only observers subscribe then, and they get the upstream's
+// assembled message once the stream has ended.
+func (x *exchange) observeResponseAfter(resp *mapping.Response, latency time.Duration) {
+	ev := x.responseAfterEvent(resp, &latency)
+	ev.Items = cloneMessages(resp.Items)
+	st := x.settle(ev, capsModelResponse())
+	x.audit(ev, st, DeliveryIntercept, EnforceForwarded, "", "")
+}
+
+// turnFinishEvent builds turn.finish.before over a final answer.
+func (x *exchange) turnFinishEvent(items []ahp.Message) *ahp.Event {
+	ev := x.newEvent(ahp.EventTurnFinishBefore)
+	ev.Outcome = "completed"
+	zero := 0
+	ev.ContinuationCount = &zero // no proxy-run continuation
+	ev.Items = cloneMessages(items)
+	if id := lastAssistant(items); id != "" {
+		ev.LastAssistantItem = &ahp.ItemRef{ID: id}
+	}
+	return ev
+}
+
 // toolBefores settles tool.before for each tool call of items, in response order
 // (SPEC-DIGEST §15.3 B.3, §15.7: sequential, deterministic).
 func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ []ahp.Message, _ string, changed, stopped bool, _ error) {
@@ -265,72 +299,34 @@ func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ 
 	removed := map[int]bool{}
 	var notes []string
 	for i, c := range calls {
-		ev := x.newEvent(ahp.EventToolBefore)
-		ev.ID = toolBeforeEventID(x.s.source, c.ID)
-		ev.ParentEventID = parentID
-		ev.Call = &ahp.Call{ID: c.ID}
-		input := c.Input
-		if !isJSONObject(input) {
-			input = json.RawMessage(`{}`)
-			ev.Gaps = []ahp.Gap{{Path: "tool.input", Reason: "arguments not a JSON object"}}
+		v, err := x.settleToolCall(c.ToolCall, parentID, batch)
+		if err != nil {
+			return nil, "", false, false, err
 		}
-		ev.Tool = &ahp.Tool{Name: c.Name, Input: input, Origin: ahp.OriginNative}
-		ev.Path = x.tr.ToolPath()
-		if batch != nil {
-			b := *batch
-			ev.Batch = &b
-		}
-		st := x.settle(ev, capsToolBefore())
 		switch {
-		case st.Interrupted || x.ctx.Err() != nil:
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
-			return nil, "", false, false, errInterrupted
-		case st.Refused():
-			// deny: remove this call before the harness sees it; report it resolved.
-			reason, _ := denialText(st.Denial)
-			removed[i] = true
-			notes = append(notes, "Tool call "+c.Name+" was blocked by policy: "+reason)
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
-			x.observeResolved(c, ev.ID, "denied", "")
-			continue
-		case st.Stopped():
-			// flow stop: remove this call and every later one.
+		case v.Stop:
+			// flow stop: remove this call and every later one (never asked).
 			for j := i; j < len(calls); j++ {
 				removed[j] = true
-				parent := "" // later calls never had a tool.before
-				if j == i {
-					parent = ev.ID
+				if j > i {
+					x.observeResolved(calls[j].ToolCall, "", "cancelled", "flow stop")
 				}
-				x.observeResolved(calls[j], parent, "cancelled", "flow stop")
 			}
-			notes = append(notes, "Tool call "+c.Name+" was not run: stopped by policy: "+st.StopReason)
-			x.audit(ev, st, DeliveryIntercept, EnforceStopped, c.ID, c.Name)
+			notes = append(notes, v.Note)
 			stopped = true
+		case v.Remove:
+			removed[i] = true
+			notes = append(notes, v.Note)
+		case v.Input != nil:
+			// modify(input): the harness receives the effective arguments.
+			part := items[c.Item].Parts[c.Part]
+			items[c.Item].Parts[c.Part] = mapping.ToolCallPart(part.ID,
+				mapping.ToolCall{ID: c.ID, Name: c.Name, Input: v.Input})
+			changed = true
 		}
 		if stopped {
 			break
 		}
-		enforcement := EnforceForwarded
-		if st.Modified && st.Event != nil && st.Event.Tool != nil {
-			// modify(input): the harness receives the effective arguments.
-			part := items[c.Item].Parts[c.Part]
-			items[c.Item].Parts[c.Part] = mapping.ToolCallPart(part.ID,
-				mapping.ToolCall{ID: c.ID, Name: c.Name, Input: st.Event.Tool.Input})
-			changed = true
-			enforcement = EnforceRewritten
-		}
-		if len(st.Injections) > 0 {
-			// Both delivery times lie in a later request: "now" is the next model call
-			// (the one carrying this call's result), next_turn the next prompt.
-			now, next := x.injections(st, ev.ID)
-			if len(now) > 0 {
-				x.s.store.Put(x.storeKey(deliverNextCall), now)
-			}
-			if len(next) > 0 {
-				x.s.store.Put(x.storeKey(deliverNextTurn), next)
-			}
-		}
-		x.audit(ev, st, DeliveryIntercept, enforcement, c.ID, c.Name)
 	}
 	if len(removed) > 0 {
 		items = x.removeCalls(items, calls, removed, joinLines(notes))
@@ -342,6 +338,64 @@ func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ 
 	return items, finish, changed, stopped, nil
 }
 
+// settleToolCall settles the tool.before of one tool call and says how the call is to be
+// enforced: removed (deny, fail-closed, flow stop) with the note the agent is told, given
+// effective arguments (modify(input)), or passed on. Both the held path and the stream
+// editor's decider use it, so a call is judged the same way whichever path carries it.
+func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ahp.Batch) (mapping.CallVerdict, error) {
+	ev := x.newEvent(ahp.EventToolBefore)
+	ev.ID = toolBeforeEventID(x.s.source, c.ID)
+	ev.ParentEventID = parentID
+	ev.Call = &ahp.Call{ID: c.ID}
+	input := c.Input
+	if !isJSONObject(input) {
+		input = json.RawMessage(`{}`)
+		ev.Gaps = []ahp.Gap{{Path: "tool.input", Reason: "arguments not a JSON object"}}
+	}
+	ev.Tool = &ahp.Tool{Name: c.Name, Input: input, Origin: ahp.OriginNative}
+	ev.Path = x.tr.ToolPath()
+	if batch != nil {
+		b := *batch
+		ev.Batch = &b
+	}
+	st := x.settle(ev, capsToolBefore())
+	switch {
+	case st.Interrupted || x.ctx.Err() != nil:
+		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
+		return mapping.CallVerdict{}, errInterrupted
+	case st.Refused():
+		// deny: remove this call before the harness sees it; report it resolved.
+		reason, _ := denialText(st.Denial)
+		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
+		x.observeResolved(c, ev.ID, "denied", "")
+		return mapping.CallVerdict{Remove: true, Note: "Tool call " + c.Name + " was blocked by policy: " + reason}, nil
+	case st.Stopped():
+		x.observeResolved(c, ev.ID, "cancelled", "flow stop")
+		x.audit(ev, st, DeliveryIntercept, EnforceStopped, c.ID, c.Name)
+		return mapping.CallVerdict{Remove: true, Stop: true,
+			Note: "Tool call " + c.Name + " was not run: stopped by policy: " + st.StopReason}, nil
+	}
+	var v mapping.CallVerdict
+	enforcement := EnforceForwarded
+	if st.Modified && st.Event != nil && st.Event.Tool != nil {
+		v.Input = st.Event.Tool.Input
+		enforcement = EnforceRewritten
+	}
+	if len(st.Injections) > 0 {
+		// Both delivery times lie in a later request: "now" is the next model call
+		// (the one carrying this call's result), next_turn the next prompt.
+		now, next := x.injections(st, ev.ID)
+		if len(now) > 0 {
+			x.s.store.Put(x.storeKey(deliverNextCall), now)
+		}
+		if len(next) > 0 {
+			x.s.store.Put(x.storeKey(deliverNextTurn), next)
+		}
+	}
+	x.audit(ev, st, DeliveryIntercept, enforcement, c.ID, c.Name)
+	return v, nil
+}
+
 // removeCalls deletes the removed calls and appends the note (mapping.RemoveCalls).
 func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall, removed map[int]bool, note string) []ahp.Message {
 	return mapping.RemoveCalls(items, calls, removed, note, derive("msg_", x.attempt.ID, "note"))
@@ -349,7 +403,7 @@ func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall,
 
 // observeResolved reports a call hookproxy removed: tool.after with outcome denied or
 // cancelled, execution skipped by policy, no output (SPEC-DIGEST §8.4, §15.3 B.3).
-func (x *exchange) observeResolved(c mapping.LocatedCall, parentID, outcome, detail string) {
+func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail string) {
 	if !x.subs.any(ahp.EventToolAfter) {
 		return
 	}

@@ -54,6 +54,9 @@ type exchange struct {
 	streamErr        *mapping.UpstreamError
 	streamErrLatency time.Duration
 	final            *finalResponse // what the client received, for turn.end
+	held             string         // HeldWhole | HeldToolCalls | HeldNone, for the audit record
+	responseAfterID  string         // model.response.after's id when it is observed after a stream
+	streamStopped    bool           // a streamed tool call stopped the flow
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -229,8 +232,14 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 	if ev.Model != nil {
 		rec.Model = ev.Model.ID
 	}
-	if ev.Type == ahp.EventModelRequestBefore {
+	switch ev.Type {
+	case ahp.EventModelRequestBefore:
 		rec.Reapplied = x.rw.applied
+	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
+		rec.Held = x.held
+		if rec.Held == "" {
+			rec.Held = HeldWhole // a JSON answer, or a supplied one, is decided before it is sent
+		}
 	}
 	if st != nil {
 		rec.Records = st.Records

@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Incremental stream enforcement (issue 11; SPEC-DIGEST §15.3 B.3, §15.7). When tool.before
+// is the only response-side boundary that intercepts, a streamed response is not held
+// whole: its head and every event without a tool call go to the client as they arrive,
+// and the translator's StreamEditor holds each tool call until its tool.before settles.
+// model.response.after and turn.finish.before interceptors can modify or deny the whole
+// response, so they still hold it whole (holdResponse).
+
+// editsStream reports whether the response to this exchange is enforced incrementally.
+func (x *exchange) editsStream(streaming bool) (mapping.StreamEditing, bool) {
+	if !streaming || x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventTurnFinishBefore) {
+		return nil, false
+	}
+	se, ok := x.tr.(mapping.StreamEditing)
+	return se, ok
+}
+
+// editStream puts an editing reader in place of the upstream's streamed body.
+func (x *exchange) editStream(resp *http.Response, se mapping.StreamEditing) {
+	x.held = HeldToolCalls
+	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get()}
+	b.ed = se.NewStreamEditor(&b.out, &streamDecider{x: x})
+	// Observers are served after the stream from assembled copies: the upstream's message
+	// for model.response.after, the client's for turn.finish.before and turn.end. Nothing
+	// is kept when nobody observes, so memory does not grow with the text.
+	if x.subs.any(ahp.EventModelResponseAfter) || x.subs.any(ahp.EventModelError) {
+		b.upstream = x.tr.NewAssembler()
+	}
+	if x.subs.any(ahp.EventTurnFinishBefore) || x.subs.any(ahp.EventTurnEnd) {
+		b.client = x.tr.NewAssembler()
+	}
+	resp.Body = b
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+}
+
+// editedBody is what the reverse proxy copies to the client: the StreamEditor's output,
+// produced by reading the upstream on demand. Tool calls are settled inside Read, in the
+// copying goroutine, so the decision is taken before anything after the call is sent.
+type editedBody struct {
+	x   *exchange
+	up  io.ReadCloser
+	ed  mapping.StreamEditor
+	buf []byte
+	out bytes.Buffer
+	// assembled copies for observers (nil when nobody observes)
+	upstream, client mapping.Assembler
+
+	done    bool
+	failed  bool
+	abort   error // the client went away: the copy ends with this error
+	clientN int   // bytes of out already handed to the client assembler
+}
+
+func (b *editedBody) Read(p []byte) (int, error) {
+	for b.out.Len() == 0 {
+		if b.abort != nil {
+			return 0, b.abort
+		}
+		if b.done {
+			return 0, io.EOF
+		}
+		b.step()
+	}
+	n, _ := b.out.Read(p)
+	if b.client != nil {
+		_, _ = b.client.Write(p[:n])
+	}
+	return n, nil
+}
+
+// step reads once from the upstream and feeds the editor.
+func (b *editedBody) step() {
+	n, err := b.up.Read(b.buf)
+	if n > 0 {
+		if b.upstream != nil {
+			_, _ = b.upstream.Write(b.buf[:n])
+		}
+		if _, werr := b.ed.Write(b.buf[:n]); werr != nil {
+			b.fail(werr)
+			return
+		}
+		if held := int64(b.ed.Held()); held > b.x.s.limits.MaxResponseBytes {
+			b.fail(errHoldLimit)
+			return
+		}
+	}
+	switch {
+	case err == io.EOF:
+		if cerr := b.ed.Close(); cerr != nil {
+			b.fail(cerr)
+			return
+		}
+		b.done = true
+		b.finish()
+	case err != nil && b.x.ctx.Err() != nil:
+		b.abort = errInterrupted
+	case err != nil:
+		b.fail(fmt.Errorf("reading the upstream stream failed: %w", err))
+	}
+}
+
+var errHoldLimit = errors.New("a tool call in the upstream stream exceeds the proxy's hold limit")
+
+// fail ends the client's stream after an error once the head is sent: the refusal goes
+// inside the stream in the provider's own error form (a status can no longer be sent).
+func (b *editedBody) fail(err error) {
+	b.done, b.failed = true, true
+	x := b.x
+	if errors.Is(err, errInterrupted) || x.ctx.Err() != nil {
+		b.abort = errInterrupted
+		return
+	}
+	msg := "the upstream stream could not be relayed: " + err.Error()
+	if errors.Is(err, errHoldLimit) {
+		msg = "upstream response exceeds the proxy's hold limit"
+	}
+	var ue *mapping.UpstreamError
+	if errors.As(err, &ue) {
+		msg = "the upstream stream could not be relayed"
+	}
+	x.s.logAt(x.ctx, zapcore.WarnLevel, "streamed response ended with an in-stream error",
+		zap.String("route", x.rt.prefix), zap.Error(err))
+	if ferr := b.ed.Fail(mapping.UpstreamFailureType(x.rt.provider()), "hookproxy.stream_failed", msg); ferr != nil {
+		b.abort = ferr
+	}
+}
+
+func (b *editedBody) Close() error {
+	copyBuffers.Put(b.buf)
+	b.buf = nil
+	return b.up.Close()
+}
+
+// finish runs the observers of a stream that reached its end: the response-side
+// boundaries whose interceptors did not hold it, over the assembled messages.
+func (b *editedBody) finish() {
+	x := b.x
+	latency := time.Since(x.upstreamStart)
+	var upResp *mapping.Response
+	if b.upstream != nil {
+		body, err := b.upstream.Body()
+		var ue *mapping.UpstreamError
+		switch {
+		case errors.As(err, &ue):
+			x.streamErr, x.streamErrLatency = ue, latency
+		case err == nil:
+			upResp, _ = x.tr.DecodeResponse(body)
+		}
+	}
+	var clientItems []ahp.Message
+	haveClient := false
+	if b.client != nil {
+		if body, err := b.client.Body(); err == nil {
+			if r, err := x.tr.DecodeResponse(body); err == nil && r != nil {
+				clientItems, haveClient = r.Items, true
+			}
+		}
+	}
+	if upResp != nil && x.subs.any(ahp.EventModelResponseAfter) {
+		x.observeResponseAfter(upResp, latency)
+	}
+	if !haveClient {
+		return
+	}
+	hasCalls := len(mapping.ToolCalls(clientItems)) > 0
+	if !hasCalls && !x.streamStopped && x.subs.any(ahp.EventTurnFinishBefore) {
+		ev := x.turnFinishEvent(clientItems)
+		st := x.settle(ev, capsTurnFinish()) // observers only: it settles at once
+		x.audit(ev, st, DeliveryIntercept, EnforceForwarded, "", "")
+	}
+	x.final = &finalResponse{items: clientItems, hasToolCalls: hasCalls, stopped: x.streamStopped}
+}
+
+// streamDecider settles each streamed tool call's tool.before as the editor completes it.
+type streamDecider struct {
+	x *exchange
+}
+
+func (d *streamDecider) Decide(c mapping.StreamCall) (mapping.CallVerdict, error) {
+	x := d.x
+	v, err := x.settleToolCall(c.ToolCall, x.responseAfterID, nil)
+	if err != nil {
+		return mapping.CallVerdict{}, err
+	}
+	if v.Stop {
+		x.streamStopped = true
+	}
+	return v, nil
+}
+
+func (d *streamDecider) Skipped(c mapping.StreamCall) {
+	d.x.observeResolved(c.ToolCall, "", "cancelled", "flow stop")
+}
