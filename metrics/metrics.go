@@ -35,6 +35,7 @@ const (
 const (
 	ModePassthrough = "passthrough" // streamed to the client as it arrives
 	ModeHeld        = "held"        // held until the response-side chains settle
+	ModeToolCalls   = "tool_calls"  // text relayed as it arrives, each tool call held until decided
 )
 
 const unknown = "unknown"
@@ -218,7 +219,7 @@ func (m *Metrics) StreamStarted(route, mode string) func() {
 		return func() {}
 	}
 	switch mode {
-	case ModePassthrough, ModeHeld:
+	case ModePassthrough, ModeHeld, ModeToolCalls:
 	default:
 		mode = unknown
 	}

@@ -41,7 +41,7 @@ type Metrics interface {
 	// UpstreamTTFB is the time until the upstream's response headers arrived.
 	UpstreamTTFB(route string, d time.Duration)
 	// StreamStarted counts an SSE response in progress and returns the function that ends
-	// it (safe to call more than once). mode is StreamPassthrough or StreamHeld.
+	// it (safe to call more than once). mode is StreamPassthrough, StreamHeld or StreamToolCalls.
 	StreamStarted(route, mode string) func()
 }
 
@@ -49,6 +49,7 @@ type Metrics interface {
 const (
 	StreamPassthrough = "passthrough" // relayed to the client as it arrives
 	StreamHeld        = "held"        // held until the response-side chains settle
+	StreamToolCalls   = "tool_calls"  // text relayed as it arrives, each tool call held until decided
 )
 
 // RequestIDHeader carries the request id: a client's value is accepted (when it is a
@@ -402,6 +403,9 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		mode := StreamPassthrough
 		if x := exchangeFrom(req.Context()); x != nil && x.holdsResponse() {
 			mode = StreamHeld
+			if _, ok := x.editsStream(true); ok {
+				mode = StreamToolCalls
+			}
 		}
 		mb.endStream = t.metrics.StreamStarted(sc.route, mode)
 	}

@@ -1,0 +1,178 @@
+// Package mappingtest holds what the codecs' tests share about stream editing: a scripted
+// StreamDecider, a driver that feeds a stream in arbitrary chunks, and the equivalence
+// check against the held path (assemble, decode, remove or rewrite calls, encode). It is
+// imported by tests only.
+package mappingtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Script is the verdict for each call, by StreamCall.Index; a call not listed is allowed.
+type Script map[int]mapping.CallVerdict
+
+// Decider is a StreamDecider that answers from a Script and records what it was asked.
+type Decider struct {
+	Script  Script
+	Decided []mapping.StreamCall
+	Skips   []mapping.StreamCall
+	// OnDecide, when set, runs before each verdict (a test checks what the client has
+	// received at that moment).
+	OnDecide func(mapping.StreamCall)
+	// Err, when set, is returned for the call with index ErrAt.
+	Err   error
+	ErrAt int
+}
+
+func (d *Decider) Decide(c mapping.StreamCall) (mapping.CallVerdict, error) {
+	d.Decided = append(d.Decided, c)
+	if d.OnDecide != nil {
+		d.OnDecide(c)
+	}
+	if d.Err != nil && c.Index == d.ErrAt {
+		return mapping.CallVerdict{}, d.Err
+	}
+	return d.Script[c.Index], nil
+}
+
+func (d *Decider) Skipped(c mapping.StreamCall) { d.Skips = append(d.Skips, c) }
+
+// Edit runs stream through the translator's editor, written in pieces of chunk bytes
+// (the whole stream at once when chunk <= 0), and returns what the client receives.
+func Edit(se mapping.StreamEditing, stream []byte, chunk int, d mapping.StreamDecider) ([]byte, error) {
+	var out bytes.Buffer
+	ed := se.NewStreamEditor(&out, d)
+	if chunk <= 0 {
+		chunk = len(stream) + 1
+	}
+	for len(stream) > 0 {
+		n := min(chunk, len(stream))
+		if _, err := ed.Write(stream[:n]); err != nil {
+			return out.Bytes(), err
+		}
+		stream = stream[n:]
+	}
+	return out.Bytes(), ed.Close()
+}
+
+// Held is the held path for the same verdicts: the stream assembled and decoded, each
+// call judged in order (flow stop removes it and every later one), the removed calls
+// taken out with their notes, the finish reason made terminal when no call is left, and
+// the result encoded. It returns the client's body (a non-streamed response).
+func Held(tr mapping.Translator, stream []byte, script Script) ([]byte, error) {
+	asm := tr.NewAssembler()
+	_, _ = asm.Write(stream)
+	body, err := asm.Body()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := tr.DecodeResponse(body)
+	if err != nil {
+		return nil, err
+	}
+	items := ahp.CloneMessages(resp.Items)
+	calls := mapping.ToolCalls(items)
+	removed := map[int]bool{}
+	var notes []string
+	for i, c := range calls {
+		v := script[i]
+		if v.Stop {
+			for j := i; j < len(calls); j++ {
+				removed[j] = true
+			}
+			notes = append(notes, v.Note)
+			break
+		}
+		if v.Remove {
+			removed[i] = true
+			notes = append(notes, v.Note)
+		} else if v.Input != nil {
+			p := items[c.Item].Parts[c.Part]
+			items[c.Item].Parts[c.Part] = mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: c.ID, Name: c.Name, Input: v.Input})
+		}
+	}
+	finish := ""
+	if len(removed) > 0 {
+		var kept []string
+		for _, n := range notes {
+			if n != "" {
+				kept = append(kept, n)
+			}
+		}
+		items = mapping.RemoveCalls(items, calls, removed, strings.Join(kept, "\n"), resp.ID+".hookproxy")
+		if len(mapping.ToolCalls(items)) == 0 {
+			finish = tr.TerminalFinishReason()
+		}
+	}
+	return tr.EncodeResponse(resp, items, finish)
+}
+
+// View is what an agent acts on in a response body: per message its role and parts
+// (text by category, tool calls by id, name and input), and the finish reason.
+func View(tr mapping.Translator, body []byte) (string, error) {
+	resp, err := tr.DecodeResponse(body)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "finish=%s\n", resp.FinishReason)
+	for _, m := range resp.Items {
+		fmt.Fprintf(&b, "%s:\n", m.Role)
+		for i := range m.Parts {
+			p := &m.Parts[i]
+			if c, ok := mapping.ParseToolCall(p); ok {
+				in, _ := json.Marshal(c.Input)
+				fmt.Fprintf(&b, "  call %s %s %s\n", c.ID, c.Name, in)
+				continue
+			}
+			fmt.Fprintf(&b, "  %s/%s %q\n", p.Kind, p.Category, p.TextOf())
+		}
+	}
+	return b.String(), nil
+}
+
+// Assembled is the body a client assembles from a stream.
+func Assembled(tr mapping.Translator, stream []byte) ([]byte, error) {
+	asm := tr.NewAssembler()
+	_, _ = asm.Write(stream)
+	return asm.Body()
+}
+
+// Equivalent compares what the client assembles from the edited stream with the held
+// path's body for the same verdicts; it returns "" when they agree, else a description.
+func Equivalent(tr mapping.Translator, stream []byte, chunk int, script Script) (string, error) {
+	held, err := Held(tr, stream, script)
+	if err != nil {
+		return "", fmt.Errorf("held path: %w", err)
+	}
+	se, ok := tr.(mapping.StreamEditing)
+	if !ok {
+		return "", fmt.Errorf("%T does not edit streams", tr)
+	}
+	edited, err := Edit(se, stream, chunk, &Decider{Script: script})
+	if err != nil {
+		return "", fmt.Errorf("edit: %w", err)
+	}
+	body, err := Assembled(tr, edited)
+	if err != nil {
+		return "", fmt.Errorf("the edited stream does not assemble: %w\n%s", err, edited)
+	}
+	want, err := View(tr, held)
+	if err != nil {
+		return "", err
+	}
+	got, err := View(tr, body)
+	if err != nil {
+		return "", err
+	}
+	if got != want {
+		return fmt.Sprintf("edited stream:\n%s\nheld path:\n%s\nstream sent:\n%s", got, want, edited), nil
+	}
+	return "", nil
+}
