@@ -58,7 +58,8 @@ func Edit(se mapping.StreamEditing, stream []byte, chunk int, d mapping.StreamDe
 		}
 		stream = stream[n:]
 	}
-	return out.Bytes(), ed.Close()
+	err := ed.Close() // before out is read: Close may write the stream's end
+	return out.Bytes(), err
 }
 
 // Held is the held path for the same verdicts: the stream assembled and decoded, each

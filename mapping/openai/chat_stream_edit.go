@@ -122,10 +122,9 @@ func (e *chatEditor) Close() error {
 		return e.err
 	}
 	if !e.done {
-		if partial, err := e.sse.Close(); err != nil || partial {
-			if err == nil {
-				err = fmt.Errorf("ended inside an event")
-			}
+		// An event cut off before its blank line is still dispatched, as the assembler
+		// (and an SDK) reads it.
+		if _, err := e.sse.Close(); err != nil {
 			e.err = fmt.Errorf("openai chat stream: %w", err)
 			return e.err
 		}

@@ -285,6 +285,10 @@ func FuzzStreamEditChat(f *testing.F) {
 		// documentation for n > 1); every stream must edit without panicking.
 		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), &mappingtest.Decider{Script: script})
 		whole, err := mappingtest.Assembled(c, stream)
+		if _, herr := mappingtest.Held(c, stream, script); herr == nil && eerr != nil {
+			// Never stricter than the held path: what it accepts, the editor relays.
+			t.Fatalf("the held path accepts the stream, the editor fails: %v", eerr)
+		}
 		if err != nil || eerr != nil || gjson.GetBytes(whole, "choices.#").Int() != 1 {
 			return
 		}

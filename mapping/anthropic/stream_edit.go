@@ -1,0 +1,396 @@
+package anthropic
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Incremental editing of a Messages event stream (issue 11, mapping.StreamEditing).
+// message_start, pings, and every text, thinking and other content block are relayed as
+// they arrive. A tool_use block is held from its content_block_start to its
+// content_block_stop; then the call is decided and, when kept, emitted as
+// content_block_start, one input_json_delta of the whole input and content_block_stop,
+// as WriteStream renders a held response. A removed block leaves no gap: later blocks'
+// indices are shifted down. The notes of removed calls become a text block after the last
+// block, and stop_reason tool_use becomes end_turn when no call is left, in message_delta.
+
+// NewStreamEditor implements mapping.StreamEditing.
+func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
+	e := &editor{m: m, out: out, d: d}
+	e.sse.Dispatch = e.event
+	e.sse.MaxEvent = 16 << 20
+	return e
+}
+
+type editor struct {
+	m   *Messages
+	out io.Writer
+	d   mapping.StreamDecider
+	sse mapping.SSESplitter
+
+	err     error
+	done    bool // message_stop relayed, or the stream ended in an error event
+	started bool
+	msgID   string
+	next    int   // the next upstream block index
+	removed []int // upstream indices of removed blocks, ascending
+	kept    int   // tool calls emitted
+	decided int
+	stopped bool // flow stop
+	notes   []string
+	open    *heldCall
+	queue   []editItem
+	held    int
+}
+
+// heldCall is a tool_use block being held.
+type heldCall struct {
+	blk      streamBlock
+	index    int // upstream block index
+	complete bool
+	size     int
+}
+
+// editItem is an event waiting behind an undecided call.
+type editItem struct {
+	raw   []byte // the event as the upstream sent it
+	name  string // its event name
+	data  []byte
+	index int // its block index, or -1
+	call  *heldCall
+	delta bool // message_delta: rendered with the settled stop reason
+	stop  bool // message_stop
+}
+
+func (e *editor) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	if e.done {
+		return len(p), nil
+	}
+	if err := e.sse.Write(p); err != nil {
+		if e.err == nil {
+			e.err = fmt.Errorf("anthropic: stream: %w", err)
+		}
+		return 0, e.err
+	}
+	return len(p), nil
+}
+
+func (e *editor) Close() error {
+	if e.err != nil {
+		return e.err
+	}
+	if !e.done {
+		if _, err := e.sse.Close(); err != nil {
+			e.err = fmt.Errorf("anthropic: stream: %w", err)
+			return e.err
+		}
+	}
+	if !e.done {
+		// No message_stop: a held call is dropped, never sent undecided.
+		e.err = fmt.Errorf("anthropic: stream: incomplete: no message_stop")
+		return e.err
+	}
+	return nil
+}
+
+func (e *editor) Fail(errType, code, message string) error {
+	e.done = true
+	_, err := io.WriteString(e.out, "event: error\ndata: "+string(e.m.ErrorBody(0, errType, code, message))+"\n\n")
+	return err
+}
+
+func (e *editor) Held() int { return e.held + e.sse.Buffered() }
+
+func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
+	if e.done {
+		return nil
+	}
+	if !hasData || len(strings.TrimSpace(string(data))) == 0 {
+		if name == "error" {
+			return e.endWith(raw)
+		}
+		return e.emit(editItem{raw: raw, index: -1})
+	}
+	if !gjson.ValidBytes(data) {
+		return fmt.Errorf("event %q: data is not JSON", name)
+	}
+	v := gjson.ParseBytes(data)
+	typ := v.Get("type").String()
+	if name == "error" || typ == "error" {
+		return e.endWith(raw)
+	}
+	if typ == "" {
+		typ = name
+	}
+	it := editItem{raw: raw, name: name, data: data, index: -1}
+	if idx := v.Get("index"); idx.Type == gjson.Number {
+		it.index = int(idx.Int())
+	}
+	switch typ {
+	case "message_start":
+		if e.started {
+			return fmt.Errorf("second message_start")
+		}
+		e.started = true
+		e.msgID = v.Get("message.id").String()
+		return e.emit(it)
+	case "ping":
+		return e.emit(it)
+	}
+	if !e.started {
+		return fmt.Errorf("%s before message_start", typ)
+	}
+	switch typ {
+	case "content_block_start":
+		if it.index != e.next {
+			return fmt.Errorf("content_block_start index %d, expected %d", it.index, e.next)
+		}
+		e.next++
+		cb := v.Get("content_block")
+		if !cb.IsObject() {
+			return fmt.Errorf("content_block_start without a content_block object")
+		}
+		if cb.Get("type").String() == blockToolUse {
+			c := &heldCall{index: it.index, blk: streamBlock{raw: cb.Raw, typ: blockToolUse}}
+			c.size = len(cb.Raw)
+			e.held += c.size
+			e.open = c
+			e.queue = append(e.queue, editItem{call: c, index: -1})
+			return nil
+		}
+		return e.emit(it)
+	case "content_block_delta", "content_block_stop":
+		if c := e.open; c != nil && it.index == c.index {
+			return e.callEvent(c, typ, v)
+		}
+		return e.emit(it)
+	case "message_delta":
+		it.delta = true
+		return e.emit(it)
+	case "message_stop":
+		if e.open != nil {
+			if err := e.completeOpen(); err != nil {
+				return err
+			}
+		}
+		it.stop = true
+		if err := e.emit(it); err != nil {
+			return err
+		}
+		return nil
+	}
+	return e.emit(it) // unknown events carry no tool call: relayed (the SDKs ignore them)
+}
+
+// callEvent feeds a delta or the stop of the held call.
+func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
+	if typ == "content_block_stop" {
+		return e.completeOpen()
+	}
+	d := v.Get("delta")
+	if dt := d.Get("type").String(); dt != "input_json_delta" {
+		return fmt.Errorf("tool_use block: unexpected delta type %q", dt)
+	}
+	frag := d.Get("partial_json").String()
+	c.blk.partial.WriteString(frag)
+	c.blk.sawInput = true
+	c.size += len(frag)
+	e.held += len(frag)
+	return nil
+}
+
+// completeOpen ends the held call and writes what it can.
+func (e *editor) completeOpen() error {
+	c := e.open
+	e.open = nil
+	var a assembler // its finish turns the block's deltas into the block, as assembly does
+	a.finish(&c.blk)
+	if a.err != nil {
+		return a.err
+	}
+	c.complete = true
+	return e.flush()
+}
+
+func (e *editor) endWith(raw []byte) error {
+	if err := e.flush(); err != nil {
+		return err
+	}
+	e.done = true
+	_, err := e.out.Write(raw)
+	return err
+}
+
+// emit writes an event now, or queues it behind an undecided call.
+func (e *editor) emit(it editItem) error {
+	if len(e.queue) == 0 {
+		return e.render(it)
+	}
+	it.raw = append([]byte(nil), it.raw...)
+	it.data = append([]byte(nil), it.data...)
+	e.held += len(it.raw) + len(it.data)
+	e.queue = append(e.queue, it)
+	return nil
+}
+
+func (e *editor) flush() error {
+	for len(e.queue) > 0 {
+		it := e.queue[0]
+		if it.call != nil {
+			if !it.call.complete {
+				return nil
+			}
+			if err := e.decide(it.call); err != nil {
+				return err
+			}
+			e.held -= it.call.size
+		} else {
+			if err := e.render(it); err != nil {
+				return err
+			}
+			e.held -= len(it.raw) + len(it.data)
+		}
+		e.queue[0] = editItem{}
+		e.queue = e.queue[1:]
+	}
+	e.queue = nil
+	return nil
+}
+
+// clientIndex is where upstream block i is in the client's stream.
+func (e *editor) clientIndex(i int) int {
+	n := 0
+	for _, r := range e.removed {
+		if r < i {
+			n++
+		}
+	}
+	return i - n
+}
+
+func (e *editor) writeEvent(name, data string) error {
+	_, err := io.WriteString(e.out, "event: "+name+"\ndata: "+data+"\n\n")
+	return err
+}
+
+// render writes one event that carries no tool call, with its index shifted past the
+// removed blocks and, for message_delta, the settled stop reason after the notes.
+func (e *editor) render(it editItem) error {
+	switch {
+	case it.delta || it.stop && len(e.notes) > 0:
+		if err := e.writeNotes(); err != nil {
+			return err
+		}
+	}
+	if it.stop {
+		e.done = true
+	}
+	data := string(it.data)
+	changed := false
+	if it.index >= 0 {
+		if ci := e.clientIndex(it.index); ci != it.index {
+			var err error
+			if data, err = setRaw(data, "index", strconv.Itoa(ci)); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	if it.delta && len(e.removed) > 0 && e.kept == 0 && gjson.Get(data, "delta.stop_reason").String() == blockToolUse {
+		var err error
+		if data, err = setRaw(data, "delta.stop_reason", quote(e.m.TerminalFinishReason())); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if !changed {
+		_, err := e.out.Write(it.raw)
+		return err
+	}
+	c, err := compact([]byte(data))
+	if err != nil {
+		return err
+	}
+	name := it.name
+	if name == "" {
+		name = gjson.Get(c, "type").String()
+	}
+	return e.writeEvent(name, c)
+}
+
+// writeNotes tells the agent about removed calls in a text block after the last block.
+func (e *editor) writeNotes() error {
+	if len(e.notes) == 0 {
+		return nil
+	}
+	note := strings.Join(e.notes, "\n")
+	e.notes = nil
+	idx := strconv.Itoa(e.clientIndex(e.next))
+	e.next++ // the note block takes an upstream index no block has
+	if err := e.writeEvent("content_block_start", `{"type":"content_block_start","index":`+idx+`,"content_block":{"type":"text","text":""}}`); err != nil {
+		return err
+	}
+	if err := e.writeEvent("content_block_delta", `{"type":"content_block_delta","index":`+idx+`,"delta":{"type":"text_delta","text":`+quote(note)+`}}`); err != nil {
+		return err
+	}
+	return e.writeEvent("content_block_stop", `{"type":"content_block_stop","index":`+idx+`}`)
+}
+
+// decide settles a complete tool_use block and emits it when it is kept.
+func (e *editor) decide(c *heldCall) error {
+	block := c.blk.final
+	resp, err := e.m.DecodeResponse([]byte(`{"id":` + quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + block + `],"stop_reason":"tool_use"}`))
+	if err != nil {
+		return err
+	}
+	located := mapping.ToolCalls(resp.Items)
+	if len(located) != 1 {
+		return fmt.Errorf("anthropic: stream: tool_use block could not be read")
+	}
+	call := mapping.StreamCall{ToolCall: located[0].ToolCall, Index: e.decided}
+	e.decided++
+	remove := func(note string) {
+		e.removed = append(e.removed, c.index)
+		if note != "" {
+			e.notes = append(e.notes, note)
+		}
+	}
+	if e.stopped {
+		e.d.Skipped(call)
+		remove("")
+		return nil
+	}
+	v, err := e.d.Decide(call)
+	if err != nil {
+		return err
+	}
+	if v.Remove || v.Stop {
+		e.stopped = e.stopped || v.Stop
+		remove(v.Note)
+		return nil
+	}
+	if v.Input != nil {
+		// modify(input): the encoder renders the effective input as the held path does.
+		items := ahp.CloneMessages(resp.Items)
+		lc := located[0]
+		p := items[lc.Item].Parts[lc.Part]
+		items[lc.Item].Parts[lc.Part] = mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: lc.ID, Name: lc.Name, Input: v.Input})
+		body, err := e.m.EncodeResponse(resp, items, "")
+		if err != nil {
+			return err
+		}
+		block = gjson.GetBytes(body, "content.0").Raw
+	}
+	e.kept++
+	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.Parse(block))
+}

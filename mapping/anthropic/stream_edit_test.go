@@ -1,0 +1,236 @@
+package anthropic_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/mappingtest"
+)
+
+// sseEvents splits a stream into its SSE blocks (each with its blank line).
+func sseEvents(stream string) []string {
+	var out []string
+	for _, b := range strings.SplitAfter(stream, "\n\n") {
+		if b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func TestEditRelaysBlocksAsTheyArrive(t *testing.T) {
+	var out bytes.Buffer
+	d := &mappingtest.Decider{}
+	ed := tr.NewStreamEditor(&out, d)
+	for _, ev := range sseEvents(sseStream) {
+		before := out.Len()
+		if _, err := ed.Write([]byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()[before:]
+		switch {
+		case strings.Contains(ev, "text_delta"), strings.Contains(ev, "thinking_delta"), strings.Contains(ev, "message_start"), strings.Contains(ev, "redacted_thinking"):
+			if got != ev {
+				t.Errorf("event %q relayed as %q", ev, got)
+			}
+		case strings.Contains(ev, "input_json_delta"), strings.Contains(ev, `"tool_use","id"`):
+			if got != "" {
+				t.Errorf("part of an open tool_use block was sent: %q", got)
+			}
+		}
+	}
+	if err := ed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Decided) != 2 || d.Decided[0].Name != "get_weather" || d.Decided[1].ID != "toolu_02" || string(d.Decided[1].Input) != "{}" {
+		t.Fatalf("decided %+v", d.Decided)
+	}
+	body, err := mappingtest.Assembled(tr, out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, body, []byte(sseMessage))
+}
+
+func TestEditDecidesEachBlockAtItsStop(t *testing.T) {
+	var out bytes.Buffer
+	var seen []string
+	d := &mappingtest.Decider{OnDecide: func(mapping.StreamCall) { seen = append(seen, out.String()) }}
+	ed := tr.NewStreamEditor(&out, d)
+	evs := sseEvents(sseStream)
+	var at []int
+	for i, ev := range evs {
+		n := len(d.Decided)
+		if _, err := ed.Write([]byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Decided) > n {
+			at = append(at, i)
+		}
+	}
+	if len(at) != 2 || !strings.Contains(evs[at[0]], `"content_block_stop","index":3`) || !strings.Contains(evs[at[1]], `"content_block_stop","index":4`) {
+		t.Fatalf("decided at events %v", at)
+	}
+	if !strings.Contains(seen[0], "the weather") || strings.Contains(seen[0], "get_weather") {
+		t.Errorf("client had when call 0 was decided:\n%s", seen[0])
+	}
+}
+
+func TestEditRemovesAndRewrites(t *testing.T) {
+	tests := []struct {
+		desc   string
+		script mappingtest.Script
+		check  func(t *testing.T, msg gjson.Result)
+	}{
+		{"first removed: the second moves up", mappingtest.Script{0: {Remove: true, Note: "Tool call get_weather was blocked by policy: no"}}, func(t *testing.T, m gjson.Result) {
+			if m.Get("content.3.name").String() != "list_files" || m.Get("content.4.text").String() != "Tool call get_weather was blocked by policy: no" || m.Get("stop_reason").String() != "tool_use" {
+				t.Errorf("%s", m.Raw)
+			}
+		}},
+		{"both removed: end_turn", mappingtest.Script{0: {Remove: true, Note: "a"}, 1: {Remove: true, Note: "b"}}, func(t *testing.T, m gjson.Result) {
+			if m.Get("content.#").Int() != 4 || m.Get("content.3.text").String() != "a\nb" || m.Get("stop_reason").String() != "end_turn" {
+				t.Errorf("%s", m.Raw)
+			}
+		}},
+		{"flow stop", mappingtest.Script{0: {Remove: true, Stop: true, Note: "stopped"}}, func(t *testing.T, m gjson.Result) {
+			if strings.Contains(m.Raw, "tool_use\",") || m.Get("stop_reason").String() != "end_turn" {
+				t.Errorf("%s", m.Raw)
+			}
+		}},
+		{"rewritten input", mappingtest.Script{0: {Input: json.RawMessage(`{"location":"Paris"}`)}}, func(t *testing.T, m gjson.Result) {
+			if m.Get("content.3.input.location").String() != "Paris" || strings.Contains(m.Raw, "San Fra") {
+				t.Errorf("%s", m.Raw)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			out, err := mappingtest.Edit(tr, []byte(sseStream), 17, &mappingtest.Decider{Script: tc.script})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := mappingtest.Assembled(tr, out)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			tc.check(t, gjson.ParseBytes(body))
+			if why, err := mappingtest.Equivalent(tr, []byte(sseStream), 9, tc.script); err != nil || why != "" {
+				t.Errorf("not the held path's result: %v\n%s", err, why)
+			}
+		})
+	}
+}
+
+func TestEditEndsWithoutSendingUndecided(t *testing.T) {
+	evs := sseEvents(sseStream)
+	cut := strings.Join(evs[:17], "") // inside the first tool_use block
+	d := &mappingtest.Decider{}
+	out, err := mappingtest.Edit(tr, []byte(cut), 0, d)
+	if err == nil || strings.Contains(string(out), "get_weather") || len(d.Decided) != 0 {
+		t.Fatalf("err %v, decided %d, sent:\n%s", err, len(d.Decided), out)
+	}
+	boom := errors.New("backend down")
+	var buf bytes.Buffer
+	ed := tr.NewStreamEditor(&buf, &mappingtest.Decider{Err: boom, ErrAt: 1})
+	if _, err := ed.Write([]byte(sseStream)); !errors.Is(err, boom) {
+		t.Fatalf("Write = %v", err)
+	}
+	if strings.Contains(buf.String(), "list_files") || strings.Contains(buf.String(), "message_stop") {
+		t.Errorf("sent past the failed decision:\n%s", buf.String())
+	}
+	ed.Fail("api_error", "hookproxy.stream_failed", "policy backend unavailable")
+	if _, err := mappingtest.Assembled(tr, buf.Bytes()); err == nil || !strings.Contains(err.Error(), "policy backend unavailable") {
+		t.Errorf("the failed stream assembles as %v", err)
+	}
+}
+
+func TestEditHeldIsBoundedByCalls(t *testing.T) {
+	var out bytes.Buffer
+	ed := tr.NewStreamEditor(&out, &mappingtest.Decider{})
+	evs := sseEvents(sseStream)
+	ed.Write([]byte(strings.Join(evs[:10], ""))) // into the text block
+	for i := 0; i < 200; i++ {
+		ed.Write([]byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + strings.Repeat("x", 500) + "\"}}\n\n"))
+		if ed.Held() != 0 {
+			t.Fatalf("text held: %d", ed.Held())
+		}
+	}
+}
+
+func TestEditedStreamOfficialSDK(t *testing.T) {
+	script := mappingtest.Script{0: {Remove: true, Note: "blocked"}, 1: {Input: json.RawMessage(`{"dir":"/tmp"}`)}}
+	edited, err := mappingtest.Edit(tr, []byte(sseStream), 0, &mappingtest.Decider{Script: script})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := mappingtest.Held(tr, []byte(sseStream), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(edited)
+	}))
+	defer srv.Close()
+	client := sdk.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test-key"), option.WithMaxRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stream := client.Messages.NewStreaming(ctx, sdk.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 64,
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("weather?"))}})
+	var acc sdk.Message
+	for stream.Next() {
+		if err := acc.Accumulate(stream.Current()); err != nil {
+			t.Fatalf("Accumulate: %v", err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	jsonEqual(t, []byte(acc.RawJSON()), held)
+}
+
+func FuzzStreamEditAnthropic(f *testing.F) {
+	f.Add([]byte(sseStream), uint16(7), uint8(0b0110))
+	f.Add([]byte(sseStream), uint16(0), uint8(0b11))
+	f.Add([]byte(sseStream), uint16(3), uint8(0b0101))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
+		script := mappingtest.Script{}
+		for i := 0; i < 4; i++ {
+			switch (bits >> (2 * i)) & 3 {
+			case 1:
+				script[i] = mapping.CallVerdict{Remove: true, Note: "removed " + string(rune('a'+i))}
+			case 2:
+				script[i] = mapping.CallVerdict{Input: json.RawMessage(`{"rewritten":true}`)}
+			case 3:
+				script[i] = mapping.CallVerdict{Remove: true, Stop: true, Note: "stop"}
+			}
+		}
+		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		if _, err := mappingtest.Held(tr, stream, script); err != nil {
+			return
+		}
+		if eerr != nil {
+			// Never stricter than the held path: what it accepts, the editor relays.
+			t.Fatalf("the held path accepts the stream, the editor fails: %v", eerr)
+		}
+		if _, err := mappingtest.Assembled(tr, out); err != nil {
+			t.Fatalf("edited stream does not assemble: %v\n%s", err, out)
+		}
+		why, err := mappingtest.Equivalent(tr, stream, int(chunk%64), script)
+		if err == nil && why != "" {
+			t.Fatal(why)
+		}
+	})
+}
