@@ -29,6 +29,13 @@ const (
 
 func startDefaultProxy(t *testing.T, up *upstream) string {
 	t.Helper()
+	return startDefaultProxyB(t, up.URL)
+}
+
+// startDefaultProxyB starts the proxy with the embedded default chain in front of the
+// upstream at upstreamURL.
+func startDefaultProxyB(t testing.TB, upstreamURL string) string {
+	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
 source: urn:hookproxy:e2e-defaults
@@ -39,7 +46,7 @@ routes:
   - prefix: /anthropic
     api: anthropic
     upstream: %[1]s
-`, up.URL)), "")
+`, upstreamURL)), "")
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

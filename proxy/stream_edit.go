@@ -35,7 +35,9 @@ func (x *exchange) editsStream(streaming bool) (mapping.StreamEditing, bool) {
 func (x *exchange) editStream(resp *http.Response, se mapping.StreamEditing) {
 	x.held = HeldToolCalls
 	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get()}
-	b.ed = se.NewStreamEditor(&b.out, &streamDecider{x: x})
+	d := &streamDecider{x: x}
+	b.ed = se.NewStreamEditor(&b.out, d)
+	d.held = b.ed.Held
 	// Observers are served after the stream from assembled copies: the upstream's message
 	// for model.response.after, the client's for turn.finish.before and turn.end. Nothing
 	// is kept when nobody observes, so memory does not grow with the text.
@@ -190,11 +192,17 @@ func (b *editedBody) finish() {
 
 // streamDecider settles each streamed tool call's tool.before as the editor completes it.
 type streamDecider struct {
-	x *exchange
+	x    *exchange
+	held func() int // the editor's Held
 }
 
 func (d *streamDecider) Decide(c mapping.StreamCall) (mapping.CallVerdict, error) {
 	x := d.x
+	// A call that arrived whole within one read is over the limit here, before anything
+	// of it is judged or sent; one that grows across reads is caught by step.
+	if d.held != nil && int64(d.held()) > x.s.limits.MaxResponseBytes {
+		return mapping.CallVerdict{}, errHoldLimit
+	}
 	v, err := x.settleToolCall(c.ToolCall, x.responseAfterID, nil)
 	if err != nil {
 		return mapping.CallVerdict{}, err

@@ -1,0 +1,545 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
+)
+
+// Incremental editing of a Responses event stream (issue 11, mapping.StreamEditing).
+// Every event of an output item that is not a call (messages, reasoning, built-in tool
+// items) and every response-level event is relayed as it arrives. The events of a
+// function_call item are held from output_item.added to output_item.done; then the call
+// is decided and, when kept, emitted as WriteStream renders an item (added, one arguments
+// delta, arguments done, done). A removed item leaves no gap: later output_index values
+// are shifted down, and once the stream differs from the upstream's, sequence_number is
+// renumbered so that it still counts every event from 0. The notes of removed calls become
+// a message item before the terminal event. The terminal event's response.output, which
+// the SDKs take as the final answer, is rebuilt from what was judged: a call the item
+// events did not announce but the terminal response holds is decided there, and an item
+// whose terminal form differs in kind from the one streamed is replaced by the streamed
+// one — the client never runs a call other than the one judged.
+
+// NewStreamEditor implements mapping.StreamEditing.
+func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
+	e := &editor{t: t, out: out, d: d, items: map[int]*itemState{}, maxIndex: -1}
+	e.sse.Dispatch = e.event
+	e.sse.MaxEvent = 64 << 20 // the terminal event repeats the whole response
+	return e
+}
+
+type editor struct {
+	t   *Translator
+	out io.Writer
+	d   mapping.StreamDecider
+	sse mapping.SSESplitter
+
+	err      error
+	done     bool // the terminal event (or an error) was relayed
+	respID   string
+	items    map[int]*itemState // by upstream output_index
+	maxIndex int                // highest upstream output_index seen, -1 before any
+	removed  []int              // upstream indices of removed items, ascending
+	queue    []queued
+	held     int
+	decided  int
+	kept     int
+	stopped  bool
+	notes    []string
+	changed  bool // something differs from the upstream's stream: renumber sequence_number
+	nextSeq  int64
+}
+
+// itemState is what the stream said about one output item.
+type itemState struct {
+	typ  string
+	done string // the item of output_item.done (for a kept call: as emitted)
+	call *heldCall
+}
+
+// heldCall is a call item being held.
+type heldCall struct {
+	index     int
+	added     string
+	args      strings.Builder
+	argsFinal *string
+	done      string
+	complete  bool
+	size      int
+}
+
+// queued is an event waiting behind an undecided call.
+type queued struct {
+	raw  []byte
+	name string
+	data []byte
+	call *heldCall
+}
+
+// isCallItem names the output items that are tool calls the chain judges.
+func isCallItem(typ string) bool { return typ == "function_call" }
+
+func (e *editor) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	if e.done {
+		return len(p), nil
+	}
+	if err := e.sse.Write(p); err != nil {
+		if e.err == nil {
+			e.err = fmt.Errorf("openai responses stream: %w", err)
+		}
+		return 0, e.err
+	}
+	return len(p), nil
+}
+
+func (e *editor) Close() error {
+	if e.err != nil {
+		return e.err
+	}
+	if !e.done {
+		if _, err := e.sse.Close(); err != nil {
+			e.err = fmt.Errorf("openai responses stream: %w", err)
+			return e.err
+		}
+	}
+	if !e.done {
+		e.err = fmt.Errorf("openai responses stream: ended before completion (no response.completed)")
+		return e.err
+	}
+	return nil
+}
+
+func (e *editor) Fail(errType, code, message string) error {
+	e.done = true
+	if code == "" {
+		code = errType
+	}
+	b := []byte(`{"type":"error","code":` + oaiwire.JSONString(code) + `,"message":` + oaiwire.JSONString(message) + `,"param":null,"sequence_number":` + strconv.FormatInt(e.nextSeq, 10) + `}`)
+	_, err := io.WriteString(e.out, "event: error\ndata: "+string(b)+"\n\n")
+	return err
+}
+
+func (e *editor) Held() int { return e.held + e.sse.Buffered() }
+
+func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
+	if e.done {
+		return nil
+	}
+	if !hasData {
+		return e.emit(queued{raw: raw})
+	}
+	if !json.Valid(data) {
+		if name == "error" {
+			return e.endWith(raw)
+		}
+		return fmt.Errorf("stream event is not JSON")
+	}
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return fmt.Errorf("stream event is not a JSON object")
+	}
+	typ := root.Get("type").String()
+	if typ == "" {
+		typ = name
+	}
+	if typ == "error" || !strings.HasPrefix(typ, "response.") && root.Get("error").Exists() {
+		return e.endWith(raw)
+	}
+	q := queued{raw: raw, name: name, data: data}
+	switch typ {
+	case "response.created", "response.in_progress", "response.queued":
+		if id := root.Get("response.id").String(); id != "" && e.respID == "" {
+			e.respID = id
+		}
+		return e.emit(q)
+	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
+		// Calls never finished by output_item.done are complete now, from what came.
+		for _, it := range e.items {
+			if it.call != nil && !it.call.complete {
+				it.call.complete = true
+			}
+		}
+		if err := e.emit(q); err != nil {
+			return err
+		}
+		return e.flush()
+	}
+	oi := root.Get("output_index")
+	if !strings.HasPrefix(typ, "response.") || !oi.Exists() {
+		return e.emit(q)
+	}
+	i64, err := index(oi, maxStreamItems, "output_index")
+	if err != nil {
+		return err
+	}
+	idx := int(i64)
+	it := e.items[idx]
+	if typ == "response.output_item.added" && it == nil {
+		it = &itemState{typ: root.Get("item.type").String()}
+		e.items[idx] = it
+		e.maxIndex = max(e.maxIndex, idx)
+		if isCallItem(it.typ) {
+			c := &heldCall{index: idx, added: root.Get("item").Raw}
+			c.size = len(c.added)
+			e.held += c.size
+			it.call = c
+			e.queue = append(e.queue, queued{call: c})
+			return nil
+		}
+	}
+	if it != nil && it.call != nil {
+		return e.callEvent(it.call, typ, root)
+	}
+	if typ == "response.output_item.done" {
+		if it == nil {
+			it = &itemState{typ: root.Get("item.type").String()}
+			e.items[idx] = it
+			e.maxIndex = max(e.maxIndex, idx)
+		}
+		it.done = root.Get("item").Raw
+	}
+	return e.emit(q)
+}
+
+// callEvent feeds one event of a held call. Its events other than the arguments and the
+// done item (none are defined today) are dropped with it: the kept call is re-rendered.
+func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
+	if c.complete {
+		return nil // after its done: nothing more belongs to the call
+	}
+	switch typ {
+	case "response.function_call_arguments.delta":
+		d := root.Get("delta").String()
+		c.args.WriteString(d)
+		c.size += len(d)
+		e.held += len(d)
+	case "response.function_call_arguments.done":
+		s := root.Get("arguments").String()
+		c.argsFinal = &s
+	case "response.output_item.done":
+		c.done = root.Get("item").Raw
+		c.complete = true
+		return e.flush()
+	}
+	return nil
+}
+
+func (e *editor) endWith(raw []byte) error {
+	if err := e.flush(); err != nil {
+		return err
+	}
+	e.done = true
+	_, err := e.out.Write(raw)
+	return err
+}
+
+func (e *editor) emit(q queued) error {
+	if len(e.queue) == 0 {
+		return e.render(q)
+	}
+	q.raw = append([]byte(nil), q.raw...)
+	q.data = append([]byte(nil), q.data...)
+	e.held += len(q.raw) + len(q.data)
+	e.queue = append(e.queue, q)
+	return nil
+}
+
+func (e *editor) flush() error {
+	for len(e.queue) > 0 {
+		q := e.queue[0]
+		if q.call != nil {
+			if !q.call.complete {
+				return nil
+			}
+			if err := e.decideHeld(q.call); err != nil {
+				return err
+			}
+			e.held -= q.call.size
+		} else {
+			if err := e.render(q); err != nil {
+				return err
+			}
+			e.held -= len(q.raw) + len(q.data)
+		}
+		e.queue[0] = queued{}
+		e.queue = e.queue[1:]
+	}
+	e.queue = nil
+	return nil
+}
+
+// clientIndex is where upstream output item i is in the client's output.
+func (e *editor) clientIndex(i int) int {
+	n := 0
+	for _, r := range e.removed {
+		if r < i {
+			n++
+		}
+	}
+	return i - n
+}
+
+// write sends one event the editor renders, numbered in sequence.
+func (e *editor) write(typ string, data string) error {
+	_, err := io.WriteString(e.out, "event: "+typ+"\ndata: "+data+"\n\n")
+	return err
+}
+
+// render relays an event that carries no call: as it came while the stream is the
+// upstream's, else with its output_index shifted and its sequence_number renumbered. The
+// terminal event's response is rebuilt from what was judged.
+func (e *editor) render(q queued) error {
+	if q.data == nil {
+		_, err := e.out.Write(q.raw) // a comment
+		return err
+	}
+	root := gjson.ParseBytes(q.data)
+	typ := root.Get("type").String()
+	if typ == "" {
+		typ = q.name
+	}
+	terminal := false
+	switch typ {
+	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
+		terminal = true
+	}
+	data := string(q.data)
+	rewrite := false
+	var err error
+	if terminal {
+		if data, rewrite, err = e.terminal(data, root); err != nil {
+			return err
+		}
+		e.done = true
+	}
+	if oi := root.Get("output_index"); oi.Type == gjson.Number {
+		if ci := e.clientIndex(int(oi.Int())); ci != int(oi.Int()) {
+			if data, err = sjson.SetRaw(data, "output_index", strconv.Itoa(ci)); err != nil {
+				return err
+			}
+			rewrite = true
+		}
+	}
+	if sn := root.Get("sequence_number"); sn.Type == gjson.Number {
+		if e.changed && sn.Int() != e.nextSeq {
+			if data, err = sjson.SetRaw(data, "sequence_number", strconv.FormatInt(e.nextSeq, 10)); err != nil {
+				return err
+			}
+			rewrite = true
+		} else {
+			e.nextSeq = sn.Int()
+		}
+		e.nextSeq++
+	}
+	if !rewrite {
+		_, err := e.out.Write(q.raw)
+		return err
+	}
+	name := q.name
+	if name == "" {
+		name = typ
+	}
+	return e.write(name, oaiwire.CompactJSON(data))
+}
+
+// emitter returns WriteStream's event function, numbering from nextSeq.
+func (e *editor) emitter() func(string, ...string) error {
+	var buf []byte
+	return func(typ string, kv ...string) error {
+		buf = append(buf[:0], `{"type":`...)
+		buf = oaiwire.AppendJSONString(buf, typ)
+		for i := 0; i+1 < len(kv); i += 2 {
+			buf = append(buf, ',', '"')
+			buf = append(buf, kv[i]...)
+			buf = append(buf, '"', ':')
+			buf = append(buf, kv[i+1]...)
+		}
+		buf = append(buf, `,"sequence_number":`...)
+		buf = strconv.AppendInt(buf, e.nextSeq, 10)
+		buf = append(buf, '}')
+		e.nextSeq++
+		return e.write(typ, string(buf))
+	}
+}
+
+// decideHeld settles a held call item and emits it when it is kept.
+func (e *editor) decideHeld(c *heldCall) error {
+	item := c.done
+	if item == "" {
+		// No output_item.done: the item as announced, with the arguments that came.
+		args := c.args.String()
+		if c.argsFinal != nil {
+			args = *c.argsFinal
+		}
+		var err error
+		if item, err = patch(c.added, "arguments", oaiwire.JSONString(args)); err != nil {
+			return err
+		}
+	}
+	e.changed = true // the call's events are re-rendered (or gone)
+	kept, out, err := e.decide(item)
+	if err != nil {
+		return err
+	}
+	it := e.items[c.index]
+	if !kept {
+		e.removed = append(e.removed, c.index)
+		it.done = ""
+		return nil
+	}
+	it.done = out
+	return writeItem(e.emitter(), strconv.Itoa(e.clientIndex(c.index)), gjson.Parse(out))
+}
+
+// decide settles one call item: whether it is kept, and the item as the client gets it.
+func (e *editor) decide(item string) (bool, string, error) {
+	resp, err := e.t.DecodeResponse([]byte(`{"id":` + oaiwire.JSONString(e.respID) + `,"object":"response","status":"completed","output":[` + item + `]}`))
+	if err != nil {
+		return false, "", err
+	}
+	located := mapping.ToolCalls(resp.Items)
+	if len(located) != 1 {
+		return false, "", fmt.Errorf("openai responses stream: call item could not be read")
+	}
+	call := mapping.StreamCall{ToolCall: located[0].ToolCall, Index: e.decided}
+	e.decided++
+	if e.stopped {
+		e.d.Skipped(call)
+		return false, "", nil
+	}
+	v, err := e.d.Decide(call)
+	if err != nil {
+		return false, "", err
+	}
+	if v.Remove || v.Stop {
+		e.stopped = e.stopped || v.Stop
+		if v.Note != "" {
+			e.notes = append(e.notes, v.Note)
+		}
+		return false, "", nil
+	}
+	e.kept++
+	if v.Input == nil {
+		return true, item, nil
+	}
+	// modify(input): the encoder renders the effective arguments as the held path does.
+	items := ahp.CloneMessages(resp.Items)
+	lc := located[0]
+	p := items[lc.Item].Parts[lc.Part]
+	items[lc.Item].Parts[lc.Part] = mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: lc.ID, Name: lc.Name, Input: v.Input})
+	body, err := e.t.EncodeResponse(resp, items, "")
+	if err != nil {
+		return false, "", err
+	}
+	return true, gjson.GetBytes(body, "output.0").Raw, nil
+}
+
+// terminal rebuilds the terminal event's response from what was judged, and writes the
+// notes' message item before it. It reports whether the event must be rewritten.
+func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) {
+	resp := root.Get("response")
+	out := resp.Get("output")
+	if !resp.IsObject() || !out.IsArray() {
+		// No output to rebuild (the SDKs then keep the items streamed); notes still go out.
+		return data, false, e.writeNotes(e.maxIndex + 1)
+	}
+	term := out.Array()
+	n := max(e.maxIndex+1, len(term))
+	final := make([]string, 0, n+1)
+	rebuilt := false
+	for i := 0; i < n; i++ {
+		st := e.items[i]
+		var ti gjson.Result
+		if i < len(term) {
+			ti = term[i]
+		}
+		switch {
+		case st != nil && st.call != nil:
+			if st.done == "" {
+				continue // removed
+			}
+			final = append(final, st.done)
+			rebuilt = rebuilt || ti.Raw != st.done
+		case st != nil && ti.Exists() && ti.Get("type").String() == st.typ && !isCallItem(ti.Get("type").String()):
+			final = append(final, ti.Raw)
+		case st != nil:
+			// The terminal item is not the one streamed (or is missing): the client keeps
+			// what it was shown.
+			if st.done != "" {
+				final = append(final, st.done)
+			}
+			rebuilt = true
+		case ti.Exists() && isCallItem(ti.Get("type").String()):
+			// A call only the terminal response holds: judged here.
+			e.changed, rebuilt = true, true
+			kept, item, err := e.decide(ti.Raw)
+			if err != nil {
+				return "", false, err
+			}
+			if kept {
+				final = append(final, item)
+			}
+		case ti.Exists():
+			final = append(final, ti.Raw)
+		}
+	}
+	if len(e.notes) > 0 {
+		note := e.noteItem()
+		if err := e.writeNotesItem(len(final), note); err != nil {
+			return "", false, err
+		}
+		final = append(final, note)
+		rebuilt = true
+	}
+	if !rebuilt {
+		return data, false, nil
+	}
+	var err error
+	if data, err = sjson.SetRaw(data, "response.output", "["+strings.Join(final, ",")+"]"); err != nil {
+		return "", false, err
+	}
+	if e.kept == 0 && len(e.removed) > 0 && resp.Get("status").String() != e.t.TerminalFinishReason() {
+		// As the held path: no call left, the turn is finished.
+		r, err := setFinish(gjson.Get(data, "response").Raw, e.t.TerminalFinishReason())
+		if err != nil {
+			return "", false, err
+		}
+		if data, err = sjson.SetRaw(data, "response", r); err != nil {
+			return "", false, err
+		}
+	}
+	return data, true, nil
+}
+
+// writeNotes writes the notes' message item at client position of upstream index i.
+func (e *editor) writeNotes(i int) error {
+	if len(e.notes) == 0 {
+		return nil
+	}
+	return e.writeNotesItem(e.clientIndex(i), e.noteItem())
+}
+
+func (e *editor) writeNotesItem(pos int, item string) error {
+	e.notes = nil
+	e.changed = true
+	return writeItem(e.emitter(), strconv.Itoa(pos), gjson.Parse(item))
+}
+
+// noteItem is the assistant message that tells the agent about removed calls.
+func (e *editor) noteItem() string {
+	note := strings.Join(e.notes, "\n")
+	return `{"id":` + oaiwire.JSONString(hashID("msg_", e.respID, note)) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
+		oaiwire.JSONString(note) + `,"annotations":[]}]}`
+}
