@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,13 +170,64 @@ func TestEditHeldIsBoundedByCalls(t *testing.T) {
 	}
 }
 
+// anthropicStream builds a Messages stream from block specs: "text:..." or
+// "tool:id:name:json" (the input in n input_json_delta pieces).
+func anthropicStream(pieces int, specs ...string) string {
+	ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+	out := ev("message_start", `{"type":"message_start","message":{"id":"msg_x","type":"message","role":"assistant","model":"claude","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`)
+	stop := "end_turn"
+	for i, spec := range specs {
+		idx := strconv.Itoa(i)
+		kind, rest, _ := strings.Cut(spec, ":")
+		if kind == "text" {
+			out += ev("content_block_start", `{"type":"content_block_start","index":`+idx+`,"content_block":{"type":"text","text":""}}`)
+			out += ev("content_block_delta", `{"type":"content_block_delta","index":`+idx+`,"delta":{"type":"text_delta","text":`+strconv.Quote(rest)+`}}`)
+		} else {
+			stop = "tool_use"
+			parts := strings.SplitN(rest, ":", 3)
+			out += ev("content_block_start", `{"type":"content_block_start","index":`+idx+`,"content_block":{"type":"tool_use","id":"`+parts[0]+`","name":"`+parts[1]+`","input":{}}}`)
+			in := parts[2]
+			step := max(1, len(in)/pieces)
+			for len(in) > 0 {
+				n := min(step, len(in))
+				out += ev("content_block_delta", `{"type":"content_block_delta","index":`+idx+`,"delta":{"type":"input_json_delta","partial_json":`+strconv.Quote(in[:n])+`}}`)
+				in = in[n:]
+			}
+		}
+		out += ev("content_block_stop", `{"type":"content_block_stop","index":`+idx+`}`)
+	}
+	out += ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"`+stop+`","stop_sequence":null},"usage":{"output_tokens":9}}`)
+	return out + ev("message_stop", `{"type":"message_stop"}`)
+}
+
 func TestEditedStreamOfficialSDK(t *testing.T) {
-	script := mappingtest.Script{0: {Remove: true, Note: "blocked"}, 1: {Input: json.RawMessage(`{"dir":"/tmp"}`)}}
-	edited, err := mappingtest.Edit(tr, []byte(sseStream), 0, &mappingtest.Decider{Script: script})
+	streams := map[string]string{
+		"thinking, text, two calls": sseStream,
+		"text after a tool call":    anthropicStream(1, "text:first", `tool:toolu_1:Bash:{"command":"ls"}`, "text:then more", `tool:toolu_2:Read:{"path":"x"}`),
+		"input in 50 deltas":        anthropicStream(50, "text:ok", `tool:toolu_1:Bash:{"command":"echo aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}`, `tool:toolu_2:Read:{"path":"x"}`),
+	}
+	scripts := map[string]mappingtest.Script{
+		"allowed":          nil,
+		"first removed":    {0: {Remove: true, Note: "blocked"}},
+		"second rewritten": {1: {Input: json.RawMessage(`{"dir":"/tmp"}`)}},
+		"all removed":      {0: {Remove: true, Note: "a"}, 1: {Remove: true, Note: "b"}},
+		"flow stop":        {0: {Remove: true, Stop: true, Note: "stopped"}},
+		"fail-closed backend": {0: {Remove: true, Note: "Tool call was blocked by policy: Required policy backend b unavailable."},
+			1: {Remove: true, Note: "Tool call was blocked by policy: Required policy backend b unavailable."}},
+	}
+	for sdesc, upstream := range streams {
+		for desc, script := range scripts {
+			t.Run(sdesc+"/"+desc, func(t *testing.T) { checkSDKAccumulates(t, upstream, script) })
+		}
+	}
+}
+
+func checkSDKAccumulates(t *testing.T, upstream string, script mappingtest.Script) {
+	edited, err := mappingtest.Edit(tr, []byte(upstream), 0, &mappingtest.Decider{Script: script})
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := mappingtest.Held(tr, []byte(sseStream), script)
+	held, err := mappingtest.Held(tr, []byte(upstream), script)
 	if err != nil {
 		t.Fatal(err)
 	}
