@@ -14,7 +14,8 @@ type SSESplitter struct {
 	// Dispatch receives each block: raw is its bytes through the blank line that ended it
 	// (comment lines included), name its "event:" field, data its joined data lines and
 	// hasData whether it had any. A block of comments only is dispatched too (hasData
-	// false), so that keep-alives can be relayed. The slices are valid only during the call.
+	// false), so that keep-alives can be relayed. The slices, and name, which shares the
+	// splitter's memory, are valid only during the call.
 	Dispatch func(raw []byte, name string, data []byte, hasData bool) error
 	// MaxEvent bounds one block (16 MiB when zero): a broken upstream cannot grow memory
 	// without limit.
@@ -124,7 +125,7 @@ func (s *SSESplitter) processLine(line []byte) error {
 }
 
 func (s *SSESplitter) dispatch() error {
-	err := s.Dispatch(s.raw, string(s.name), s.data, s.hasData)
+	err := s.Dispatch(s.raw, BytesString(s.name), s.data, s.hasData)
 	s.raw, s.line, s.data, s.hasData, s.name = s.raw[:0], 0, s.data[:0], false, s.name[:0]
 	return err
 }

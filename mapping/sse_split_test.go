@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +15,7 @@ func splitAll(t testing.TB, in []byte, chunk int) (raw []byte, blocks []sseBlock
 	s := SSESplitter{Dispatch: func(r []byte, name string, data []byte, hasData bool) error {
 		raw = append(raw, r...)
 		if hasData {
-			blocks = append(blocks, sseBlock{name, string(data), hasData})
+			blocks = append(blocks, sseBlock{strings.Clone(name), string(data), hasData})
 		}
 		return nil
 	}}

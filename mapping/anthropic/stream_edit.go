@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -115,7 +116,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	if e.done {
 		return nil
 	}
-	if !hasData || len(strings.TrimSpace(string(data))) == 0 {
+	if !hasData || len(bytes.TrimSpace(data)) == 0 {
 		if name == "error" {
 			return e.endWith(raw)
 		}
@@ -124,7 +125,9 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	if !gjson.ValidBytes(data) {
 		return fmt.Errorf("event %q: data is not JSON", name)
 	}
-	v := gjson.ParseBytes(data)
+	// Parsed in place: data is the splitter's buffer, valid during this call, so whatever
+	// outlives it is cloned (a copy per text delta would grow with the text).
+	v := gjson.Parse(mapping.BytesString(data))
 	typ := v.Get("type").String()
 	if name == "error" || typ == "error" {
 		return e.endWith(raw)
@@ -142,7 +145,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 			return fmt.Errorf("second message_start")
 		}
 		e.started = true
-		e.msgID = v.Get("message.id").String()
+		e.msgID = strings.Clone(v.Get("message.id").String())
 		return e.emit(it)
 	case "ping":
 		return e.emit(it)
@@ -161,7 +164,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 			return fmt.Errorf("content_block_start without a content_block object")
 		}
 		if cb.Get("type").String() == blockToolUse {
-			c := &heldCall{index: it.index, blk: streamBlock{raw: cb.Raw, typ: blockToolUse}}
+			c := &heldCall{index: it.index, blk: streamBlock{raw: strings.Clone(cb.Raw), typ: blockToolUse}}
 			c.size = len(cb.Raw)
 			e.held += c.size
 			e.open = c
@@ -238,6 +241,7 @@ func (e *editor) emit(it editItem) error {
 	}
 	it.raw = append([]byte(nil), it.raw...)
 	it.data = append([]byte(nil), it.data...)
+	it.name = strings.Clone(it.name)
 	e.held += len(it.raw) + len(it.data)
 	e.queue = append(e.queue, it)
 	return nil
@@ -295,7 +299,7 @@ func (e *editor) render(it editItem) error {
 	if it.stop {
 		e.done = true
 	}
-	data := string(it.data)
+	data := mapping.BytesString(it.data) // copied only when changed
 	changed := false
 	if it.index >= 0 {
 		if ci := e.clientIndex(it.index); ci != it.index {

@@ -218,7 +218,9 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 		e.done = true
 		return e.write(raw)
 	}
-	root := gjson.ParseBytes(data)
+	// The event is parsed in place: data is the splitter's buffer, valid during this call,
+	// so whatever outlives it is cloned (a copy per text delta would grow with the text).
+	root := gjson.Parse(mapping.BytesString(data))
 	if !json.Valid(data) || !root.IsObject() {
 		return fmt.Errorf("stream event is not a JSON object")
 	}
@@ -271,7 +273,7 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 			}
 			c.open = c.open[:0]
 			if c.hadCall {
-				finishes = append(finishes, finishAt{pos: pos, choice: c, reason: f.Str, text: c.text})
+				finishes = append(finishes, finishAt{pos: pos, choice: c, reason: strings.Clone(f.Str), text: c.text})
 			}
 		}
 		return true
@@ -448,10 +450,10 @@ func (e *chatEditor) toolDeltas(c *editChoice, tcs, fc gjson.Result) ([]*editCal
 			return false
 		}
 		if v := tc.Get("id"); v.Type == gjson.String && v.Str != "" && t.id == "" {
-			t.id = v.Str
+			t.id = strings.Clone(v.Str)
 		}
 		if v := tc.Get("type"); v.Type == gjson.String && v.Str != "" && t.typ == "" {
-			t.typ = v.Str
+			t.typ = strings.Clone(v.Str)
 		}
 		e.grow(t, &t.name, tc.Get("function.name").String())
 		e.grow(t, &t.args, tc.Get("function.arguments").String())

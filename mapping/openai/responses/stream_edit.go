@@ -146,7 +146,9 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		}
 		return fmt.Errorf("stream event is not JSON")
 	}
-	root := gjson.ParseBytes(data)
+	// Parsed in place: data is the splitter's buffer, valid during this call, so whatever
+	// outlives it is cloned (a copy per text delta would grow with the text).
+	root := gjson.Parse(mapping.BytesString(data))
 	if !root.IsObject() {
 		return fmt.Errorf("stream event is not a JSON object")
 	}
@@ -161,7 +163,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	switch typ {
 	case "response.created", "response.in_progress", "response.queued":
 		if id := root.Get("response.id").String(); id != "" && e.respID == "" {
-			e.respID = id
+			e.respID = strings.Clone(id)
 		}
 		return e.emit(q)
 	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
@@ -187,11 +189,11 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	idx := int(i64)
 	it := e.items[idx]
 	if typ == "response.output_item.added" && it == nil {
-		it = &itemState{typ: root.Get("item.type").String()}
+		it = &itemState{typ: strings.Clone(root.Get("item.type").String())}
 		e.items[idx] = it
 		e.maxIndex = max(e.maxIndex, idx)
 		if isCallItem(it.typ) {
-			c := &heldCall{index: idx, added: root.Get("item").Raw}
+			c := &heldCall{index: idx, added: strings.Clone(root.Get("item").Raw)}
 			c.size = len(c.added)
 			e.held += c.size
 			it.call = c
@@ -204,11 +206,11 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	}
 	if typ == "response.output_item.done" {
 		if it == nil {
-			it = &itemState{typ: root.Get("item.type").String()}
+			it = &itemState{typ: strings.Clone(root.Get("item.type").String())}
 			e.items[idx] = it
 			e.maxIndex = max(e.maxIndex, idx)
 		}
-		it.done = root.Get("item").Raw
+		it.done = strings.Clone(root.Get("item").Raw)
 	}
 	return e.emit(q)
 }
@@ -226,10 +228,10 @@ func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
 		c.size += len(d)
 		e.held += len(d)
 	case "response.function_call_arguments.done":
-		s := root.Get("arguments").String()
+		s := strings.Clone(root.Get("arguments").String())
 		c.argsFinal = &s
 	case "response.output_item.done":
-		c.done = root.Get("item").Raw
+		c.done = strings.Clone(root.Get("item").Raw)
 		c.complete = true
 		return e.flush()
 	}
@@ -251,6 +253,7 @@ func (e *editor) emit(q queued) error {
 	}
 	q.raw = append([]byte(nil), q.raw...)
 	q.data = append([]byte(nil), q.data...)
+	q.name = strings.Clone(q.name)
 	e.held += len(q.raw) + len(q.data)
 	e.queue = append(e.queue, q)
 	return nil
@@ -305,7 +308,7 @@ func (e *editor) render(q queued) error {
 		_, err := e.out.Write(q.raw) // a comment
 		return err
 	}
-	root := gjson.ParseBytes(q.data)
+	root := gjson.Parse(mapping.BytesString(q.data))
 	typ := root.Get("type").String()
 	if typ == "" {
 		typ = q.name
@@ -315,7 +318,7 @@ func (e *editor) render(q queued) error {
 	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
 		terminal = true
 	}
-	data := string(q.data)
+	data := mapping.BytesString(q.data) // copied only when rewritten
 	rewrite := false
 	var err error
 	if terminal {
