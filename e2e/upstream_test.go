@@ -15,6 +15,7 @@ import (
 // received is exactly what the fake upstream got.
 type received struct {
 	Path   string
+	Query  string
 	Header http.Header
 	Body   []byte
 }
@@ -52,7 +53,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u.mu.Lock()
-	u.reqs = append(u.reqs, received{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	u.reqs = append(u.reqs, received{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 	u.mu.Unlock()
 
 	if !gjson.GetBytes(body, "stream").Bool() {

@@ -87,6 +87,7 @@ func (st *requestState) pointInto() {
 // nativeMessage is one element of the native messages array.
 type nativeMessage struct {
 	raw        string
+	role       string // the native role when it is not user or assistant (Claude Code's "system" entries), else ""
 	start, end int // span of raw in requestState.array, or -1 when unknown
 	// The canonical items decoded from it are items[first:first+count], in order.
 	first, count int
@@ -462,19 +463,31 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 		return badRequest("messages[%d] must be an object", i)
 	}
 	role, content := f[0], f[1]
-	if role.Type != gjson.String || role.Str != ahp.RoleUser && role.Str != ahp.RoleAssistant {
-		return badRequest("messages[%d].role must be \"user\" or \"assistant\"", i)
+	if role.Type != gjson.String {
+		return badRequest("messages[%d].role must be a string", i)
 	}
+	// Never stricter than the upstream (issue 12): Claude Code sends its environment block
+	// as {"role":"system"} inside messages. Any role is carried; its text is canonical
+	// content under the canonical role it means, and it renders back under its own role.
+	canonical, other := canonicalRole(role.Str)
 	if len(d.st.messages) == cap(d.st.messages) {
 		d.st.messages = grow(d.st.messages, d.expect(len(d.st.messages), bytesPerNative))
 	}
-	d.st.messages = append(d.st.messages, nativeMessage{raw: m.Raw})
+	nm := nativeMessage{raw: m.Raw}
+	if other {
+		nm.role = role.Str
+		if canonical == ahp.RoleUser {
+			d.gap(fmt.Sprintf("messages[%d] has role %q, carried as a user message", i, role.Str))
+		}
+	}
+	d.st.messages = append(d.st.messages, nm)
+	roleStr := canonical
 	d.run, d.raws = d.run[:0], d.raws[:0]
 
 	if content.Type == gjson.String {
 		d.run = append(d.run, decodedBlock{part: d.textPart("", content.Str), typ: blockText})
 		d.raws = append(d.raws, d.textBlock(content.Raw))
-		d.addRun(i, 0, role.Str, true)
+		d.addRun(i, 0, roleStr, true)
 		return nil
 	}
 	if !content.IsArray() {
@@ -492,15 +505,15 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 		f := &bf
 		typ := f[bType].String()
 		switch {
-		case typ == blockToolResult && role.Str == ahp.RoleAssistant:
+		case typ == blockToolResult && roleStr == ahp.RoleAssistant:
 			err = badRequest("messages[%d].content[%d]: tool_result blocks belong in user messages", i, j)
 			return false
-		case typ == blockToolUse && role.Str == ahp.RoleUser:
+		case typ == blockToolUse && roleStr == ahp.RoleUser:
 			err = badRequest("messages[%d].content[%d]: tool_use blocks belong in assistant messages", i, j)
 			return false
 		case typ == blockToolResult:
 			if len(d.run) > 0 {
-				d.addRun(i, runs, role.Str, false)
+				d.addRun(i, runs, roleStr, false)
 				runs++
 			}
 			if err = d.toolResult(i, runs+results, b, f); err != nil {
@@ -529,7 +542,7 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 	}
 	// An empty message stays visible as an empty canonical message.
 	if len(d.run) > 0 || results == 0 {
-		d.addRun(i, runs, role.Str, false)
+		d.addRun(i, runs, roleStr, false)
 	}
 	return nil
 }
@@ -731,6 +744,9 @@ func (*Messages) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]byt
 
 	lead := 0
 	for lead < len(items) && (items[lead].Role == ahp.RoleSystem || items[lead].Role == ahp.RoleDeveloper) {
+		if o, _ := e.origin(lead); o != nil && o.native >= 0 {
+			break // a system entry of messages stays in messages
+		}
 		lead++
 	}
 	out := req.Original
@@ -827,6 +843,19 @@ type group struct {
 	items []int // indices into requestEncoder.items
 }
 
+// canonicalRole maps a native message role to the canonical one; other is true for a role
+// other than user and assistant. system and developer keep their meaning; an unknown role
+// is read as user text (with a gap), since that is how a model would take it.
+func canonicalRole(native string) (role string, other bool) {
+	switch native {
+	case ahp.RoleUser, ahp.RoleAssistant:
+		return native, false
+	case ahp.RoleSystem, ahp.RoleDeveloper:
+		return native, true
+	}
+	return ahp.RoleUser, true
+}
+
 func nativeRole(role string) (string, error) {
 	switch role {
 	case ahp.RoleAssistant:
@@ -849,6 +878,9 @@ func (e *requestEncoder) messages(lead int) (string, bool, error) {
 		src := -1
 		if o, _ := e.origin(k); o != nil {
 			src = o.native
+			if src >= 0 && e.st.messages[src].role != "" {
+				role = e.st.messages[src].role // a "system" entry stays one
+			}
 		}
 		// Items that came from one native message regroup into it ([tool, tool, user]).
 		if n := len(groups); n > 0 && src >= 0 && groups[n-1].role == role && groups[n-1].last == src {
@@ -985,6 +1017,9 @@ func (e *requestEncoder) item(k int) ([]string, error) {
 		}
 		return []string{b}, nil
 	case ahp.RoleSystem, ahp.RoleDeveloper:
+		if o != nil && o.native >= 0 && e.st.messages[o.native].role != "" {
+			break // a native system entry of messages: its blocks render as they are
+		}
 		b, err := wrapInstruction(it)
 		if err != nil {
 			return nil, err

@@ -618,7 +618,7 @@ func TestDecodeRequestMalformed(t *testing.T) {
 		{"no messages", `{"model":"m"}`},
 		{"messages not an array", `{"messages":{}}`},
 		{"message not an object", `{"messages":[1]}`},
-		{"bad role", `{"messages":[{"role":"system","content":"x"}]}`},
+		{"role not a string", `{"messages":[{"role":5,"content":"x"}]}`},
 		{"missing content", `{"messages":[{"role":"user"}]}`},
 		{"content number", `{"messages":[{"role":"user","content":3}]}`},
 		{"block without type", `{"messages":[{"role":"user","content":[{"text":"x"}]}]}`},
@@ -645,5 +645,48 @@ func TestDecodeRequestMalformed(t *testing.T) {
 				t.Fatalf("DecodeRequest = %+v, %v; want *mapping.BadRequest", req, err)
 			}
 		})
+	}
+}
+
+// claudeCodeRequest is shaped like what Claude Code 2.x sends: its environment block as a
+// "system" entry inside messages (with cache_control), thinking, context_management,
+// output_config and metadata.user_id.
+const claudeCodeRequest = `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,` +
+	`"system":[{"type":"text","text":"You are Claude Code.","cache_control":{"type":"ephemeral"}}],` +
+	`"messages":[{"role":"system","content":[{"type":"text","text":"<env>cwd: /repo, token AKIAIOSFODNN7EXAMPLE</env>","cache_control":{"type":"ephemeral"}}]},` +
+	`{"role":"user","content":[{"type":"text","text":"list the files"}]}],` +
+	`"thinking":{"type":"enabled","budget_tokens":31999},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},` +
+	`"output_config":{"effort":"high"},"metadata":{"user_id":"user_abc_account__session_123"},"tools":[]}`
+
+func TestDecodeRequestForeignRoles(t *testing.T) {
+	// A role other than user and assistant inside messages is carried, never refused: its
+	// text is canonical content, and it renders back under its own role.
+	req := decode(t, claudeCodeRequest)
+	k := find(t, req.Items, ahp.RoleSystem, 1) // the second system message: the first is the top-level prompt
+	if got := req.Items[k].Parts[0].TextOf(); !strings.Contains(got, "AKIAIOSFODNN7EXAMPLE") {
+		t.Fatalf("system entry text %q", got)
+	}
+	if got, err := tr.EncodeRequest(req, clone(req.Items)); err != nil || !bytes.Equal(got, []byte(claudeCodeRequest)) {
+		t.Fatalf("EncodeRequest(unchanged) = %s, %v; want the original bytes", got, err)
+	}
+	items := clone(req.Items)
+	redacted := strings.Replace(items[k].Parts[0].TextOf(), "AKIAIOSFODNN7EXAMPLE", "[REDACTED]", 1)
+	items[k].Parts[0].Text = &redacted
+	got, err := tr.EncodeRequest(req, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := gjson.GetBytes(got, "messages.0")
+	if m.Get("role").String() != "system" || m.Get("content.0.text").String() != "<env>cwd: /repo, token [REDACTED]</env>" ||
+		m.Get("content.0.cache_control.type").String() != "ephemeral" || strings.Contains(string(got), "AKIA") {
+		t.Fatalf("re-rendered %s", got)
+	}
+	if gjson.GetBytes(got, "context_management").Raw != `{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]}` {
+		t.Errorf("unknown fields changed: %s", got)
+	}
+	// An unknown role reads as user text, with a gap saying so.
+	r2 := decode(t, `{"model":"m","max_tokens":1,"messages":[{"role":"critic","content":"be brief"},{"role":"user","content":"hi"}]}`)
+	if r2.Items[0].Role != ahp.RoleUser || len(r2.Gaps) != 1 || !strings.Contains(r2.Gaps[0].Reason, `"critic"`) {
+		t.Errorf("unknown role: %+v gaps %+v", r2.Items[0], r2.Gaps)
 	}
 }

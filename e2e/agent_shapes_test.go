@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// What real agents send that SDK samples do not (issue 12): the proxy is never stricter
+// than the upstream about it.
+
+// claudeCodeBody is shaped like a Claude Code 2.x request: its environment block as a
+// "system" entry inside messages, cache_control, thinking, context_management,
+// output_config and metadata.user_id.
+func claudeCodeBody(env string) string {
+	return `{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":true,` +
+		`"system":[{"type":"text","text":"You are Claude Code, Anthropic's official CLI for Claude.","cache_control":{"type":"ephemeral"}}],` +
+		`"messages":[{"role":"system","content":[{"type":"text","text":` + jsonQuote(env) + `,"cache_control":{"type":"ephemeral"}}]},` +
+		`{"role":"user","content":[{"type":"text","text":"list the files"}]}],` +
+		`"thinking":{"type":"enabled","budget_tokens":31999},"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},` +
+		`"output_config":{"effort":"high"},"metadata":{"user_id":"user_4f2a_account__session_9c1e"},"tools":[]}`
+}
+
+func jsonQuote(s string) string {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func postClaudeCode(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", anthropicKey)
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("Anthropic-Beta", "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27")
+	req.Header.Set("X-Claude-Code-Session-Id", "9c1e5a2b-1111-4222-8333-944455556666")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func TestClaudeCodeShapedRequestThroughDefaultChain(t *testing.T) {
+	t.Run("no secret: byte-identical", func(t *testing.T) {
+		up := newUpstream(t, answer{json: anthropicText, sse: anthropicTextSSE})
+		body := claudeCodeBody("<env>Working directory: /repo\nPlatform: linux</env>")
+		status, got := postClaudeCode(t, startDefaultProxy(t, up)+"/anthropic/v1/messages?beta=true", body)
+		if status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, got)
+		}
+		r := up.only(t)
+		if r.Path != "/v1/messages" || r.Query != "beta=true" || r.Header.Get("Anthropic-Beta") == "" {
+			t.Errorf("upstream got %s?%s beta %q", r.Path, r.Query, r.Header.Get("Anthropic-Beta"))
+		}
+		assertBytesEqual(t, "the upstream's body", r.Body, []byte(body))
+	})
+	t.Run("secret in the system entry: redacted there", func(t *testing.T) {
+		up := newUpstream(t, answer{json: anthropicText, sse: anthropicTextSSE})
+		body := claudeCodeBody("<env>AWS_ACCESS_KEY_ID=" + defaultAWSKey + "</env>")
+		status, got := postClaudeCode(t, startDefaultProxy(t, up)+"/anthropic/v1/messages?beta=true", body)
+		if status != http.StatusOK {
+			t.Fatalf("status %d: %s", status, got)
+		}
+		sent := up.only(t).Body
+		mustNotContain(t, "the upstream's body", string(sent), defaultAWSKey)
+		m := gjson.GetBytes(sent, "messages.0")
+		if m.Get("role").String() != "system" || !strings.Contains(m.Get("content.0.text").String(), "[REDACTED:aws_access_key_id:") ||
+			m.Get("content.0.cache_control.type").String() != "ephemeral" {
+			t.Errorf("system entry as sent: %s", m.Raw)
+		}
+		for _, k := range []string{"thinking", "context_management", "output_config", "metadata", "system"} {
+			if gjson.GetBytes(sent, k).Raw != gjson.Get(body, k).Raw {
+				t.Errorf("%s changed: %s", k, gjson.GetBytes(sent, k).Raw)
+			}
+		}
+	})
+	t.Run("control: the secret is in the request", func(t *testing.T) {
+		up := newUpstream(t, answer{json: anthropicText, sse: anthropicTextSSE})
+		body := claudeCodeBody("<env>AWS_ACCESS_KEY_ID=" + defaultAWSKey + "</env>")
+		postClaudeCode(t, up.URL+"/v1/messages?beta=true", body)
+		mustContain(t, "the upstream's body", string(up.only(t).Body), defaultAWSKey)
+	})
+}
