@@ -73,6 +73,14 @@ func (rt *route) upstreamFailure(message string, cause error) *httpError {
 		mapping.UpstreamFailureType(rt.provider()), "", message)}
 }
 
+// upgradeRefused answers a WebSocket upgrade on a model route: 426, in the provider's
+// format, naming HTTP as the way in.
+func (rt *route) upgradeRefused() *httpError {
+	return &httpError{status: http.StatusUpgradeRequired, body: rt.errorBody(http.StatusUpgradeRequired,
+		mapping.InvalidRequestType(rt.provider()), "websocket_not_supported",
+		"hookproxy enforces hooks on HTTP only: WebSocket connections to this model API are not relayed; send the request over HTTP")}
+}
+
 func (rt *route) internalError(cause error) *httpError {
 	return &httpError{status: http.StatusInternalServerError, cause: cause, body: rt.errorBody(http.StatusInternalServerError,
 		mapping.UpstreamFailureType(rt.provider()), "", "hookproxy internal error")}

@@ -119,7 +119,7 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	}
 	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: r.Context(), subs: subs, req: req}
 	x.items = append([]ahp.Message(nil), req.Items...)
-	x.session = sessionFor(r.Header.Get(SessionHeader), tr.Provider(), req)
+	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
 	x.model = ahp.Model{ID: req.Model, Provider: tr.Provider()}
 	if x.model.ID == "" {

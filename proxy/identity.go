@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"strings"
 	"time"
 
@@ -39,13 +40,23 @@ func derive(prefix string, parts ...string) string {
 // eventTime is the RFC 3339 UTC timestamp of a new event.
 func eventTime() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
-// sessionFor returns session.id: the X-Hookproxy-Session header (DESIGN §3), else a
-// synthesized id derived from the translator's native session hint, else from the ids of
-// the conversation's opening system and user messages (stable for the conversation's
-// lifetime because message ids are themselves derived from content).
-func sessionFor(header, provider string, req *mapping.Request) ahp.Session {
-	if header = strings.TrimSpace(header); header != "" {
-		return ahp.Session{ID: header}
+// agentSessionHeaders carry known agents' own session ids: Claude Code's, and Codex's
+// (sent as session_id, which Go keeps as "Session_id", or session-id).
+var agentSessionHeaders = []string{"X-Claude-Code-Session-Id", "Session_id", "Session-Id"}
+
+// sessionFor returns session.id: the X-Hookproxy-Session header (DESIGN §3), else a known
+// agent's own session id header, else a synthesized id derived from the translator's
+// native session hint, else from the ids of the conversation's opening system and user
+// messages (stable for the conversation's lifetime because message ids are themselves
+// derived from content).
+func sessionFor(h http.Header, provider string, req *mapping.Request) ahp.Session {
+	if v := strings.TrimSpace(h.Get(SessionHeader)); v != "" {
+		return ahp.Session{ID: v}
+	}
+	for _, name := range agentSessionHeaders {
+		if v := strings.TrimSpace(h.Get(name)); v != "" {
+			return ahp.Session{ID: v}
+		}
 	}
 	if req.SessionHint != "" {
 		return ahp.Session{ID: derive("ses_", provider, "hint", req.SessionHint), Synthesized: true}

@@ -134,6 +134,13 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.serveMCP(w, r)
 		return
 	}
+	if rt.translators != nil && isWebSocketUpgrade(r) {
+		// A model API over WebSocket (the Responses WebSocket mode Codex tries first) would
+		// carry traffic the chain cannot see. Refused at once, upstream not contacted, so
+		// the agent falls back to HTTP without retrying (issue 12).
+		rt.s.writeError(w, r, rt, rt.upgradeRefused())
+		return
+	}
 	if r.Method == http.MethodPost && rt.translators != nil {
 		rest, _ := rt.strip(r.URL)
 		if tr := rt.translators[rest]; tr != nil {
@@ -146,6 +153,23 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rt.forward(w, r)
+}
+
+// isWebSocketUpgrade reports whether r asks to switch to the WebSocket protocol.
+func isWebSocketUpgrade(r *http.Request) bool {
+	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
+}
+
+// headerHasToken reports whether a comma-separated header lists token (case-insensitive).
+func headerHasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // forward relays a request untouched, streaming the body both ways (fast path and
