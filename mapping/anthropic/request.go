@@ -88,7 +88,7 @@ func (st *requestState) pointInto() {
 type nativeMessage struct {
 	raw        string
 	role       string // the native role when it is not user or assistant (Claude Code's "system" entries), else ""
-	start, end int // span of raw in requestState.array, or -1 when unknown
+	start, end int    // span of raw in requestState.array, or -1 when unknown
 	// The canonical items decoded from it are items[first:first+count], in order.
 	first, count int
 }
