@@ -169,9 +169,16 @@ func renderAssistant(items []ahp.Message, parts map[string]*origin) ([]string, e
 			if err != nil {
 				return nil, err
 			}
-			if ok {
-				blocks = append(blocks, b)
+			if !ok {
+				continue
 			}
+			if p.Synthesized && parts[p.ID] == nil && p.Kind == ahp.KindText && p.Text != nil && p.Category == "" &&
+				len(blocks) > 0 && gjson.Get(blocks[len(blocks)-1], "type").String() == blockText {
+				// A note hookproxy adds after the model's text starts on a new paragraph:
+				// clients show consecutive text blocks run together (issue 12).
+				b = `{"type":"text","text":` + quote("\n\n"+*p.Text) + `}`
+			}
+			blocks = append(blocks, b)
 		}
 	}
 	return blocks, nil

@@ -49,6 +49,9 @@ type editor struct {
 	open    *heldCall
 	queue   []editItem
 	held    int
+	// lastText: the last block the client received is a text block (a note after it
+	// starts on a new paragraph, as EncodeResponse renders it).
+	lastText bool
 }
 
 // heldCall is a tool_use block being held.
@@ -300,6 +303,9 @@ func (e *editor) render(it editItem) error {
 		e.done = true
 	}
 	data := mapping.BytesString(it.data) // copied only when changed
+	if gjson.Get(data, "type").String() == "content_block_start" {
+		e.lastText = gjson.Get(data, "content_block.type").String() == blockText
+	}
 	changed := false
 	if it.index >= 0 {
 		if ci := e.clientIndex(it.index); ci != it.index {
@@ -310,7 +316,8 @@ func (e *editor) render(it editItem) error {
 			changed = true
 		}
 	}
-	if it.delta && len(e.removed) > 0 && e.kept == 0 && gjson.Get(data, "delta.stop_reason").String() == blockToolUse {
+	// As the held path: once no call is left the turn is finished, whatever the upstream said.
+	if it.delta && len(e.removed) > 0 && e.kept == 0 && gjson.Get(data, "delta.stop_reason").String() != e.m.TerminalFinishReason() {
 		var err error
 		if data, err = setRaw(data, "delta.stop_reason", quote(e.m.TerminalFinishReason())); err != nil {
 			return err
@@ -338,7 +345,11 @@ func (e *editor) writeNotes() error {
 		return nil
 	}
 	note := strings.Join(e.notes, "\n")
+	if e.lastText {
+		note = "\n\n" + note
+	}
 	e.notes = nil
+	e.lastText = true
 	idx := strconv.Itoa(e.clientIndex(e.next))
 	e.next++ // the note block takes an upstream index no block has
 	if err := e.writeEvent("content_block_start", `{"type":"content_block_start","index":`+idx+`,"content_block":{"type":"text","text":""}}`); err != nil {
@@ -396,5 +407,6 @@ func (e *editor) decide(c *heldCall) error {
 		block = gjson.GetBytes(body, "content.0").Raw
 	}
 	e.kept++
+	e.lastText = false
 	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.Parse(block))
 }

@@ -101,7 +101,7 @@ func TestEditRemovesAndRewrites(t *testing.T) {
 			}
 		}},
 		{"both removed: end_turn", mappingtest.Script{0: {Remove: true, Note: "a"}, 1: {Remove: true, Note: "b"}}, func(t *testing.T, m gjson.Result) {
-			if m.Get("content.#").Int() != 4 || m.Get("content.3.text").String() != "a\nb" || m.Get("stop_reason").String() != "end_turn" {
+			if m.Get("content.#").Int() != 4 || m.Get("content.3.text").String() != "\n\na\nb" || m.Get("stop_reason").String() != "end_turn" {
 				t.Errorf("%s", m.Raw)
 			}
 		}},
