@@ -101,3 +101,29 @@ func TestClaudeCodeShapedRequestThroughDefaultChain(t *testing.T) {
 		mustContain(t, "the upstream's body", string(up.only(t).Body), defaultAWSKey)
 	})
 }
+
+func TestCountTokensGetsRequestPolicy(t *testing.T) {
+	// Claude Code counts tokens of the whole prompt: a secret in it is redacted there as in
+	// /v1/messages, and the upstream's answer comes back untouched.
+	body := `{"model":"claude-sonnet-4-5","system":` + jsonQuote(systemText) + `,"messages":[{"role":"user","content":"` + deployPrompt + `"}],"tools":[]}`
+	for _, direct := range []bool{false, true} {
+		up := newUpstream(t, answer{json: `{"input_tokens":42}`})
+		url := up.URL + "/v1/messages/count_tokens?beta=true"
+		if !direct {
+			url = startDefaultProxy(t, up) + "/anthropic/v1/messages/count_tokens?beta=true"
+		}
+		status, got := postClaudeCode(t, url, body)
+		if status != 200 || string(got) != `{"input_tokens":42}` {
+			t.Fatalf("direct=%v: %d %s", direct, status, got)
+		}
+		r := up.only(t)
+		if r.Path != "/v1/messages/count_tokens" {
+			t.Errorf("upstream path %s", r.Path)
+		}
+		if direct {
+			mustContain(t, "control: the upstream's body", string(r.Body), defaultAWSKey)
+		} else {
+			assertRedacted(t, string(r.Body))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain"
@@ -36,6 +37,9 @@ func (x *exchange) requestSide() requestOutcome {
 	// next_turn effect accepted now is not delivered in this same request: "now" effects
 	// accepted at the previous response's tool.before belong to this model call, next_turn
 	// effects to the first call of a new prompt.
+	if x.subs.countOnly() {
+		return x.countTokensSide()
+	}
 	ps := x.req.PromptStart
 	deliveries := x.s.store.Take(x.storeKey(deliverNextCall))
 	var turnDeliveries []ahp.Message
@@ -51,6 +55,25 @@ func (x *exchange) requestSide() requestOutcome {
 		// Refused, stopped or interrupted: the model did not get them; keep them pending.
 		x.s.store.Put(x.storeKey(deliverNextCall), deliveries)
 		x.s.store.Put(x.storeKey(deliverNextTurn), turnDeliveries)
+	}
+	return out
+}
+
+// countTokensSide settles a count_tokens request: rewrites settled earlier in the
+// conversation are put back (a redacted tool result stays redacted), then
+// model.request.before runs over the prompt. Injections waiting for the next model call
+// stay waiting, and nothing this request settles is remembered: it is not a model call.
+// A policy that answers or stops it refuses it (there is no answer to supply).
+func (x *exchange) countTokensSide() requestOutcome {
+	x.recallRewrites()
+	out := x.requestBoundaries(-1, nil)
+	if out.kind == outcomeSupplied || out.kind == outcomeStopped {
+		reason := "Token counting refused: the policy answered or stopped this request."
+		if out.stopReason != "" {
+			reason += " " + out.stopReason
+		}
+		return requestOutcome{kind: outcomeRefused, err: &httpError{status: http.StatusForbidden,
+			body: x.rt.errorBody(http.StatusForbidden, mapping.DeniedType(x.rt.provider()), "", reason)}}
 	}
 	return out
 }

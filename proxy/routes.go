@@ -29,7 +29,7 @@ func translatorTable(api string) (table map[string]mapping.Translator, errT mapp
 		}, chat
 	case config.APIAnthropic:
 		msgs := anthropic.NewMessages()
-		return map[string]mapping.Translator{"/v1/messages": msgs}, msgs
+		return map[string]mapping.Translator{"/v1/messages": msgs, countTokensPath: msgs}, msgs
 	}
 	return nil, nil
 }
@@ -146,7 +146,11 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if tr := rt.translators[rest]; tr != nil {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
 			// hookproxy adds no decoding either (DESIGN §1 fast path).
-			if subs := rt.s.subscriptions(); subs != nil {
+			subs := rt.s.subscriptions()
+			if rest == countTokensPath {
+				subs = subs.countTokens()
+			}
+			if subs != nil {
 				rt.serveBoundaries(w, r, tr, subs)
 				return
 			}
@@ -215,6 +219,27 @@ type subscription struct{ intercept, observe bool }
 type subscriptions map[string]subscription
 
 func (m subscriptions) any(t string) bool         { s := m[t]; return s.intercept || s.observe }
+
+// countTokensPath is Anthropic's token counting endpoint: it carries the whole prompt
+// (system, messages, tools) to the upstream without a model call (issue 12).
+const countTokensPath = "/v1/messages/count_tokens"
+
+// countTokens is the view of m for a token counting request: model.request.before only,
+// so the prompt's text gets the same policy as a model call, while the boundaries of a
+// turn (tool.after, turn.start) and of a response do not run for what is not one. nil when
+// model.request.before is not subscribed (fast path).
+func (m subscriptions) countTokens() subscriptions {
+	s, ok := m[ahp.EventModelRequestBefore]
+	if !ok {
+		return nil
+	}
+	return subscriptions{ahp.EventModelRequestBefore: s, countOnlyKey: {}}
+}
+
+// countOnlyKey marks a count_tokens view (never an event type).
+const countOnlyKey = "hookproxy.count_tokens"
+
+func (m subscriptions) countOnly() bool { _, ok := m[countOnlyKey]; return ok }
 func (m subscriptions) intercepted(t string) bool { return m[t].intercept }
 
 // subscriptions returns the subscribed boundary events, or nil when none is (fast path).

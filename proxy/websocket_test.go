@@ -82,3 +82,26 @@ func TestAgentSessionHeadersSetSessionID(t *testing.T) {
 		}
 	}
 }
+
+func TestCountTokensRunsOnlyModelRequestBefore(t *testing.T) {
+	up := newUpstream(t, jsonResponder(200, `{"input_tokens":7}`))
+	pol := &fakePolicy{}
+	ch := newTestChain(t, pol, intercept("tool.after", "turn.start", "model.request.before", "tool.before"))
+	px := startProxy(t, testConfig(up.URL), ch, Options{})
+	body := `{"model":"claude-sonnet-4-5","messages":[{"role":"user","content":"go"},` +
+		`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]},` +
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt"}]}]}`
+	status, _, got := post(t, px.URL+"/anthropic/v1/messages/count_tokens", body, nil)
+	if status != 200 || string(got) != `{"input_tokens":7}` {
+		t.Fatalf("%d %s", status, got)
+	}
+	if n := len(pol.callsOf("model.request.before")); n != 1 || len(pol.intercepted()) != 1 {
+		t.Errorf("events %d, model.request.before %d", len(pol.intercepted()), n)
+	}
+	// Control: the same history on /v1/messages runs tool.after too.
+	up.respond = jsonResponder(200, `{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	post(t, px.URL+"/anthropic/v1/messages", body, nil)
+	if len(pol.callsOf("tool.after")) != 1 {
+		t.Errorf("control: tool.after %d", len(pol.callsOf("tool.after")))
+	}
+}
