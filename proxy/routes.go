@@ -218,7 +218,7 @@ type subscription struct{ intercept, observe bool }
 // subscriptions maps the boundary events that have at least one matching subscription.
 type subscriptions map[string]subscription
 
-func (m subscriptions) any(t string) bool         { s := m[t]; return s.intercept || s.observe }
+func (m subscriptions) any(t string) bool { s := m[t]; return s.intercept || s.observe }
 
 // countTokensPath is Anthropic's token counting endpoint: it carries the whole prompt
 // (system, messages, tools) to the upstream without a model call (issue 12).
@@ -239,7 +239,7 @@ func (m subscriptions) countTokens() subscriptions {
 // countOnlyKey marks a count_tokens view (never an event type).
 const countOnlyKey = "hookproxy.count_tokens"
 
-func (m subscriptions) countOnly() bool { _, ok := m[countOnlyKey]; return ok }
+func (m subscriptions) countOnly() bool           { _, ok := m[countOnlyKey]; return ok }
 func (m subscriptions) intercepted(t string) bool { return m[t].intercept }
 
 // subscriptions returns the subscribed boundary events, or nil when none is (fast path).
