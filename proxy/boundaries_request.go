@@ -176,9 +176,10 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 	if call.ID == "" {
 		call = ahp.Call{ID: derive("call_", x.session.ID, orig.ID), Synthesized: true}
 	}
-	ev.ID = toolAfterEventID(x.s.source, call.ID)
+	asCall := mapping.ToolCall{ID: call.ID, Name: r.ToolName, Input: r.Input}
+	ev.ID = toolEventID(x.s.source, ahp.EventToolAfter, x.session.ID, asCall)
 	if x.subs.any(ahp.EventToolBefore) {
-		ev.ParentEventID = toolBeforeEventID(x.s.source, call.ID)
+		ev.ParentEventID = toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, asCall)
 	}
 	var gaps []ahp.Gap
 	name := r.ToolName

@@ -344,7 +344,7 @@ func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ 
 // editor's decider use it, so a call is judged the same way whichever path carries it.
 func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ahp.Batch) (mapping.CallVerdict, error) {
 	ev := x.newEvent(ahp.EventToolBefore)
-	ev.ID = toolBeforeEventID(x.s.source, c.ID)
+	ev.ID = toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, c)
 	ev.ParentEventID = parentID
 	ev.Call = &ahp.Call{ID: c.ID}
 	input := c.Input
@@ -408,7 +408,7 @@ func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail
 		return
 	}
 	ev := x.newEvent(ahp.EventToolAfter)
-	ev.ID = toolAfterEventID(x.s.source, c.ID)
+	ev.ID = toolEventID(x.s.source, ahp.EventToolAfter, x.session.ID, c)
 	ev.ParentEventID = parentID
 	ev.Call = &ahp.Call{ID: c.ID}
 	input := c.Input

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai"
 )
 
@@ -433,7 +434,7 @@ func TestToolAfterModifyOutputRewritesTheResult(t *testing.T) {
 	}
 	ev := ta[0].Event
 	if ev.Call.ID != "call_1" || ev.Tool.Name != "Bash" || string(ev.Tool.Input) != `{"command":"ls"}` || ev.Outcome != "ok" ||
-		ev.ParentEventID != toolBeforeEventID("urn:hookproxy:test", "call_1") {
+		ev.ParentEventID != toolEventID("urn:hookproxy:test", ahp.EventToolBefore, ev.Session.ID, mapping.ToolCall{ID: "call_1", Name: "Bash", Input: ev.Tool.Input}) {
 		t.Fatalf("tool.after event %+v", ev)
 	}
 	assertValidIntercepts(t, pol)

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -87,13 +89,24 @@ func turnFor(session string, items []ahp.Message) ahp.Turn {
 	return ahp.Turn{ID: derive("trn_", session, prompt), Synthesized: true}
 }
 
-// toolBeforeEventID and toolAfterEventID are derived from (source, call id) so that the
-// tool.after built from a later request can name its tool.before as parent without any
-// state, and a retried request re-sends the same event identity (AHP-CORE-004).
-func toolBeforeEventID(source, callID string) string {
-	return derive("evt_", source, ahp.EventToolBefore, callID)
+// toolEventID is the id of a tool.before or tool.after event: derived from the session,
+// the call id, the tool name and the call's input, so that the tool.after built from a
+// later request can name its tool.before as parent without any state and a retried
+// request re-sends the same identity (AHP-CORE-004), while two different calls never share
+// an id even when their provider ids repeat (local model servers number calls call_0,
+// call_1, ... in every response; a backend de-duplicating on event.id would otherwise
+// replay one call's decision onto another — issue 13).
+func toolEventID(source, typ, session string, c mapping.ToolCall) string {
+	return derive("evt_", source, typ, session, c.ID, c.Name, compactInput(c.Input))
 }
 
-func toolAfterEventID(source, callID string) string {
-	return derive("evt_", source, ahp.EventToolAfter, callID)
+// compactInput is the input's compact JSON text (its raw text when it is not JSON), so
+// that whitespace differences between a response and the history that repeats it do not
+// change the identity.
+func compactInput(in json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, in) != nil {
+		return string(in)
+	}
+	return b.String()
 }
