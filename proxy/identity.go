@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/json"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
