@@ -29,6 +29,9 @@ type Config struct {
 	Log Log `yaml:"log" json:"log"`
 	// Tracing configures OpenTelemetry (off unless an endpoint is set).
 	Tracing Tracing `yaml:"tracing" json:"tracing"`
+	// UpstreamProxy is the outbound HTTP(S) proxy for upstream calls ("" = connect
+	// directly; HTTPS_PROXY and the like in the environment are not used).
+	UpstreamProxy string `yaml:"upstreamProxy" json:"upstreamProxy"`
 
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.
@@ -45,6 +48,9 @@ type Route struct {
 	Upstream string `yaml:"upstream" json:"upstream"`
 	// ServerID names the MCP server in tool.mcp.server.id (mcp routes; default: the prefix).
 	ServerID string `yaml:"serverId" json:"serverId"`
+	// AllowRedirects passes the upstream's 3xx redirects to the client. Off by default: a
+	// client that follows one re-sends its original, unexamined body elsewhere.
+	AllowRedirects bool `yaml:"allowRedirects" json:"allowRedirects"`
 }
 
 // Audit configures the decision audit log.

@@ -27,6 +27,11 @@ func validate(c *Config) []Problem {
 	if err := checkSource(c.Source); err != nil {
 		add("source", "%q: %v", c.Source, err)
 	}
+	if c.UpstreamProxy != "" {
+		if u, err := url.Parse(c.UpstreamProxy); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5") {
+			add("upstreamProxy", "%q must be an http://, https:// or socks5:// proxy URL", c.UpstreamProxy)
+		}
+	}
 
 	if len(c.Routes) == 0 {
 		add("routes", "at least one route is required (a proxy without routes answers every request with 404)")

@@ -44,6 +44,8 @@ type route struct {
 	errT        mapping.Translator            // error format of the route; nil = common JSON
 	rp          *httputil.ReverseProxy
 	mcp         http.Handler
+	// allowRedirects passes upstream 3xx answers on (config routes[].allowRedirects).
+	allowRedirects bool
 }
 
 func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
@@ -55,7 +57,7 @@ func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &route{s: s, prefix: prefix, api: rc.API, upstream: up}
+	rt := &route{s: s, prefix: prefix, api: rc.API, upstream: up, allowRedirects: rc.AllowRedirects}
 	switch rc.API {
 	case config.APIOpenAI, config.APIAnthropic:
 		rt.translators, rt.errT = translatorTable(rc.API)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -119,7 +120,16 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 		s.source = config.DefaultSource()
 	}
 	if s.transport == nil {
-		s.transport = newTransport(s.limits)
+		t := newTransport(s.limits)
+		if cfg.UpstreamProxy != "" {
+			// Only a proxy the configuration names is used (issue 13 §8).
+			pu, err := url.Parse(cfg.UpstreamProxy)
+			if err != nil {
+				return nil, fmt.Errorf("upstreamProxy: %w", err)
+			}
+			t.Proxy = http.ProxyURL(pu)
+		}
+		s.transport = t
 	}
 	if s.metrics != nil {
 		s.transport = &meteredTransport{base: s.transport, metrics: s.metrics}

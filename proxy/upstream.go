@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +37,9 @@ var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Hos
 func newTransport(l config.Limits) *http.Transport {
 	d := &net.Dialer{Timeout: l.DialTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
+		// No proxy from the environment: a stray HTTPS_PROXY must not route provider
+		// traffic through a host nobody configured (config upstreamProxy names one).
+		Proxy: nil,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
 			if err != nil {
@@ -122,10 +126,33 @@ func (rt *route) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (rt *route) modifyResponse(resp *http.Response) error {
+	if err := rt.checkRedirect(resp); err != nil {
+		return err
+	}
 	if x := exchangeFrom(resp.Request.Context()); x != nil {
 		return x.onUpstreamResponse(resp)
 	}
 	return nil
+}
+
+// checkRedirect refuses an upstream redirect unless the route allows them: an SDK that
+// follows it re-sends its original body — unexamined, unredacted — to wherever Location
+// points (issue 13 §8). The answer is a 502 in the provider's format naming only the host.
+func (rt *route) checkRedirect(resp *http.Response) error {
+	if rt.allowRedirects || resp.StatusCode < 300 || resp.StatusCode > 399 || resp.StatusCode == http.StatusNotModified {
+		return nil
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil
+	}
+	target := "another location"
+	if u, err := resp.Request.URL.Parse(loc); err == nil && u.Host != "" {
+		target = u.Host
+	}
+	resp.Body.Close()
+	return rt.upstreamFailure("the upstream answered with a redirect (HTTP "+strconv.Itoa(resp.StatusCode)+" to "+target+"), which hookproxy does not pass on; set allowRedirects on the route to allow it",
+		fmt.Errorf("upstream redirect %d", resp.StatusCode))
 }
 
 // proxyError is the reverse proxy's error path: transport failures, a request body over
