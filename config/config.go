@@ -74,6 +74,10 @@ type Limits struct {
 	ResponseHeaderTimeout time.Duration `yaml:"responseHeaderTimeout" json:"responseHeaderTimeout"` // default 10m
 	ShutdownTimeout       time.Duration `yaml:"shutdownTimeout" json:"shutdownTimeout"`             // default 30s
 	ObserveTimeout        time.Duration `yaml:"observeTimeout" json:"observeTimeout"`               // default 5s
+	// A request body must arrive within RequestBodyGrace plus one second per
+	// MinRequestBodyRate bytes received: a client trickling bytes cannot hold a connection.
+	RequestBodyGrace   time.Duration `yaml:"requestBodyGrace" json:"requestBodyGrace"`     // default 10s
+	MinRequestBodyRate int64         `yaml:"minRequestBodyRate" json:"minRequestBodyRate"` // bytes/s, default 16384
 }
 
 // Log configures logging.

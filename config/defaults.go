@@ -16,6 +16,8 @@ const (
 	DefaultResponseHeaderTimeout = 10 * time.Minute
 	DefaultShutdownTimeout       = 30 * time.Second
 	DefaultObserveTimeout        = 5 * time.Second
+	DefaultRequestBodyGrace      = 10 * time.Second
+	DefaultMinRequestBodyRate    = 16 << 10
 	DefaultAuditQueueSize        = 1024
 	DefaultAuditWaitTimeout      = 100 * time.Millisecond
 	DefaultLogLevel              = "info"
@@ -48,6 +50,8 @@ func applyDefaults(c *Config) {
 	setDuration(&l.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	setDuration(&l.ShutdownTimeout, DefaultShutdownTimeout)
 	setDuration(&l.ObserveTimeout, DefaultObserveTimeout)
+	setDuration(&l.RequestBodyGrace, DefaultRequestBodyGrace)
+	setInt64(&l.MinRequestBodyRate, DefaultMinRequestBodyRate)
 	if c.Audit.QueueSize == 0 {
 		c.Audit.QueueSize = DefaultAuditQueueSize
 	}

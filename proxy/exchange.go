@@ -100,6 +100,8 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		return nil, rt.tooLarge(limit)
+	case errors.Is(err, errBodyTooSlow):
+		return nil, rt.bodyTooSlow()
 	case err != nil && r.Context().Err() != nil:
 		return nil, errInterrupted
 	case err != nil:

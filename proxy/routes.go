@@ -132,6 +132,8 @@ func parseUpstream(s string) (*url.URL, error) {
 // ServeHTTP dispatches one request of the route: the boundary pipeline for a translated
 // endpoint when any subscription could see it, otherwise a plain, streamed forward.
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r, release := rt.s.guardBody(w, r)
+	defer release()
 	if rt.mcp != nil {
 		rt.serveMCP(w, r)
 		return

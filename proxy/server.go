@@ -250,5 +250,11 @@ func withDefaultLimits(l config.Limits) config.Limits {
 	if l.ShutdownTimeout <= 0 {
 		l.ShutdownTimeout = defaultShutdownTimeout
 	}
+	if l.RequestBodyGrace <= 0 {
+		l.RequestBodyGrace = config.DefaultRequestBodyGrace
+	}
+	if l.MinRequestBodyRate <= 0 {
+		l.MinRequestBodyRate = config.DefaultMinRequestBodyRate
+	}
 	return l
 }

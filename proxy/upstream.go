@@ -165,6 +165,9 @@ func (rt *route) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		err = errInterrupted
 	}
+	if tooSlow(r.Context()) {
+		err = rt.bodyTooSlow()
+	}
 	if st != nil && st.x != nil {
 		st.x.onForwardError(err)
 	}
@@ -268,11 +271,15 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // declares its length (sizeHint) is read into a buffer of exactly that size: no growing,
 // no spare capacity to allocate and clear, which for a 32 KiB request is a quarter of
 // the buffer. A body longer than it declared still works, through the growing path.
+const maxUpfront = 256 << 10
+
 func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if sizeHint <= 0 || sizeHint > limit {
 		return readAllGrowing(r, nil, limit)
 	}
-	buf := make([]byte, sizeHint)
+	// The declared length sizes the buffer only up to maxUpfront: beyond it the buffer
+	// grows with the bytes that arrive, never from a length a client merely declared.
+	buf := make([]byte, min(sizeHint, maxUpfront))
 	n := 0
 	for n < len(buf) {
 		k, err := r.Read(buf[n:])

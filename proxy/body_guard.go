@@ -1,0 +1,92 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Request bodies that trickle in (issue 13 §6): a client sending one byte every few
+// seconds would otherwise hold a connection, and its goroutine, for as long as it likes.
+// The body must arrive within limits.requestBodyGrace plus one second per
+// limits.minRequestBodyRate bytes received so far; the connection's read deadline is
+// moved forward as bytes arrive, and a body that falls behind ends with 408.
+
+var errBodyTooSlow = errors.New("request body arrived too slowly")
+
+type bodyGuardKey struct{}
+
+// guardBody wraps r's body in the rate guard. release clears the read deadline once the
+// handler is done, so that it does not outlive the request on a kept-alive connection.
+func (s *Server) guardBody(w http.ResponseWriter, r *http.Request) (*http.Request, func()) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r, func() {}
+	}
+	g := &rateBody{rc: r.Body, ctl: http.NewResponseController(w), start: time.Now(),
+		grace: s.limits.RequestBodyGrace, rate: s.limits.MinRequestBodyRate}
+	if g.arm() != nil {
+		return r, func() {} // a writer without deadlines (an in-process test recorder)
+	}
+	r = r.WithContext(context.WithValue(r.Context(), bodyGuardKey{}, g))
+	r.Body = g
+	return r, func() {
+		// A body cut off keeps its deadline: net/http would otherwise read the rest of
+		// it, at the client's pace, before the 408 leaves.
+		if !g.timedOut.Load() {
+			_ = g.ctl.SetReadDeadline(time.Time{})
+		}
+	}
+}
+
+// tooSlow reports whether the request's body was cut off by the rate guard.
+func tooSlow(ctx context.Context) bool {
+	g, _ := ctx.Value(bodyGuardKey{}).(*rateBody)
+	return g != nil && g.timedOut.Load()
+}
+
+type rateBody struct {
+	rc       io.ReadCloser
+	ctl      *http.ResponseController
+	start    time.Time
+	grace    time.Duration
+	rate     int64
+	n        atomic.Int64
+	timedOut atomic.Bool
+}
+
+func (b *rateBody) arm() error {
+	allowed := b.grace + time.Duration(b.n.Load()*int64(time.Second)/b.rate)
+	return b.ctl.SetReadDeadline(b.start.Add(allowed))
+}
+
+func (b *rateBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.n.Add(int64(n))
+	var ne net.Error
+	switch {
+	case err == io.EOF:
+		_ = b.ctl.SetReadDeadline(time.Time{}) // the body is in: the handler may take its time
+	case err == nil:
+		_ = b.arm()
+	case errors.As(err, &ne) && ne.Timeout():
+		b.timedOut.Store(true)
+		err = errBodyTooSlow
+	}
+	return n, err
+}
+
+func (b *rateBody) Close() error { return b.rc.Close() }
+
+// bodyTooSlow is the 408 a trickling client gets, in the provider's format.
+func (rt *route) bodyTooSlow() *httpError {
+	return &httpError{status: http.StatusRequestTimeout, cause: errBodyTooSlow, body: rt.errorBody(http.StatusRequestTimeout,
+		mapping.InvalidRequestType(rt.provider()), "", "the request body arrived too slowly (minimum "+
+			strconv.FormatInt(rt.s.limits.MinRequestBodyRate, 10)+" bytes/s after "+rt.s.limits.RequestBodyGrace.String()+")")}
+}
