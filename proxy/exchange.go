@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -130,6 +131,7 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	}
 	x.attempt = ahp.Attempt{ID: "att_" + randomHex() + "-1", Number: 1, Synthesized: true}
 	x.principal, x.secrets = credentialsOf(r.Header)
+	x.secrets = querySecrets(r.URL.Query(), x.secrets)
 	return x, nil
 }
 
@@ -137,20 +139,57 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 // otherwise only hashed (store scoping) or used to scrub error text; never logged.
 var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization"}
 
+// echoedHeaders carry values an upstream may echo in an error body and that must not
+// reach events either (issue 13 §7): Gemini's key, cookies, OpenAI organization and
+// project ids. They do not scope the store.
+var echoedHeaders = []string{"X-Goog-Api-Key", "Cookie", "Openai-Organization", "Openai-Project", "Anthropic-Admin-Key"}
+
+// credentialQueryKeys are query parameters that carry a key (?key= for Gemini).
+var credentialQueryKeys = []string{"key", "api_key", "api-key"}
+
 func credentialsOf(h http.Header) (principal string, secrets []string) {
 	parts := make([]string, 0, len(credentialHeaders))
-	for _, name := range credentialHeaders {
-		v := h.Get(name)
-		parts = append(parts, v)
-		if v == "" {
-			continue
-		}
+	addSecret := func(v string) {
 		secrets = append(secrets, v)
 		if _, tok, ok := strings.Cut(v, " "); ok && tok != "" {
 			secrets = append(secrets, strings.TrimSpace(tok))
 		}
 	}
+	for _, name := range credentialHeaders {
+		v := h.Get(name)
+		parts = append(parts, v)
+		if v != "" {
+			addSecret(v)
+		}
+	}
+	for _, name := range echoedHeaders {
+		for _, v := range h.Values(name) {
+			if name == "Cookie" {
+				for _, c := range strings.Split(v, ";") {
+					if _, val, ok := strings.Cut(c, "="); ok && strings.TrimSpace(val) != "" {
+						secrets = append(secrets, strings.TrimSpace(val))
+					}
+				}
+				continue
+			}
+			if v != "" {
+				addSecret(v)
+			}
+		}
+	}
 	return derive("", parts...), secrets
+}
+
+// querySecrets adds the credential values of a request's query to secrets.
+func querySecrets(q url.Values, secrets []string) []string {
+	for _, k := range credentialQueryKeys {
+		for _, v := range q[k] {
+			if v != "" {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	return secrets
 }
 
 // keyLike matches API-key-shaped tokens that providers echo (partly masked) in errors.

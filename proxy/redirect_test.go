@@ -70,3 +70,26 @@ func TestUpstreamProxyOnlyWhenConfigured(t *testing.T) {
 		t.Fatalf("%d %s, proxied %d", status, got, proxied.Load())
 	}
 }
+
+func TestEchoedCredentialsNeverReachEvents(t *testing.T) {
+	const goog, cookie, org, qkey = "AIzaSyD-echoed-google-key-000", "sess-cookie-value-123456", "org-echoed12345678", "query-key-abcdef123"
+	echo := `{"error":{"message":"bad key ` + goog + ` cookie ` + cookie + ` org ` + org + ` q ` + qkey + `","type":"invalid_request_error"}}`
+	up := newUpstream(t, jsonResponder(401, echo))
+	pol := &fakePolicy{}
+	px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, observe("model.error")), Options{})
+	_, _, got := post(t, px.URL+chatPath+"?key="+qkey, `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"X-Goog-Api-Key": goog, "Cookie": "a=" + cookie, "OpenAI-Organization": org})
+	if !strings.Contains(string(got), goog) {
+		t.Fatalf("control: the upstream's body reaches the client unchanged: %s", got)
+	}
+	me := waitObserved(t, pol, "model.error", 1)
+	msg := me[0].Error.Message
+	for _, s := range []string{goog, cookie, org, qkey} {
+		if strings.Contains(msg, s) {
+			t.Errorf("model.error carries %s: %s", s, msg)
+		}
+	}
+	if !strings.Contains(msg, "bad key") {
+		t.Errorf("message lost its text: %s", msg)
+	}
+}
