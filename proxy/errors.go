@@ -73,6 +73,19 @@ func (rt *route) upstreamFailure(message string, cause error) *httpError {
 		mapping.UpstreamFailureType(rt.provider()), "", message)}
 }
 
+// badPath answers a request whose path cannot be examined as sent.
+func (rt *route) badPath(cause error) *httpError {
+	return &httpError{status: http.StatusBadRequest, cause: cause, body: rt.errorBody(http.StatusBadRequest,
+		mapping.InvalidRequestType(rt.provider()), "", "hookproxy refuses this request path: "+cause.Error())}
+}
+
+// methodRefused answers a mapped endpoint called with a method that could carry input
+// past the chain.
+func (rt *route) methodRefused(method, endpoint string) *httpError {
+	return &httpError{status: http.StatusMethodNotAllowed, body: rt.errorBody(http.StatusMethodNotAllowed,
+		mapping.InvalidRequestType(rt.provider()), "", method+" "+endpoint+" is not accepted by hookproxy: this endpoint takes POST")}
+}
+
 // upgradeRefused answers a WebSocket upgrade on a model route: 426, in the provider's
 // format, naming HTTP as the way in.
 func (rt *route) upgradeRefused() *httpError {

@@ -134,6 +134,13 @@ func parseUpstream(s string) (*url.URL, error) {
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r, release := rt.s.guardBody(w, r)
 	defer release()
+	rest, _ := rt.strip(r.URL)
+	if err := checkPath(rest); err != nil {
+		// What is forwarded must be what was examined: a path the upstream may read as
+		// another endpoint (or above the route's base path) is refused, not cleaned up.
+		rt.s.writeError(w, r, rt, rt.badPath(err))
+		return
+	}
 	if rt.mcp != nil {
 		rt.serveMCP(w, r)
 		return
@@ -145,13 +152,20 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.s.writeError(w, r, rt, rt.upgradeRefused())
 		return
 	}
-	if r.Method == http.MethodPost && rt.translators != nil {
-		rest, _ := rt.strip(r.URL)
-		if tr := rt.translators[rest]; tr != nil {
+	if rt.translators != nil {
+		key := endpointKey(rest)
+		tr := rt.translators[key]
+		if tr != nil && r.Method != http.MethodPost && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
+			// A mapped endpoint takes its input by POST only; another method with a
+			// body would reach the upstream unexamined.
+			rt.s.writeError(w, r, rt, rt.methodRefused(r.Method, key))
+			return
+		}
+		if tr != nil && r.Method == http.MethodPost {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
 			// hookproxy adds no decoding either (DESIGN §1 fast path).
 			subs := rt.s.subscriptions()
-			if rest == countTokensPath {
+			if key == countTokensPath {
 				subs = subs.countTokens()
 			}
 			if subs != nil {
@@ -161,6 +175,31 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rt.forward(w, r)
+}
+
+// checkPath refuses a path with empty, "." or ".." segments or a backslash: upstreams
+// and the proxies in front of them normalise such paths differently, so the endpoint the
+// chain would examine is not certainly the one the upstream serves.
+func checkPath(p string) error {
+	if strings.ContainsRune(p, '\\') {
+		return errors.New("the path contains a backslash")
+	}
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for i, s := range segs {
+		switch {
+		case s == "." || s == "..":
+			return errors.New("the path contains a dot segment")
+		case s == "" && i != len(segs)-1:
+			return errors.New("the path contains an empty segment")
+		}
+	}
+	return nil
+}
+
+// endpointKey is the form mapped endpoints are matched in: the providers accept the
+// path in any letter case and with a trailing slash, so those variants are the endpoint.
+func endpointKey(p string) string {
+	return strings.ToLower(strings.TrimSuffix(p, "/"))
 }
 
 // isWebSocketUpgrade reports whether r asks to switch to the WebSocket protocol.
