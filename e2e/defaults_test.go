@@ -36,6 +36,14 @@ func startDefaultProxy(t *testing.T, up *upstream) string {
 // upstream at upstreamURL.
 func startDefaultProxyB(t testing.TB, upstreamURL string) string {
 	t.Helper()
+	return startInlineProxy(t, upstreamURL, config.Default().RegistrationInline)
+}
+
+// startInlineProxy starts the proxy in front of the upstream at upstreamURL with the
+// registration document reg wired as `hookproxy serve` wires one, built-in policies
+// (in_process transports) included.
+func startInlineProxy(t testing.TB, upstreamURL string, reg []byte) string {
+	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
 source: urn:hookproxy:e2e-defaults
@@ -50,9 +58,9 @@ routes:
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	cfg.RegistrationInline = config.Default().RegistrationInline
+	cfg.RegistrationInline = reg
 	if len(cfg.RegistrationInline) == 0 {
-		t.Fatal("the embedded default configuration has no registration")
+		t.Fatal("no registration")
 	}
 	ch, err := wiring.BuildChain(cfg, "", nil)
 	if err != nil || ch == nil {

@@ -13,10 +13,18 @@
 //     role-tool message whose id is its call_id (so tool.after items and call.id agree),
 //     with one text part (category tool_result) holding the output string or its text
 //     entries joined, then its image and file entries.
+//   - Tool items the client runs (tools.go, issue 12): function_call, custom_tool_call,
+//     local_shell_call, shell_call, apply_patch_call and computer_call are tool calls
+//     (tool names: the item's name for function and custom calls, else local_shell,
+//     shell, apply_patch, computer; inputs as tools.go lists them, so that a tools rule sees
+//     a shell command line or a freeform patch); their *_output items are tool results like
+//     function_call_output (a shell_call_output's stdout and stderr as one text, a
+//     computer_call_output's screenshot as an image attachment). Below, "call" and
+//     "output" mean any of these.
 //   - Model items form assistant messages. Consecutive reasoning, assistant message and
-//     function_call items join one assistant message (reasoning parts, text parts, tool_call
-//     parts, in native order), as the model produced them in one response. A function_call
-//     also joins the open assistant message across function_call_output items: clients
+//     call items join one assistant message (reasoning parts, text parts, tool_call
+//     parts, in native order), as the model produced them in one response. A call
+//     also joins the open assistant message across output items: clients
 //     commonly append each call followed by its output ([call1, out1, call2, out2]), and
 //     the results of one response must all come after its assistant message, where the
 //     proxy looks for tool results the model has not seen (tool.after). A reasoning or
@@ -34,9 +42,11 @@
 //     metadata reasoning part (no text is invented for it). It can be removed — the
 //     item is then sent without encrypted_content — but not edited. New reasoning text
 //     cannot be rendered: the provider accepts only reasoning items it produced.
-//   - Other item types (web_search_call, file_search_call, computer_call, custom tool
-//     calls, item_reference, MCP items, ...) are kept in place byte for byte and named in
-//     an event gap; in a response they pass through without an event. Unknown content
+//   - Other item types (the hosted tools web_search_call, file_search_call,
+//     code_interpreter_call, mcp_call and image_generation_call, item_reference, MCP
+//     approval items, ...) are kept in place byte for byte and named in an event gap; in a
+//     response they pass through without an event, as do output items and a shell_call run
+//     in a provider container (it has run when the client sees it). Unknown content
 //     entry types become opaque attachments with a gap, as in chat.
 //   - previous_response_id and conversation add the gap {path:"items", reason:"earlier
 //     context held by provider"}, a stored prompt {path:"items", reason:"prompt template

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -22,6 +24,8 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"input":[{"type":"function_call","call_id":"a","name":"f","arguments":"{\"x\":[1,2]}"},{"type":"function_call_output","call_id":"a","output":[{"type":"input_text","text":"r"},{"type":"input_file","file_data":"aGk=","filename":"a.md"}]}]}`,
 		`{"input":[{"type":"reasoning","id":"rs","summary":[],"content":[{"type":"reasoning_text","text":"t"}],"encrypted_content":"e"},{"type":"item_reference","id":"x"}]}`,
 		`{"input":[{"role":"user","content":"a","content":"b"}]}`,
+		toolItemsRequest,
+		`{"input":[{"type":"custom_tool_call","call_id":"c","name":"apply_patch","input":"*** Begin Patch"},{"type":"custom_tool_call_output","call_id":"c","output":[{"type":"input_text","text":"ok"}]},{"type":"local_shell_call","call_id":"l","action":{"type":"exec","command":"ls"}},{"type":"local_shell_call_output","call_id":"l","output":"x"},{"type":"shell_call","call_id":"s","action":{}},{"type":"shell_call_output","call_id":"s","output":[]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -54,15 +58,22 @@ func FuzzDecodeRequest(f *testing.F) {
 		for i := range req.Items {
 			for j := range req.Items[i].Parts {
 				p := &req.Items[i].Parts[j]
-				if p.Kind != ahp.KindText || p.Text == nil {
+				if p.Kind != ahp.KindText || p.Text == nil || noChunks(req, p.ID) {
 					continue
 				}
 				want := edit
 				text := edit
 				if c, ok := mapping.ParseToolCall(p); ok {
-					cp := mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: c.ID, Name: c.Name, Input: []byte(`{"fuzz":"<&>"}`)})
+					// An input each call type can carry (tools.go).
+					in, w := `{"fuzz":"<&>"}`, `"fuzz":`
+					if o := req.Native.(*requestState).calls[p.ID]; o != nil {
+						if fi, ok := fuzzInputs[o.typ]; ok {
+							in, w = fi, "fuzz <&>"
+						}
+					}
+					cp := mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: c.ID, Name: c.Name, Input: []byte(in)})
 					text = cp.TextOf()
-					want = `"fuzz":`
+					want = w
 				}
 				out, err := tr.EncodeRequest(req, setText(req.Items, i, j, text))
 				if err != nil {
@@ -89,6 +100,23 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
+// noChunks reports whether part id is the text of a shell_call_output without output
+// chunks, which has nowhere to put text (writeShellOutput refuses to invent an outcome).
+func noChunks(req *mapping.Request, id string) bool {
+	st := req.Native.(*requestState)
+	o := st.parts[id]
+	return o != nil && o.src == srcShellOutput && len(arrayOf(gjson.Get(st.items[o.item].raw, "output"))) == 0
+}
+
+// fuzzInputs are edited inputs of the call types whose input has a fixed shape.
+var fuzzInputs = map[string]string{
+	"custom_tool_call": `{"input":"fuzz <&>"}`,
+	"local_shell_call": `{"command":"echo 'fuzz <&>'"}`,
+	"shell_call":       `{"command":"echo 'fuzz <&>'"}`,
+	"apply_patch_call": `{"type":"delete_file","path":"fuzz <&>"}`,
+	"computer_call":    `{"action":{"type":"type","text":"fuzz <&>"}}`,
+}
+
 // containsText reports whether some part's text contains s.
 func containsText(items []ahp.Message, s string) bool {
 	for _, m := range items {
@@ -107,6 +135,8 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"id":"r","object":"response","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"output":[]}`,
 		`{"error":{"message":"m","type":"t","code":"c"}}`,
 		`{"output":[{"type":"message","content":[{"type":"refusal","refusal":"no"},{"type":"output_text","text":"x","annotations":[{"type":"url_citation"}]}]}]}`,
+		toolItemsResponse,
+		`{"output":[{"type":"custom_tool_call","name":"n","input":"i"},{"type":"local_shell_call","action":{"type":"exec","command":["ls"]}},{"type":"shell_call","action":{"commands":[]},"environment":{"type":"container_reference"}},{"type":"apply_patch_call","operation":null},{"type":"computer_call"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -155,6 +185,8 @@ func FuzzAssembler(f *testing.F) {
 		"event: error\ndata: {\"type\":\"error\",\"code\":\"c\",\"message\":\"m\"}\n\n",
 		"data: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\"}}\r\n\r\n",
 		toolStream[:len(toolStream)/3],
+		customToolStream,
+		customToolStream[:len(customToolStream)/2],
 	} {
 		f.Add([]byte(s), uint8(7))
 	}

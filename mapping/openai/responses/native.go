@@ -17,8 +17,8 @@ type itemKind uint8
 
 const (
 	itemMessage    itemKind = iota // "message" (or an easy input message without type)
-	itemCall                       // "function_call"
-	itemCallOutput                 // "function_call_output"
+	itemCall                       // a call item the client runs: function_call, custom_tool_call, ... (tools.go)
+	itemCallOutput                 // its output: function_call_output, custom_tool_call_output, ...
 	itemReasoning                  // "reasoning"
 	itemOpaque                     // every other type: kept in place, never represented
 )
@@ -32,7 +32,7 @@ type nativeItem struct {
 	msg        int      // index of its canonical message; -1 for opaque items
 	parts      []string // ids of the canonical parts decoded from it, in order
 	stringBody bool     // a message's content or a call output was a string
-	callID     string   // function_call and function_call_output: the call id
+	callID     string   // call and call output items: the call id
 }
 
 // partSource says where in a native item a canonical part came from, which is where an
@@ -46,10 +46,12 @@ const (
 	srcOutputString                    // a function_call_output's output string
 	srcOutputText                      // the joined text entries of an output array
 	srcOutputEntry                     // a non-text entry of an output array
+	srcShellOutput                     // the stdout and stderr texts of a shell_call_output
+	srcScreenshot                      // the screenshot of a computer_call_output
 	srcSummary                         // a reasoning item's summary entry
 	srcReasoningText                   // a reasoning item's content entry
 	srcEncrypted                       // a reasoning item's encrypted_content
-	srcCall                            // a function_call item
+	srcCall                            // a call item
 	srcInstructions                    // the request's instructions string
 )
 
@@ -67,6 +69,7 @@ type partOrigin struct {
 // callOrigin is the native origin of one tool_call part.
 type callOrigin struct {
 	id, name string
+	typ      string // the call item's type
 	input    string // normalized JSON of the canonical input
 	text     string // the tool_call part's text as decoded
 }
@@ -151,7 +154,7 @@ func (d *decoder) entry(e gjson.Result, id string, item int, where string) (ahp.
 			return ahp.Part{}, fmt.Errorf("%s: refusal entry without a refusal string", where)
 		}
 		p = ahp.TextPart(id, t.Str)
-	case "input_image":
+	case "input_image", "computer_screenshot":
 		switch u, fid := e.Get("image_url"), e.Get("file_id"); {
 		case u.Type == gjson.String && u.Str != "":
 			if du, ok := oaiwire.ParseDataURL(u.Str); ok {
@@ -162,7 +165,7 @@ func (d *decoder) entry(e gjson.Result, id string, item int, where string) (ahp.
 		case fid.Type == gjson.String && fid.Str != "":
 			p = oaiwire.GapAttachment(id, "image/*", oaiwire.GapProviderFile)
 		default:
-			return ahp.Part{}, fmt.Errorf("%s: input_image entry without image_url or file_id", where)
+			return ahp.Part{}, fmt.Errorf("%s: %s entry without image_url or file_id", where, typ)
 		}
 	case "input_file":
 		var err error
@@ -206,29 +209,28 @@ func fileEntry(e gjson.Result, id string, o *partOrigin) (ahp.Part, error) {
 	return ahp.Part{}, fmt.Errorf("input_file entry without file_data, file_id or file_url")
 }
 
-// call decodes a function_call item into a tool_call part. fallbackID names a call whose
-// call_id is missing (tolerated in upstream responses only).
-func (d *decoder) call(it gjson.Result, id string, item int, fallbackID, where string) (ahp.Part, error) {
+// call decodes a call item of type typ (tools.go) into a tool_call part. fallbackID names
+// a call whose call_id is missing (tolerated in upstream responses only).
+func (d *decoder) call(it gjson.Result, typ, id string, item int, fallbackID, where string) (ahp.Part, error) {
 	callID := it.Get("call_id").String()
 	if callID == "" {
 		if callID = it.Get("id").String(); callID == "" {
 			callID = fallbackID
 		}
 		if callID == "" {
-			return ahp.Part{}, fmt.Errorf("%s: function_call without call_id", where)
+			return ahp.Part{}, fmt.Errorf("%s: %s without call_id", where, typ)
 		}
 	}
-	name := it.Get("name").String()
-	if name == "" {
-		return ahp.Part{}, fmt.Errorf("%s: function_call %s without a name", where, callID)
+	name, input, gap, err := callInput(it, typ, callID)
+	if err != nil {
+		return ahp.Part{}, fmt.Errorf("%s: %w", where, err)
 	}
-	input, ok := oaiwire.ParseArguments(it.Get("arguments"))
-	if !ok {
-		d.gap("tool call " + callID + " arguments not a JSON object")
+	if gap != "" {
+		d.gap(gap)
 	}
 	p := mapping.ToolCallPart(id, mapping.ToolCall{ID: callID, Name: name, Input: json.RawMessage(input)})
 	d.n.addPart(p, partOrigin{item: item, src: srcCall})
-	c := &callOrigin{id: callID, name: name, input: input, text: p.TextOf()}
+	c := &callOrigin{id: callID, name: name, typ: typ, input: input, text: p.TextOf()}
 	d.n.calls[p.ID] = c
 	d.n.callIDs[callID] = c
 	return p, nil
@@ -312,4 +314,26 @@ func (d *decoder) output(v gjson.Result, msgID string, item int, where string) (
 	parts[0] = oaiwire.TextPart(partID(msgID, 0), text.String(), ahp.CategoryToolResult)
 	d.n.addPart(parts[0], partOrigin{item: item, src: srcOutputText})
 	return parts, false, nil
+}
+
+// shellOutput decodes a shell_call_output's output chunks: one text part with category
+// tool_result holding their stdout and stderr (shellOutputText).
+func (d *decoder) shellOutput(v gjson.Result, msgID string, item int, where string) ([]ahp.Part, error) {
+	if v.Exists() && v.Type != gjson.Null && !v.IsArray() {
+		return nil, fmt.Errorf("%s: shell_call_output output is not an array", where)
+	}
+	p := oaiwire.TextPart(partID(msgID, 0), shellOutputText(v), ahp.CategoryToolResult)
+	d.n.addPart(p, partOrigin{item: item, src: srcShellOutput})
+	return []ahp.Part{p}, nil
+}
+
+// screenshot decodes a computer_call_output's output, a computer_screenshot, as an image
+// attachment (metadata for a data URL, a gap for a URL or a file id).
+func (d *decoder) screenshot(v gjson.Result, msgID string, item int, where string) ([]ahp.Part, error) {
+	p, err := d.entry(v, partID(msgID, 0), item, where)
+	if err != nil {
+		return nil, err
+	}
+	d.n.parts[p.ID].src = srcScreenshot
+	return []ahp.Part{p}, nil
 }

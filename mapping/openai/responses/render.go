@@ -170,8 +170,14 @@ func (r *renderer) render(s *segment) (string, error) {
 	case itemMessage:
 		return r.renderMessage(it.raw, it.role, it.stringBody, s.parts)
 	case itemCall:
-		return r.renderCall(it.raw, s.parts)
+		return r.renderCall(it.raw, it.typ, s.parts)
 	case itemCallOutput:
+		switch it.typ {
+		case "shell_call_output":
+			return r.renderShellOutput(it, s.item, s.parts)
+		case "computer_call_output":
+			return r.renderScreenshot(it, s.item, s.parts)
+		}
 		return r.renderOutput(it, s.item, s.parts)
 	case itemReasoning:
 		return r.renderReasoning(it.raw, s.item, s.parts)
@@ -204,10 +210,20 @@ func (r *renderer) renderNew(s *segment) (string, error) {
 		// when it is plain text.
 		return r.renderMessage(base, s.role, !r.response && s.role != ahp.RoleAssistant, s.parts)
 	case itemCall:
-		return r.renderCall("", s.parts)
+		return r.renderCall("", "function_call", s.parts)
 	case itemCallOutput:
-		it := nativeItem{raw: `{"type":"function_call_output","call_id":` + oaiwire.JSONString(s.callID) + `}`,
-			kind: itemCallOutput, stringBody: true, msg: -1, callID: s.callID}
+		// A new result answers its call in the call's own output type. Only the outputs
+		// whose body is a string (or content entries) can be written without inventing
+		// native facts (an exit code, a patch status, a screenshot).
+		typ := "function_call_output"
+		if c := r.n.callIDs[s.callID]; c != nil && c.typ != "function_call" {
+			if c.typ != "custom_tool_call" {
+				return "", fmt.Errorf("a new tool message answering the %s item %s cannot be rendered", c.typ, s.callID)
+			}
+			typ = "custom_tool_call_output"
+		}
+		it := nativeItem{raw: `{"type":"` + typ + `","call_id":` + oaiwire.JSONString(s.callID) + `}`,
+			kind: itemCallOutput, typ: typ, stringBody: true, msg: -1, callID: s.callID}
 		return r.renderOutput(&it, -1, s.parts)
 	}
 	return "", fmt.Errorf("cannot render a new item of kind %d", s.kind)
@@ -332,13 +348,13 @@ func (r *renderer) attachment(p *ahp.Part) (string, error) {
 	return o.raw, nil
 }
 
-// --- function calls ---
+// --- calls ---
 
-// renderCall renders a function_call item from its tool_call part. base is the original
-// item, "" for a new one.
-func (r *renderer) renderCall(base string, parts []*ahp.Part) (string, error) {
+// renderCall renders a call item of type typ from its tool_call part. base is the original
+// item, "" for a new one (always a function_call).
+func (r *renderer) renderCall(base, typ string, parts []*ahp.Part) (string, error) {
 	if len(parts) != 1 {
-		return "", fmt.Errorf("a function_call item carries exactly one tool call, got %d parts", len(parts))
+		return "", fmt.Errorf("a %s item carries exactly one tool call, got %d parts", typ, len(parts))
 	}
 	p := parts[0]
 	orig := r.n.calls[p.ID]
@@ -361,12 +377,17 @@ func (r *renderer) renderCall(base string, parts []*ahp.Part) (string, error) {
 		if orig != nil && orig.id == c.ID && orig.name == c.Name && orig.input == args {
 			return base, nil // the same call, written differently
 		}
-		raw := base
-		var err error
-		for _, kv := range [...][2]string{{"call_id", oaiwire.JSONString(c.ID)}, {"name", oaiwire.JSONString(c.Name)}, {"arguments", oaiwire.JSONString(args)}} {
-			if raw, err = sjson.SetRaw(raw, kv[0], kv[1]); err != nil {
-				return "", fmt.Errorf("part %s: %w", p.ID, err)
-			}
+		origInput := "{}"
+		if orig != nil && orig.typ == typ {
+			origInput = orig.input
+		}
+		// modify(input) goes back onto the native item; its other members stay (tools.go).
+		raw, err := writeCall(base, typ, c.Name, origInput, args)
+		if err == nil {
+			raw, err = sjson.SetRaw(raw, "call_id", oaiwire.JSONString(c.ID))
+		}
+		if err != nil {
+			return "", fmt.Errorf("part %s: tool call %s: %w", p.ID, c.ID, err)
 		}
 		return raw, nil
 	}
@@ -386,10 +407,11 @@ func (r *renderer) renderCall(base string, parts []*ahp.Part) (string, error) {
 	return string(append(b, '}')), nil
 }
 
-// --- function call outputs ---
+// --- call outputs ---
 
-// renderOutput renders a function_call_output item: the text parts joined, and the
-// attachments it keeps. An output that was a string stays a string while it is only text;
+// renderOutput renders a function_call_output item (or a custom_tool_call_output,
+// apply_patch_call_output or local_shell_call_output, whose output is the same string or
+// entries): the text parts joined, and the attachments it keeps. An output that was a string stays a string while it is only text;
 // an output array keeps its entries in their order, with the text entries replaced by one
 // input_text entry when the text changed.
 func (r *renderer) renderOutput(it *nativeItem, item int, parts []*ahp.Part) (string, error) {
@@ -456,6 +478,53 @@ func (r *renderer) renderOutput(it *nativeItem, item int, parts []*ahp.Part) (st
 	}
 	entries = append(entries, moved...)
 	return sjson.SetRaw(it.raw, "output", "["+strings.Join(entries, ",")+"]")
+}
+
+// renderShellOutput renders a shell_call_output: its text part's text written onto the
+// output chunks (writeShellOutput). Attachments cannot go into shell output.
+func (r *renderer) renderShellOutput(it *nativeItem, item int, parts []*ahp.Part) (string, error) {
+	var text strings.Builder
+	for _, p := range parts {
+		switch {
+		case p.Category == ahp.CategoryToolCall:
+			return "", fmt.Errorf("part %s: a tool message cannot carry a tool call", p.ID)
+		case p.Kind != ahp.KindText:
+			return "", fmt.Errorf("part %s: a shell_call_output carries text only", p.ID)
+		case p.Text == nil:
+			return "", fmt.Errorf("part %s: a text part without text (selection %q) cannot be rendered", p.ID, p.Selection)
+		}
+		text.WriteString(*p.Text)
+	}
+	if len(parts) == 1 {
+		if o := r.n.parts[parts[0].ID]; o != nil && o.item == item && o.src == srcShellOutput && o.canon.TextOf() == text.String() {
+			return it.raw, nil
+		}
+	}
+	return writeShellOutput(it.raw, text.String())
+}
+
+// renderScreenshot renders a computer_call_output, whose output is one screenshot: it
+// stays while its attachment part does (attachments are immutable, AHP-EDIT-001), and an
+// empty text part beside it (what a rewritten tool result carries) is nothing to write.
+func (r *renderer) renderScreenshot(it *nativeItem, item int, parts []*ahp.Part) (string, error) {
+	kept := false
+	for _, p := range parts {
+		o := r.n.parts[p.ID]
+		switch {
+		case p.Kind == ahp.KindAttachment && o != nil && o.item == item && o.src == srcScreenshot:
+			if _, err := r.attachment(p); err != nil {
+				return "", err
+			}
+			kept = true
+		case p.Kind == ahp.KindText && p.Category != ahp.CategoryToolCall && p.Text != nil && *p.Text == "":
+		default:
+			return "", fmt.Errorf("part %s: a computer_call_output carries its screenshot only", p.ID)
+		}
+	}
+	if !kept {
+		return "", fmt.Errorf("a computer_call_output cannot lose its screenshot")
+	}
+	return it.raw, nil
 }
 
 // --- reasoning ---

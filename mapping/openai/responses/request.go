@@ -134,7 +134,7 @@ type requestDecoder struct {
 	used map[string]bool // canonical message ids taken so far
 
 	// The assistant message being built from consecutive model items (see doc.go): open is
-	// its index or -1; afterResult says a function_call_output came after its last
+	// its index or -1; afterResult says a call output came after its last
 	// reasoning or message item.
 	open        int
 	afterResult bool
@@ -199,11 +199,12 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		return fmt.Errorf("%s: unknown role %q", where, role.Str)
 	case typ == "":
 		return fmt.Errorf("%s has neither a type nor a role", where)
-	case typ == "function_call":
+	case isCallType(typ):
+		// function_call and every other call item the client runs (tools.go).
 		ni.kind = itemCall
 		msg := d.assistant(true, nativeID, i, it.Raw)
 		m := &d.req.Items[msg]
-		p, err := d.call(it, partID(m.ID, len(m.Parts)), len(d.st.items), "", where)
+		p, err := d.call(it, typ, partID(m.ID, len(m.Parts)), len(d.st.items), "", where)
 		if err != nil {
 			return err
 		}
@@ -212,11 +213,14 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		m.Parts = append(m.Parts, p)
 		d.attach(&ni, msg, before)
 		return nil
-	case typ == "function_call_output":
+	case isOutputType(typ):
 		ni.kind = itemCallOutput
 		cid := it.Get("call_id")
+		if !cid.Exists() && typ == "local_shell_call_output" {
+			cid = it.Get("id") // its documented form names the call by "id"
+		}
 		if cid.Type != gjson.String || cid.Str == "" {
-			return fmt.Errorf("%s: function_call_output without call_id", where)
+			return fmt.Errorf("%s: %s without call_id", where, typ)
 		}
 		ni.callID = cid.Str
 		if d.open >= 0 {
@@ -225,12 +229,23 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		// The result's message takes the call id, so tool.after items and call.id agree.
 		msg := d.newMessage(ahp.RoleTool, cid.Str, "")
 		m := &d.req.Items[msg]
-		parts, str, err := d.output(it.Get("output"), m.ID, len(d.st.items), where)
+		var parts []ahp.Part
+		var str bool
+		var err error
+		switch typ {
+		case "shell_call_output":
+			parts, err = d.shellOutput(it.Get("output"), m.ID, len(d.st.items), where)
+		case "computer_call_output":
+			parts, err = d.screenshot(it.Get("output"), m.ID, len(d.st.items), where)
+		default: // a string or an array of content entries
+			parts, str, err = d.output(it.Get("output"), m.ID, len(d.st.items), where)
+		}
 		if err != nil {
 			return err
 		}
 		m.Parts, ni.stringBody = parts, str
-		tr := mapping.ToolResult{CallID: cid.Str, ItemIndex: msg}
+		tr := mapping.ToolResult{CallID: cid.Str, ItemIndex: msg,
+			IsError: typ == "apply_patch_call_output" && it.Get("status").String() == "failed"}
 		if c := d.n.callIDs[cid.Str]; c != nil {
 			tr.ToolName, tr.Input, tr.CallFound = c.name, json.RawMessage(c.input), true
 		}
@@ -250,8 +265,9 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		d.attach(&ni, msg, before)
 		return nil
 	}
-	// Hosted tool calls, computer and custom tool calls, item references, ...: kept in
-	// place byte for byte, and named so that a policy knows the view is incomplete.
+	// Hosted tool calls (web_search_call, file_search_call, code_interpreter_call, mcp_call,
+	// image_generation_call, ...), item references, ...: kept in place byte for byte, and
+	// named so that a policy knows the view is incomplete.
 	ni.kind = itemOpaque
 	d.gap(fmt.Sprintf("%s: item type %q not represented", where, typ))
 	d.st.items = append(d.st.items, ni)

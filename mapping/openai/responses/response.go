@@ -26,7 +26,7 @@ type responseState struct {
 
 // DecodeResponse implements mapping.Translator. The whole output is one assistant message
 // (id = the response id) whose parts keep the native order; output items the canonical view
-// cannot carry (hosted tool calls, ...) stay in the body untouched.
+// cannot carry (hosted tool calls, call outputs, ...) stay in the body untouched.
 func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
 	if !json.Valid(body) {
 		return nil, fmt.Errorf("openai responses: response is not JSON: %w", mapping.ErrMalformed)
@@ -71,19 +71,19 @@ func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
 		idx := len(st.items)
 		ni := nativeItem{raw: it.Raw, typ: it.Get("type").String(), msg: 0}
 		before := len(parts)
-		switch ni.typ {
-		case "message":
+		switch {
+		case ni.typ == "message":
 			ni.kind, ni.role = itemMessage, ahp.RoleAssistant
 			parts, _, err = d.content(it.Get("content"), st.msgID, parts, idx, where)
-		case "function_call":
+		case clientCall(it): // function_call and the other call items the client runs (tools.go)
 			ni.kind = itemCall
 			var p ahp.Part
 			fallback := hashID("call_", strconv.Itoa(idx), it.Raw)
-			if p, err = d.call(it, partID(st.msgID, len(parts)), idx, fallback, where); err == nil {
+			if p, err = d.call(it, ni.typ, partID(st.msgID, len(parts)), idx, fallback, where); err == nil {
 				ni.callID = st.calls[p.ID].id
 				parts = append(parts, p)
 			}
-		case "reasoning":
+		case ni.typ == "reasoning":
 			ni.kind = itemReasoning
 			parts, err = d.reasoning(it, st.msgID, parts, idx, where)
 		default:

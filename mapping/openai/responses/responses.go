@@ -28,7 +28,7 @@ func (*Translator) Provider() string { return Provider }
 func (*Translator) ToolPath() string { return ToolPath }
 
 // TerminalFinishReason implements mapping.Translator. The Responses API has no separate
-// stop reason: a response whose status is "completed" and that holds no function_call is
+// stop reason: a response whose status is "completed" and that holds no call item is
 // what an agent loop treats as a finished turn, so that is the terminal value. It is
 // written back as status "completed" (EncodeResponse, SynthesizeResponse).
 func (*Translator) TerminalFinishReason() string { return "completed" }

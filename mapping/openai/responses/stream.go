@@ -133,10 +133,13 @@ func (a *assembler) event(name string, data []byte) error {
 		it.added = root.Get("item").Raw
 	case "response.output_item.done":
 		it.done = root.Get("item").Raw
-	case "response.function_call_arguments.delta":
+	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 		it.args.WriteString(root.Get("delta").String())
 	case "response.function_call_arguments.done":
 		s := root.Get("arguments").String()
+		it.argsFinal = &s
+	case "response.custom_tool_call_input.done":
+		s := root.Get("input").String()
 		it.argsFinal = &s
 	case "response.content_part.added", "response.content_part.done",
 		"response.output_text.delta", "response.output_text.done",
@@ -317,12 +320,12 @@ func (it *itemAcc) build() (string, error) {
 	switch gjson.Get(raw, "type").String() {
 	case "message":
 		set("content", buildParts(it.parts, `{"type":"output_text","text":"","annotations":[]}`))
-	case "function_call":
+	case "function_call", "custom_tool_call":
 		args := it.args.String()
 		if it.argsFinal != nil {
 			args = *it.argsFinal
 		}
-		set("arguments", oaiwire.JSONString(args))
+		set(callTextField(gjson.Get(raw, "type").String()), oaiwire.JSONString(args))
 	case "reasoning":
 		set("summary", buildParts(it.summary, `{"type":"summary_text","text":""}`))
 		if len(it.parts) > 0 {
@@ -380,8 +383,8 @@ const streamPiece = 4096
 
 // WriteStream implements mapping.Translator: a complete response object as the Responses
 // event stream — response.created and .in_progress (the response without output), per
-// output item: output_item.added, its content parts, text, refusal, summary and argument
-// deltas and their .done events, output_item.done; then the terminal event
+// output item: output_item.added, its content parts, text, refusal, summary, argument and
+// custom tool input deltas and their .done events, output_item.done; then the terminal event
 // (response.completed, .incomplete or .failed) carrying the whole response. Every event is
 // "event: <type>" plus one data line that ends in its sequence_number.
 func (*Translator) WriteStream(w io.Writer, body []byte) error {
@@ -444,7 +447,18 @@ func (*Translator) WriteStream(w io.Writer, body []byte) error {
 	return ev(terminal, "response", s)
 }
 
-// writeItem emits the events of one output item.
+// callTextField is the member of a streamed call item that its text deltas build:
+// arguments of a function_call, input of a custom_tool_call.
+func callTextField(typ string) string {
+	if typ == "custom_tool_call" {
+		return "input"
+	}
+	return "arguments"
+}
+
+// writeItem emits the events of one output item. Items without delta events of their own
+// (local_shell_call, apply_patch_call, computer_call, hosted tool calls, ...) are
+// output_item.added with the whole item, then output_item.done.
 func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) error {
 	typ := item.Get("type").String()
 	added := item.Raw
@@ -454,6 +468,12 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 		added, err = patch(added, "status", `"in_progress"`, "content", "[]")
 	case "function_call":
 		added, err = patch(added, "status", `"in_progress"`, "arguments", `""`)
+	case "custom_tool_call":
+		// As the API streams one: the input comes in custom_tool_call_input events.
+		added, err = patch(added, "input", `""`)
+		if err == nil && item.Get("status").Exists() {
+			added, err = sjson.SetRaw(added, "status", `"in_progress"`)
+		}
 	case "reasoning":
 		added, err = patch(added, "summary", "[]")
 		if err == nil && item.Get("content").IsArray() {
@@ -481,6 +501,14 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 			return err
 		}
 		if err := ev("response.function_call_arguments.done", with("arguments", args)...); err != nil {
+			return err
+		}
+	case "custom_tool_call":
+		input := oaiwire.JSONString(item.Get("input").String())
+		if err := ev("response.custom_tool_call_input.delta", with("delta", input)...); err != nil {
+			return err
+		}
+		if err := ev("response.custom_tool_call_input.done", with("input", input)...); err != nil {
 			return err
 		}
 	case "reasoning":

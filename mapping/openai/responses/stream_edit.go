@@ -16,18 +16,22 @@ import (
 )
 
 // Incremental editing of a Responses event stream (issue 11, mapping.StreamEditing).
-// Every event of an output item that is not a call (messages, reasoning, built-in tool
-// items) and every response-level event is relayed as it arrives. The events of a
-// function_call item are held from output_item.added to output_item.done; then the call
-// is decided and, when kept, emitted as WriteStream renders an item (added, one arguments
-// delta, arguments done, done). A removed item leaves no gap: later output_index values
-// are shifted down, and once the stream differs from the upstream's, sequence_number is
-// renumbered so that it still counts every event from 0. The notes of removed calls become
-// a message item before the terminal event. The terminal event's response.output, which
-// the SDKs take as the final answer, is rebuilt from what was judged: a call the item
-// events did not announce but the terminal response holds is decided there, and an item
-// whose terminal form differs in kind from the one streamed is replaced by the streamed
-// one — the client never runs a call other than the one judged.
+// Every event of an output item that is not a call (messages, reasoning, hosted tool
+// items) and every response-level event is relayed as it arrives. The events of a call
+// item the client runs (function_call, custom_tool_call, local_shell_call, shell_call,
+// apply_patch_call, computer_call: clientCall, tools.go) are held from output_item.added
+// to output_item.done; then the call is decided and, when kept, emitted as WriteStream
+// renders an item (added, one arguments or custom tool input delta and its done, done;
+// added and done for the types without delta events). A removed item leaves no gap: later
+// output_index values are shifted down, and once the stream differs from the upstream's,
+// sequence_number is renumbered so that it still counts every event from 0. The notes of
+// removed calls become a message item before the terminal event. An item announced as
+// something else whose output_item.done carries a call is judged before that event goes
+// out (lateCall). The terminal event's response.output, which the SDKs take as the final
+// answer, is rebuilt from what was judged: a call the item events did not announce but
+// the terminal response holds is decided there, and an item whose terminal form differs
+// in kind from the one streamed is replaced by the streamed one — the client never runs a
+// call other than the one judged.
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
@@ -61,9 +65,10 @@ type editor struct {
 
 // itemState is what the stream said about one output item.
 type itemState struct {
-	typ  string
-	done string // the item of output_item.done (for a kept call: as emitted)
-	call *heldCall
+	typ   string
+	added string // the item of output_item.added, for an item that is not a call
+	done  string // the item of output_item.done (for a kept call: as emitted)
+	call  *heldCall
 }
 
 // heldCall is a call item being held.
@@ -75,6 +80,9 @@ type heldCall struct {
 	done      string
 	complete  bool
 	size      int
+	// announced: the client has the item's output_item.added already — an item announced
+	// as something else that finished as a call (lateCall).
+	announced bool
 }
 
 // queued is an event waiting behind an undecided call.
@@ -85,8 +93,9 @@ type queued struct {
 	call *heldCall
 }
 
-// isCallItem names the output items that are tool calls the chain judges.
-func isCallItem(typ string) bool { return typ == "function_call" }
+// isCallItem reports whether an output item is a tool call the chain judges: exactly the
+// items DecodeResponse maps to tool_call parts.
+func isCallItem(item gjson.Result) bool { return clientCall(item) }
 
 func (e *editor) Write(p []byte) (int, error) {
 	if e.err != nil {
@@ -192,7 +201,9 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		it = &itemState{typ: strings.Clone(root.Get("item.type").String())}
 		e.items[idx] = it
 		e.maxIndex = max(e.maxIndex, idx)
-		if isCallItem(it.typ) {
+		if !isCallItem(root.Get("item")) {
+			it.added = strings.Clone(root.Get("item").Raw)
+		} else {
 			c := &heldCall{index: idx, added: strings.Clone(root.Get("item").Raw)}
 			c.size = len(c.added)
 			e.held += c.size
@@ -205,30 +216,52 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		return e.callEvent(it.call, typ, root)
 	}
 	if typ == "response.output_item.done" {
+		announced := it != nil
 		if it == nil {
 			it = &itemState{typ: strings.Clone(root.Get("item.type").String())}
 			e.items[idx] = it
 			e.maxIndex = max(e.maxIndex, idx)
+		}
+		if item := root.Get("item"); isCallItem(item) {
+			return e.lateCall(it, idx, item.Raw, announced)
 		}
 		it.done = strings.Clone(root.Get("item").Raw)
 	}
 	return e.emit(q)
 }
 
-// callEvent feeds one event of a held call. Its events other than the arguments and the
-// done item (none are defined today) are dropped with it: the kept call is re-rendered.
+// lateCall takes a call that the stream did not announce as one — its output_item.added
+// named another type (a shell call said to run in a provider container, say), or there was
+// none — and judges it like a held call, in its place among the calls: the done event
+// that carries it never reaches the client unjudged (AHP-DEC-002). The held path judges
+// the same call, from the terminal response.
+func (e *editor) lateCall(it *itemState, idx int, item string, announced bool) error {
+	c := &heldCall{index: idx, done: strings.Clone(item), complete: true, announced: announced}
+	c.size = len(c.done)
+	e.held += c.size
+	it.call = c
+	e.queue = append(e.queue, queued{call: c})
+	return e.flush()
+}
+
+// callEvent feeds one event of a held call. Its events other than the arguments (or custom
+// tool input) and the done item — shell_call_command events, say — are dropped with it: the
+// kept call is re-rendered from its done item.
 func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
 	if c.complete {
 		return nil // after its done: nothing more belongs to the call
 	}
 	switch typ {
-	case "response.function_call_arguments.delta":
+	case "response.function_call_arguments.delta", "response.custom_tool_call_input.delta":
 		d := root.Get("delta").String()
 		c.args.WriteString(d)
 		c.size += len(d)
 		e.held += len(d)
 	case "response.function_call_arguments.done":
 		s := strings.Clone(root.Get("arguments").String())
+		c.argsFinal = &s
+	case "response.custom_tool_call_input.done":
+		s := strings.Clone(root.Get("input").String())
 		c.argsFinal = &s
 	case "response.output_item.done":
 		c.done = strings.Clone(root.Get("item").Raw)
@@ -381,29 +414,51 @@ func (e *editor) emitter() func(string, ...string) error {
 func (e *editor) decideHeld(c *heldCall) error {
 	item := c.done
 	if item == "" {
-		// No output_item.done: the item as announced, with the arguments that came.
-		args := c.args.String()
-		if c.argsFinal != nil {
-			args = *c.argsFinal
-		}
-		var err error
-		if item, err = patch(c.added, "arguments", oaiwire.JSONString(args)); err != nil {
-			return err
+		// No output_item.done: the item as announced, with the arguments (or custom tool
+		// input) that came; the other call types are as announced.
+		item = c.added
+		if typ := gjson.Get(c.added, "type").String(); typ == "function_call" || typ == "custom_tool_call" {
+			args := c.args.String()
+			if c.argsFinal != nil {
+				args = *c.argsFinal
+			}
+			var err error
+			if item, err = patch(c.added, callTextField(typ), oaiwire.JSONString(args)); err != nil {
+				return err
+			}
 		}
 	}
 	e.changed = true // the call's events are re-rendered (or gone)
+	it := e.items[c.index]
+	pos := strconv.Itoa(e.clientIndex(c.index))
+	if !isCallItem(gjson.Parse(item)) {
+		// Announced as a call, finished as something else: nothing to judge.
+		it.done = item
+		return writeItem(e.emitter(), pos, gjson.Parse(item))
+	}
 	kept, out, err := e.decide(item)
 	if err != nil {
 		return err
 	}
-	it := e.items[c.index]
-	if !kept {
+	switch {
+	case !kept && c.announced:
+		// The client has the item's added event: it is closed as it was announced, which
+		// is not a call.
+		it.done = it.added
+		if it.done == "" {
+			it.done = `{"type":` + oaiwire.JSONString(it.typ) + `}`
+		}
+		return e.emitter()("response.output_item.done", "output_index", pos, "item", it.done)
+	case !kept:
 		e.removed = append(e.removed, c.index)
 		it.done = ""
 		return nil
+	case c.announced:
+		it.done = out
+		return e.emitter()("response.output_item.done", "output_index", pos, "item", out)
 	}
 	it.done = out
-	return writeItem(e.emitter(), strconv.Itoa(e.clientIndex(c.index)), gjson.Parse(out))
+	return writeItem(e.emitter(), pos, gjson.Parse(out))
 }
 
 // decide settles one call item: whether it is kept, and the item as the client gets it.
@@ -475,7 +530,7 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 			}
 			final = append(final, st.done)
 			rebuilt = rebuilt || ti.Raw != st.done
-		case st != nil && ti.Exists() && ti.Get("type").String() == st.typ && !isCallItem(ti.Get("type").String()):
+		case st != nil && ti.Exists() && ti.Get("type").String() == st.typ && !isCallItem(ti):
 			final = append(final, ti.Raw)
 		case st != nil:
 			// The terminal item is not the one streamed (or is missing): the client keeps
@@ -484,7 +539,7 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 				final = append(final, st.done)
 			}
 			rebuilt = true
-		case ti.Exists() && isCallItem(ti.Get("type").String()):
+		case ti.Exists() && isCallItem(ti):
 			// A call only the terminal response holds: judged here.
 			e.changed, rebuilt = true, true
 			kept, item, err := e.decide(ti.Raw)

@@ -221,6 +221,8 @@ func FuzzStreamEditResponses(f *testing.F) {
 	f.Add([]byte(toolStream), uint16(7), uint8(0b0110))
 	f.Add([]byte(toolStream), uint16(0), uint8(0b11))
 	f.Add([]byte(toolStream), uint16(3), uint8(0b0101))
+	f.Add([]byte(customToolStream), uint16(11), uint8(0b1001))
+	f.Add([]byte(customToolStream), uint16(0), uint8(0b10))
 	tr := New()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.Script{}
