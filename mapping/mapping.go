@@ -110,9 +110,22 @@ type Response struct {
 	Items        []ahp.Message // assistant output: text, reasoning and tool_call parts
 	FinishReason string
 	Usage        *ahp.Usage
+	// HostedCalls are the tools the provider ran itself while answering (Responses
+	// web_search_call and the like, Anthropic server_tool_use): already executed, so they
+	// can only be observed (tool.after), never prevented by a proxy.
+	HostedCalls []HostedCall
 
 	Original []byte
 	Native   any
+}
+
+// HostedCall is one tool call the provider ran.
+type HostedCall struct {
+	ID      string
+	Name    string
+	Input   json.RawMessage // a JSON object
+	Result  string          // the result as the response carries it (JSON text), "" if none
+	IsError bool
 }
 
 // ToolCall is the decoded text of a tool_call part: the convention of SPEC-DIGEST §4.4,

@@ -74,6 +74,13 @@ type StreamEditor interface {
 	Held() int
 }
 
+// HostedCallReporter is implemented by editors that can say, after the stream, which
+// tools the provider ran itself (from the items they relayed), so that they are observed
+// without keeping the whole stream.
+type HostedCallReporter interface {
+	HostedCalls() []HostedCall
+}
+
 // StreamEditing is implemented by translators whose streams can be edited incrementally.
 type StreamEditing interface {
 	NewStreamEditor(out io.Writer, d StreamDecider) StreamEditor

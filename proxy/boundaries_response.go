@@ -137,6 +137,7 @@ type responseResult struct {
 // responseSide settles the response-side boundaries over a decoded response. latency is
 // nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
 func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
+	x.observeHosted(resp.HostedCalls)
 	items := cloneMessages(resp.Items)
 	finish := resp.FinishReason
 	changed, stopped := false, false
@@ -421,6 +422,45 @@ func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail
 	ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipPolicy, Detail: detail}
 	ev.Items = []ahp.Message{}
 	x.observe(ev, c.ID, c.Name)
+}
+
+// observeHosted reports the tools the provider ran itself while answering (a web search,
+// a code interpreter, a provider-side MCP call): tool.after observations with their
+// results. They ran before the response existed, so no tool.before can prevent them
+// (issue 12); an observer still sees what was run and what came back.
+func (x *exchange) observeHosted(calls []mapping.HostedCall) {
+	if len(calls) == 0 || !x.subs.any(ahp.EventToolAfter) {
+		return
+	}
+	for _, c := range calls {
+		ev := x.newEvent(ahp.EventToolAfter)
+		call := ahp.Call{ID: c.ID}
+		if call.ID == "" {
+			call = ahp.Call{ID: derive("call_", x.attempt.ID, c.Name, string(c.Input)), Synthesized: true}
+		}
+		ev.ID = toolEventID(x.s.source, ahp.EventToolAfter, x.session.ID, mapping.ToolCall{ID: call.ID, Name: c.Name, Input: c.Input})
+		ev.Call = &call
+		name := c.Name
+		if name == "" {
+			name = "unknown"
+		}
+		input := c.Input
+		if !isJSONObject(input) {
+			input = json.RawMessage(`{}`)
+		}
+		ev.Tool = &ahp.Tool{Name: name, Input: input, Origin: ahp.OriginNative, Kind: "hosted"}
+		ev.Path = x.tr.ToolPath()
+		ev.Outcome = "ok"
+		if c.IsError {
+			ev.Outcome = "error"
+			ev.Error = &ahp.ErrorInfo{Message: "the provider's tool reported an error", Class: "tool_error"}
+		}
+		ev.Execution = &ahp.Execution{Status: ahp.ExecutionExecuted}
+		ev.Gaps = []ahp.Gap{{Path: "execution", Reason: "run by the provider while answering: observed only, a proxy cannot prevent it"}}
+		msgID := derive("msg_", ev.ID)
+		ev.Items = []ahp.Message{{ID: msgID, Role: ahp.RoleTool, Synthesized: true, Parts: []ahp.Part{ahp.TextPart(msgID+".p0", x.scrub(c.Result))}}}
+		x.observe(ev, call.ID, name)
+	}
 }
 
 // answerLocally answers a request the upstream never saw: a supplied result (return) or

@@ -361,7 +361,8 @@ func (x *exchange) holdsResponse() bool {
 // observers.
 func (x *exchange) observesResponse() bool {
 	return x.subs.any(ahp.EventModelResponseAfter) || x.subs.any(ahp.EventToolBefore) ||
-		x.subs.any(ahp.EventTurnFinishBefore) || x.subs.any(ahp.EventTurnEnd)
+		x.subs.any(ahp.EventTurnFinishBefore) || x.subs.any(ahp.EventTurnEnd) ||
+		x.subs.any(ahp.EventToolAfter) // the provider's hosted tools are reported as tool.after
 }
 
 // cloneMessages copies messages and their part lists, so that events handed to the chain

@@ -194,6 +194,12 @@ func (b *editedBody) finish() {
 	if upResp != nil && x.subs.any(ahp.EventModelResponseAfter) {
 		x.observeResponseAfter(upResp, latency)
 	}
+	switch r, ok := b.ed.(mapping.HostedCallReporter); {
+	case upResp != nil:
+		x.observeHosted(upResp.HostedCalls)
+	case ok:
+		x.observeHosted(r.HostedCalls())
+	}
 	if !haveClient {
 		return
 	}

@@ -80,6 +80,7 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 		return nil, err
 	}
 	resp.Items = []ahp.Message{msg}
+	resp.HostedCalls = hostedCalls(content)
 	st.items = ahp.CloneMessages(resp.Items)
 	for n, o := range origins {
 		o.part = &st.items[0].Parts[n] // the private copy of the part as decoded

@@ -101,6 +101,7 @@ func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
 		return nil, fmt.Errorf("openai responses: %v: %w", err, mapping.ErrMalformed)
 	}
 	resp.Items = []ahp.Message{{ID: st.msgID, Role: ahp.RoleAssistant, Parts: parts, Synthesized: synthesized}}
+	resp.HostedCalls = hostedCalls(output)
 	st.decoded = ahp.CloneMessages(resp.Items)
 	resp.Native = st
 	return resp, nil
