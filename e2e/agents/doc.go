@@ -1,0 +1,32 @@
+// Package agents is hookproxy's compatibility suite with real, unmodified coding agents:
+// the Claude Code CLI (@anthropic-ai/claude-code) and the Codex CLI (@openai/codex),
+// installed from npm at the exact versions of npm/package-lock.json and run
+// non-interactively (`claude -p`, `codex exec`) against the real hookproxy binary, built
+// from this checkout and started as a child process. Its chain is the embedded default
+// (the built-in tools policy with the destructive-command list, then the secrets policy)
+// plus one tools rule of the suite's own that denies a recursive rm of the scratch
+// directory. Upstream is a loopback imitation of the Anthropic Messages API and the
+// OpenAI Responses API (streaming SSE) that scripts a conversation: turn 1 a shell call
+// that reads a file holding an AWS key, turn 2 a destructive shell call, turn 3 a final
+// answer. The prompt holds an AWS key too.
+//
+// Each agent runs twice. Through the proxy: the agent completes (exit 0), the destructive
+// command never runs, the upstream never sees either key (it sees redaction markers), the
+// agent is told why its command was refused, no WebSocket upgrade reaches the upstream,
+// and the agent reaches no host but the model API. As a control, straight to the
+// imitation: the command runs and both keys arrive, so every proxied check can fail.
+//
+// The agents are found in $HOOKPROXY_AGENTS_DIR/node_modules/.bin (.ci/run installs them
+// there; default $XDG_CACHE_HOME/hookproxy-agents, else ~/.cache/hookproxy-agents).
+// Without them the tests skip, unless HOOKPROXY_AGENTS_DIR is set, which says they must
+// be there. Install them by hand with:
+//
+//	d=${XDG_CACHE_HOME:-$HOME/.cache}/hookproxy-agents; mkdir -p "$d"
+//	cp e2e/agents/npm/package.json e2e/agents/npm/package-lock.json "$d"/ && npm ci --prefix "$d"
+//
+// HOOKPROXY_AGENTS_RECORD=DIR writes every request the imitation received, per run, to
+// DIR/<test>.json (what the agents really send: paths, headers, bodies).
+// HOOKPROXY_AGENTS_HOOKPROXY=BIN tests that hookproxy binary instead of building one.
+//
+// The package has no non-test code; this file only documents it.
+package agents
