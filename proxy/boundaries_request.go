@@ -268,7 +268,7 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	if n := len(x.req.Gaps) + len(x.modelGaps); n > 0 {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}
-	st := x.settle(ev, capsModelRequest(len(x.req.Gaps) > 0))
+	st := x.settle(ev, capsModelRequest(listHasGaps(x.req.Gaps)))
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
@@ -356,4 +356,16 @@ func toolMessage(orig ahp.Message, effective []ahp.Message) ahp.Message {
 	text.Category = category
 	return ahp.Message{ID: orig.ID, Role: ahp.RoleTool, Parts: append([]ahp.Part{text}, attachments...),
 		Synthesized: orig.Synthesized}
+}
+
+// listHasGaps reports whether the message list itself is incomplete (a gap under
+// "items"): only then is a whole-list replace withheld. A gap elsewhere (tool
+// declarations carried natively) leaves the list whole.
+func listHasGaps(gaps []ahp.Gap) bool {
+	for _, g := range gaps {
+		if g.Path == "items" || strings.HasPrefix(g.Path, "items") {
+			return true
+		}
+	}
+	return false
 }

@@ -265,10 +265,18 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		d.attach(&ni, msg, before)
 		return nil
 	}
+	ni.kind = itemOpaque
+	if typ == "additional_tools" {
+		// Tool declarations sent as an input item (Codex's "Responses lite" requests):
+		// declarations, like the top-level tools, not conversation; kept in place, and
+		// named under params so that the conversation itself is still whole (issue 12).
+		d.gaps = append(d.gaps, ahp.Gap{Path: "params", Reason: where + ": tool declarations (additional_tools) are carried natively"})
+		d.st.items = append(d.st.items, ni)
+		return nil
+	}
 	// Hosted tool calls (web_search_call, file_search_call, code_interpreter_call, mcp_call,
 	// image_generation_call, ...), item references, ...: kept in place byte for byte, and
 	// named so that a policy knows the view is incomplete.
-	ni.kind = itemOpaque
 	d.gap(fmt.Sprintf("%s: item type %q not represented", where, typ))
 	d.st.items = append(d.st.items, ni)
 	return nil

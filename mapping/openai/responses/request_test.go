@@ -607,3 +607,31 @@ func TestEncodeRequestErrors(t *testing.T) {
 		t.Error("a request this translator did not decode must be refused")
 	}
 }
+
+func TestAdditionalToolsItemLeavesTheListWhole(t *testing.T) {
+	// Codex's "Responses lite" requests declare their tools in an input item: declarations,
+	// not conversation, so the message list has no gap (a secret in it can be redacted by
+	// a whole-list rewrite) and the item renders back byte for byte.
+	body := `{"model":"gpt-6","input":[{"type":"additional_tools","role":"developer","id":"at_1","tools":[{"type":"namespace","name":"functions","tools":[{"type":"custom","name":"exec"}]}]},` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"key AKIAIOSFODNN7EXAMPLE"}]}]}`
+	req := mustDecode(t, body)
+	for _, g := range req.Gaps {
+		if strings.HasPrefix(g.Path, "items") {
+			t.Errorf("list gap %+v", g)
+		}
+	}
+	if len(req.Gaps) != 1 || req.Gaps[0].Path != "params" {
+		t.Errorf("gaps %+v", req.Gaps)
+	}
+	items := ahp.CloneMessages(req.Items)
+	last := &items[len(items)-1]
+	red := "key [REDACTED]"
+	last.Parts[0].Text = &red
+	out, err := New().EncodeRequest(req, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gjson.GetBytes(out, "input.0").Raw != gjson.Get(body, "input.0").Raw || strings.Contains(string(out), "AKIA") {
+		t.Errorf("encoded %s", out)
+	}
+}
