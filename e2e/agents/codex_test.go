@@ -129,6 +129,10 @@ func TestCodex(t *testing.T) {
 						break
 					}
 				}
+				// And it falls back at once: no "Reconnecting" retries of the WebSocket.
+				if strings.Contains(res.stdout+res.stderr, "Reconnecting") {
+					t.Errorf("codex reconnected instead of falling back to HTTP:\n%s", tail(res.stderr, 2<<10))
+				}
 			})
 		})
 	}
