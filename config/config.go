@@ -51,7 +51,17 @@ type Route struct {
 	// AllowRedirects passes the upstream's 3xx redirects to the client. Off by default: a
 	// client that follows one re-sends its original, unexamined body elsewhere.
 	AllowRedirects bool `yaml:"allowRedirects" json:"allowRedirects"`
+	// Unmapped says what an openai or anthropic route does with a POST, PUT or PATCH to an
+	// endpoint it does not map (embeddings, legacy completions, files, batches, ...):
+	// "refuse" (default: the input would reach the model unexamined) or "forward".
+	Unmapped string `yaml:"unmapped" json:"unmapped"`
 }
+
+// Values of Route.Unmapped.
+const (
+	UnmappedRefuse  = "refuse"
+	UnmappedForward = "forward"
+)
 
 // Audit configures the decision audit log.
 type Audit struct {

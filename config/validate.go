@@ -62,6 +62,11 @@ func validate(c *Config) []Problem {
 		default:
 			add(path+".api", "%q is not openai, anthropic, mcp or passthrough", r.API)
 		}
+		switch r.Unmapped {
+		case "", UnmappedRefuse, UnmappedForward:
+		default:
+			add(path+".unmapped", "%q is not refuse or forward", r.Unmapped)
+		}
 		if r.Upstream == "" {
 			add(path, "\"upstream\" is required")
 		} else if err := checkUpstream(r.Upstream); err != nil {

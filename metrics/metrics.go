@@ -61,6 +61,7 @@ type Metrics struct {
 	upstreamTTFB        *prometheus.HistogramVec
 	streamsActive       *prometheus.GaugeVec
 	configReloads       *prometheus.CounterVec
+	unexamined          *prometheus.CounterVec
 
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
@@ -101,6 +102,10 @@ func New() *Metrics {
 		Name: "hookproxy_streams_active",
 		Help: "Streaming responses in progress, by route and mode (passthrough or held).",
 	}, []string{"route", "mode"})
+	m.unexamined = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_forwarded_unexamined_total",
+		Help: "Requests with input forwarded to an endpoint the route does not map (routes[].unmapped: forward).",
+	}, []string{"route"})
 	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookproxy_config_reloads_total",
 		Help: "Configuration reload attempts, by result (success or failure).",
@@ -132,7 +137,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures,
-		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads,
+		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
 		auditDepth, auditDropped,
 	)
 	return m
@@ -230,6 +235,14 @@ func (m *Metrics) StreamStarted(route, mode string) func() {
 }
 
 // ReloadResult counts one configuration reload attempt.
+// ForwardedUnexamined counts a forward to an endpoint the route does not map.
+func (m *Metrics) ForwardedUnexamined(route string) {
+	if m == nil {
+		return
+	}
+	m.unexamined.WithLabelValues(route).Inc()
+}
+
 func (m *Metrics) ReloadResult(ok bool) {
 	if m == nil {
 		return

@@ -86,6 +86,13 @@ func (rt *route) methodRefused(method, endpoint string) *httpError {
 		mapping.InvalidRequestType(rt.provider()), "", method+" "+endpoint+" is not accepted by hookproxy: this endpoint takes POST")}
 }
 
+// unmappedRefused answers input sent to an endpoint the route does not examine.
+func (rt *route) unmappedRefused(endpoint string) *httpError {
+	return &httpError{status: http.StatusForbidden, body: rt.errorBody(http.StatusForbidden,
+		mapping.DeniedType(rt.provider()), "hookproxy.unmapped_endpoint",
+		"hookproxy does not forward input to "+endpoint+" unexamined; this route enforces "+rt.enforced()+" (set unmapped: forward on the route to allow it)")}
+}
+
 // upgradeRefused answers a WebSocket upgrade on a model route: 426, in the provider's
 // format, naming HTTP as the way in.
 func (rt *route) upgradeRefused() *httpError {

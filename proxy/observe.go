@@ -43,6 +43,9 @@ type Metrics interface {
 	// StreamStarted counts an SSE response in progress and returns the function that ends
 	// it (safe to call more than once). mode is StreamPassthrough, StreamHeld or StreamToolCalls.
 	StreamStarted(route, mode string) func()
+	// ForwardedUnexamined counts a request forwarded to an endpoint the route does not map
+	// (routes[].unmapped: forward).
+	ForwardedUnexamined(route string)
 }
 
 // Stream modes reported to Metrics.StreamStarted.
@@ -110,6 +113,16 @@ func (sc *requestScope) fields() []zap.Field {
 
 // logAt writes a log line about the request of ctx: it carries the request id and the
 // event ids settled so far. Fields are only built when the level is enabled.
+// unexamined records a forward of input the chain did not see: counted, and logged at
+// info so an operator who opened the route can see what goes through it.
+func (s *Server) unexamined(ctx context.Context, rt *route, method, endpoint string) {
+	if s.metrics != nil {
+		s.metrics.ForwardedUnexamined(rt.prefix)
+	}
+	s.logAt(ctx, zapcore.InfoLevel, "forwarded unexamined (unmapped endpoint)", zap.String("route", rt.prefix),
+		zap.String("method", method), zap.String("endpoint", endpoint))
+}
+
 func (s *Server) logAt(ctx context.Context, lvl zapcore.Level, msg string, fields ...zap.Field) {
 	ce := s.log.Check(lvl, msg)
 	if ce == nil {

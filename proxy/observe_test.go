@@ -205,6 +205,8 @@ func (m *fakeMetrics) UpstreamTTFB(route string, _ time.Duration) {
 	m.ttfbs = append(m.ttfbs, route)
 }
 
+func (m *fakeMetrics) ForwardedUnexamined(route string) {}
+
 func (m *fakeMetrics) StreamStarted(route, mode string) func() {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -48,3 +48,34 @@ func TestPathVariantsAreExaminedOrRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestUnmappedEndpointsRefusedUnlessOpened(t *testing.T) {
+	up := newUpstream(t, jsonResponder(200, `{"object":"list","data":[]}`))
+	body := `{"model":"text-embedding-3-small","input":"key AKIAIOSFODNN7EXAMPLE"}`
+	for _, forward := range []bool{false, true} {
+		cfg := testConfig(up.URL)
+		if forward {
+			cfg.Routes[0].Unmapped, cfg.Routes[1].Unmapped = "forward", "forward"
+		}
+		px := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("model.request.before")), Options{})
+		n := len(up.requests())
+		for _, ep := range []string{"/openai/v1/embeddings", "/openai/v1/completions", "/anthropic/v1/messages/batches"} {
+			status, _, got := post(t, px.URL+ep, body, nil)
+			switch {
+			case !forward && (status != 403 || !strings.Contains(string(got), "unexamined")):
+				t.Errorf("%s: %d %s", ep, status, got)
+			case forward && status != 200:
+				t.Errorf("forward %s: %d %s", ep, status, got)
+			}
+		}
+		if forwarded := len(up.requests()) - n; forwarded != map[bool]int{false: 0, true: 3}[forward] {
+			t.Errorf("forward=%v: %d requests reached the upstream", forward, forwarded)
+		}
+		// Harmless reads pass either way.
+		resp, err := http.Get(px.URL + "/openai/v1/models")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET models: %v %v", err, resp)
+		}
+		resp.Body.Close()
+	}
+}

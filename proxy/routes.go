@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -46,6 +47,8 @@ type route struct {
 	mcp         http.Handler
 	// allowRedirects passes upstream 3xx answers on (config routes[].allowRedirects).
 	allowRedirects bool
+	// unmappedForward forwards input to endpoints the route does not map (routes[].unmapped).
+	unmappedForward bool
 }
 
 func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
@@ -57,7 +60,8 @@ func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &route{s: s, prefix: prefix, api: rc.API, upstream: up, allowRedirects: rc.AllowRedirects}
+	rt := &route{s: s, prefix: prefix, api: rc.API, upstream: up, allowRedirects: rc.AllowRedirects,
+		unmappedForward: rc.Unmapped == config.UnmappedForward}
 	switch rc.API {
 	case config.APIOpenAI, config.APIAnthropic:
 		rt.translators, rt.errT = translatorTable(rc.API)
@@ -161,6 +165,16 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rt.s.writeError(w, r, rt, rt.methodRefused(r.Method, key))
 			return
 		}
+		if tr == nil && carriesInput(r.Method) {
+			// An endpoint the route does not map would take its input to the model
+			// unexamined (embeddings, legacy completions, files, batches, ...): refused
+			// unless the route says otherwise, and then counted (issue 13 §2).
+			if !rt.unmappedForward {
+				rt.s.writeError(w, r, rt, rt.unmappedRefused(key))
+				return
+			}
+			rt.s.unexamined(r.Context(), rt, r.Method, key)
+		}
 		if tr != nil && r.Method == http.MethodPost {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
 			// hookproxy adds no decoding either (DESIGN §1 fast path).
@@ -175,6 +189,21 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rt.forward(w, r)
+}
+
+// carriesInput reports whether a request of this method carries input to the upstream.
+func carriesInput(method string) bool {
+	return method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch
+}
+
+// enforced lists the endpoints a model route maps, for the refusal of the others.
+func (rt *route) enforced() string {
+	var eps []string
+	for k := range rt.translators {
+		eps = append(eps, "POST "+k)
+	}
+	sort.Strings(eps)
+	return strings.Join(eps, ", ")
 }
 
 // checkPath refuses a path with empty, "." or ".." segments or a backslash: upstreams
