@@ -25,7 +25,7 @@ func FuzzPolicies(f *testing.F) {
 	all := []ahp.Interceptor{secrets, pii, inj}
 	for _, n := range []string{PolicyTools, PolicyModels} {
 		p, err := Factories()[n](json.RawMessage(map[string]string{
-			PolicyTools:  `{"destructive":true,"deny":[{"inputPattern":"x"},{"argument":"command","pattern":"y"}]}`,
+			PolicyTools:  `{"destructive":true,"deny":[{"inputPattern":"x"},{"argument":"command","pattern":"y"},{"command":"rm","flags":["-r|--recursive","-f"]}]}`,
 			PolicyModels: `{"allow":["a*"],"maxOutputTokens":10}`,
 		}[n]))
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 
 // ToolsConfig configures the tools policy. The zero value denies nothing.
 //
-//	{"deny": [{"tool": "Bash", "inputPattern": "rm -rf", "reason": "No recursive deletes."}],
+//	{"deny": [{"tool": "Bash", "command": "rm", "flags": ["-r|-R|--recursive"], "reason": "No recursive deletes."}],
 //	 "allow": ["Read", "Grep", "Bash", "mcp__files__*"],
 //	 "destructive": true}
 type ToolsConfig struct {
@@ -23,6 +23,10 @@ type ToolsConfig struct {
 	Allow []string `json:"allow,omitempty"`
 	// Destructive appends the DefaultDestructive rules after Deny.
 	Destructive bool `json:"destructive,omitempty"`
+	// CaseSensitive makes tool globs (rules and allow) match the name's letter case; by
+	// default "bash" matches a rule on "Bash" (issue 13 §5: agents and MCP servers spell
+	// the same tool differently).
+	CaseSensitive bool `json:"caseSensitive,omitempty"`
 }
 
 // ToolRule denies tool calls. Every condition that is set must hold; a rule with only a
@@ -30,8 +34,9 @@ type ToolsConfig struct {
 type ToolRule struct {
 	// Name labels the rule in reasons and audit records (default "deny[<index>]").
 	Name string `json:"name,omitempty"`
-	// Tool is a path.Match glob over the tool name, case-sensitive ("Bash", "mcp__*");
-	// empty matches every tool. As in path.Match, '*' does not cross '/'.
+	// Tool is a path.Match glob over the tool name ("Bash", "mcp__*"), in any letter case
+	// unless the policy sets caseSensitive; empty matches every tool. As in path.Match,
+	// '*' does not cross '/'.
 	Tool string `json:"tool,omitempty"`
 	// InputPattern is an RE2 expression searched in the tool input serialized as compact
 	// JSON: keys in their original order, no insignificant whitespace, strings with only
@@ -47,6 +52,13 @@ type ToolRule struct {
 	Argument string `json:"argument,omitempty"`
 	// Pattern is an RE2 expression searched in Argument's value; it requires Argument.
 	Pattern string `json:"pattern,omitempty"`
+	// Command matches a shell command anywhere in the input's strings (and argv arrays),
+	// parsed as shell: a glob over the program's base name ("rm", "git"), found after ;,
+	// &&, |, in $(...), in sh -c '...', behind sudo or env. Flags, each "a|b|..."
+	// alternatives, must all be present: a short flag in any cluster (-rf, -fr, -r -f), a
+	// long one alone or with =value. Prose keys are skipped as for Argument "*".
+	Command string   `json:"command,omitempty"`
+	Flags   []string `json:"flags,omitempty"`
 	// Reason is the deny reason shown to the agent (default names the tool and the rule).
 	Reason string `json:"reason,omitempty"`
 	// Code is the deny code, a reverse-DNS name (default "hookproxy.tools.denied").
@@ -57,8 +69,9 @@ type ToolRule struct {
 // matched by a deny rule or missing from the allow list: deny if advertised, else flow stop
 // if advertised, else no effect. Other events get no effects.
 type Tools struct {
-	rules []toolRule
-	allow []string
+	rules         []toolRule
+	allow         []string
+	caseSensitive bool
 }
 
 var _ ahp.Interceptor = (*Tools)(nil)
@@ -69,13 +82,14 @@ type toolRule struct {
 	input    *pattern
 	argument string
 	pattern  *pattern
+	command  *commandRule
 	reason   string
 	code     string
 }
 
 // NewTools validates cfg, compiles every expression once and builds the policy.
 func NewTools(cfg ToolsConfig) (*Tools, error) {
-	p := &Tools{}
+	p := &Tools{caseSensitive: cfg.CaseSensitive}
 	rules := cfg.Deny
 	if cfg.Destructive {
 		rules = append(append([]ToolRule(nil), cfg.Deny...), DefaultDestructive()...)
@@ -89,6 +103,9 @@ func NewTools(cfg ToolsConfig) (*Tools, error) {
 		if err != nil {
 			return nil, err
 		}
+		if !cfg.CaseSensitive {
+			cr.tool = strings.ToLower(cr.tool)
+		}
 		p.rules = append(p.rules, cr)
 	}
 	for i, g := range cfg.Allow {
@@ -97,6 +114,12 @@ func NewTools(cfg ToolsConfig) (*Tools, error) {
 		}
 	}
 	p.allow = cfg.Allow
+	if !cfg.CaseSensitive {
+		p.allow = make([]string, len(cfg.Allow))
+		for i, g := range cfg.Allow {
+			p.allow[i] = strings.ToLower(g)
+		}
+	}
 	return p, nil
 }
 
@@ -123,6 +146,13 @@ func compileToolRule(r ToolRule, where string) (toolRule, error) {
 		if cr.pattern, err = compilePattern(r.Pattern); err != nil {
 			return cr, configErrorf("%s.pattern: invalid regular expression: %v", where, err)
 		}
+	}
+	if r.Command != "" {
+		if cr.command, err = compileCommandRule(r.Command, r.Flags); err != nil {
+			return cr, configErrorf("%s.command: invalid glob %q", where, r.Command)
+		}
+	} else if len(r.Flags) > 0 {
+		return cr, configErrorf("%s.flags: requires command", where)
 	}
 	if err := checkCode(r.Code, where); err != nil {
 		return cr, err
@@ -199,9 +229,13 @@ type verdict struct {
 // evaluate applies the deny rules, then the allow list, to one call.
 func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 	in := toolInput{raw: input}
+	match := name
+	if !p.caseSensitive {
+		match = strings.ToLower(name)
+	}
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.matches(name, &in) {
+		if r.matches(match, &in) {
 			reason := r.reason
 			if reason == "" {
 				reason = fmt.Sprintf("Tool call %s is blocked by policy rule %s.", name, r.label)
@@ -209,7 +243,7 @@ func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 			return verdict{denied: true, rule: r.label, reason: reason, code: r.code}
 		}
 	}
-	if len(p.allow) > 0 && !globAny(p.allow, name) {
+	if len(p.allow) > 0 && !globAny(p.allow, match) {
 		return verdict{denied: true, rule: "allow", reason: fmt.Sprintf("Tool %s is not in the list of allowed tools.", name), code: "hookproxy.tools.not_allowed"}
 	}
 	return verdict{}
@@ -239,6 +273,16 @@ func (r *toolRule) matches(name string, in *toolInput) bool {
 	if r.input != nil {
 		in.parse()
 		if !r.input.match(in.compact) {
+			return false
+		}
+	}
+	if r.command != nil {
+		in.parse()
+		if in.ok {
+			if !r.command.matchesInput(&in.value, "") {
+				return false
+			}
+		} else if !r.command.matchesScript(in.compact, 0) {
 			return false
 		}
 	}

@@ -64,7 +64,8 @@ func TestToolsRuleForms(t *testing.T) {
 		{"argument absent", "mcp__github__push", `{"branch":"main"}`, "", ""},
 		{"glob only", "DeleteFile", `{"path":"x"}`, "hookproxy.tools.denied", "DeleteFile"},
 		{"not in allow list", "WebFetch", `{"url":"https://example.com"}`, "hookproxy.tools.not_allowed", "WebFetch"},
-		{"glob is case-sensitive", "bash", `{"command":"ls"}`, "hookproxy.tools.not_allowed", "bash"},
+		{"glob in any letter case", "bash", `{"command":"sudo rm x"}`, "hookproxy.tools.denied", "deny[1]"},
+		{"allow list in any letter case", "bash", `{"command":"ls"}`, "", ""},
 		{"allowed", "Write", `{"path":"a.txt","content":"hello"}`, "", ""},
 	}
 	for _, tc := range tests {
@@ -143,5 +144,49 @@ func TestDefaultDestructiveIsAFreshCopy(t *testing.T) {
 	raw, _ := json.Marshal(ToolsConfig{Deny: DefaultDestructive()})
 	if err := CheckConfig(PolicyTools, raw); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestToolsCaseSensitiveOption(t *testing.T) {
+	p := toolsFromJSON(t, `{"caseSensitive": true, "deny": [{"tool": "Bash"}]}`)
+	ev := toolBeforeEvent("bash", `{"command":"ls"}`)
+	res, _ := run(t, p, ev, proxyCaps(ev.Type))
+	noEffects(t, res)
+	ev = toolBeforeEvent("Bash", `{"command":"ls"}`)
+	res, _ = run(t, p, ev, proxyCaps(ev.Type))
+	onlyEffect(t, res, ahp.EffectDeny)
+}
+
+func TestToolsCommandMatcher(t *testing.T) {
+	p := toolsFromJSON(t, `{"deny": [{"name": "rm-rf", "command": "rm", "flags": ["-r|-R|--recursive", "-f|--force"]}]}`)
+	for _, tc := range []struct {
+		input string
+		deny  bool
+	}{
+		{`{"command":"rm -rf /tmp/x"}`, true},
+		{`{"command":"rm -fr /tmp/x"}`, true},
+		{`{"command":"rm -r -f /tmp/x"}`, true},
+		{`{"command":"rm  -Rf /tmp/x"}`, true},
+		{`{"command":"rm\t-r\t-f x"}`, true},
+		{`{"command":"rm --recursive --force x"}`, true},
+		{`{"command":"cd /srv && sudo rm -rf data"}`, true},
+		{`{"command":"echo $(rm -rf x)"}`, true},
+		{`{"command":"bash -lc 'rm -rf x'"}`, true},
+		{`{"command":"/bin/rm -rf x"}`, true},
+		{`{"cmd":["rm","-r","-f","x"]}`, true},
+		{`{"command":"FOO=1 env rm -rf x"}`, true},
+		// controls: the same words that are not such a command
+		{`{"command":"rm -r x"}`, false},
+		{`{"command":"rm -f x"}`, false},
+		{`{"command":"echo rm -rf x"}`, false},
+		{`{"command":"grep -rf patterns rm"}`, false},
+		{`{"command":"ls","description":"then rm -rf x"}`, false},
+		{`{"command":"rm -- -rf"}`, false},
+	} {
+		ev := toolBeforeEvent("Bash", tc.input)
+		res, _ := run(t, p, ev, proxyCaps(ev.Type))
+		if got := len(res.Effects) > 0; got != tc.deny {
+			t.Errorf("%s: denied %v, want %v", tc.input, got, tc.deny)
+		}
 	}
 }
