@@ -2,9 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 	"github.com/hookproxy/hookproxy/mapping/openai/responses"
 )
 
@@ -73,5 +78,45 @@ func TestHostedToolsObservedInEditedStream(t *testing.T) {
 	}
 	if obs := waitObserved(t, pol, "tool.after", 2); len(obs) != 2 {
 		t.Fatalf("%d observations", len(obs))
+	}
+}
+
+func TestModifyInputRewritesCustomToolFreeformInput(t *testing.T) {
+	// Codex's apply_patch is a custom (freeform) tool: modify(input) on {"input": ...}
+	// rewrites the patch text the client runs, JSON and streamed.
+	resp := `{"id":"resp_c","object":"response","created_at":1,"status":"completed","model":"gpt-5","output":[` +
+		`{"id":"ctc_1","type":"custom_tool_call","status":"completed","call_id":"call_p","name":"apply_patch","input":"*** Begin Patch\n*** Delete File: go.mod\n*** End Patch\n"}]}`
+	var stream bytes.Buffer
+	if err := responses.New().WriteStream(&stream, []byte(resp)); err != nil {
+		t.Fatal(err)
+	}
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Type == ahp.EventToolBefore && ev.Tool.Name == "apply_patch" {
+			return []ahp.Effect{{Type: ahp.EffectModify, Target: ahp.TargetInput, Operation: ahp.OpMerge,
+				Value: json.RawMessage(`{"input":"*** Begin Patch\n*** End Patch\n"}`)}}
+		}
+		return nil
+	}}
+	for _, streamed := range []bool{false, true} {
+		up := newUpstream(t, jsonResponder(200, resp))
+		req := `{"model":"gpt-5","input":"x"}`
+		if streamed {
+			up.respond = sseResponder(stream.String())
+			req = `{"model":"gpt-5","input":"x","stream":true}`
+		}
+		px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept("tool.before")), Options{})
+		_, _, got := post(t, px.URL+"/openai/v1/responses", req, nil)
+		body := got
+		if streamed {
+			b, err := mappingtest.Assembled(responses.New(), got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = b
+		}
+		in := gjson.GetBytes(body, `output.#(type=="custom_tool_call").input`).String()
+		if in != "*** Begin Patch\n*** End Patch\n" {
+			t.Errorf("streamed=%v: the client's patch is %q", streamed, in)
+		}
 	}
 }
