@@ -79,3 +79,29 @@ func TestUnmappedEndpointsRefusedUnlessOpened(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+func TestUpstreamDuplicateKeysNeverReachTheClient(t *testing.T) {
+	// A policy would judge the first "arguments" (gjson), an SDK run the last.
+	dup := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"call_1","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"ls\"}","arguments":"{\"command\":\"rm -rf /\"}"}}]},"finish_reason":"tool_calls"}]}`
+	clean := strings.Replace(dup, `,"arguments":"{\"command\":\"rm -rf /\"}"`, "", 1)
+	for _, body := range []string{dup, clean} {
+		up := newUpstream(t, jsonResponder(200, body))
+		px := startProxy(t, testConfig(up.URL), newTestChain(t, &fakePolicy{}, intercept("tool.before")), Options{})
+		status, _, got := post(t, px.URL+chatPath, `{"model":"m","messages":[{"role":"user","content":"x"}]}`, nil)
+		if body == dup && (status != http.StatusBadGateway || strings.Contains(string(got), "rm -rf")) {
+			t.Errorf("duplicate keys: %d %s", status, got)
+		}
+		if body == clean && status != 200 {
+			t.Errorf("control: %d %s", status, got)
+		}
+	}
+	// Streamed: the event with the duplicate ends the stream in-stream; the call never goes out.
+	ev := `data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"ls\"}","arguments":"{\"command\":\"rm -rf /\"}"}}]},"finish_reason":null}]}` + "\n\n"
+	up := newUpstream(t, sseResponder(chatTextSSE[0], ev, "data: [DONE]\n\n"))
+	px := startProxy(t, testConfig(up.URL), newTestChain(t, &fakePolicy{}, intercept("tool.before")), Options{})
+	_, _, got := post(t, px.URL+chatPath, chatStreamReq, nil)
+	if strings.Contains(string(got), "rm -rf") || !strings.Contains(string(got), "hookproxy.stream_failed") {
+		t.Errorf("streamed duplicate keys: %s", got)
+	}
+}

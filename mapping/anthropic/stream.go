@@ -116,7 +116,7 @@ func (a *assembler) dispatch() {
 		}
 		return
 	}
-	if !gjson.ValidBytes(data) {
+	if checkJSON(mapping.BytesString(data)) != nil { // duplicate keys refused, as in DecodeResponse
 		a.fail("event %q: data is not JSON", event)
 		return
 	}

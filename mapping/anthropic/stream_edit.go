@@ -46,12 +46,13 @@ type editor struct {
 	decided int
 	stopped bool // flow stop
 	notes   []string
-	open    *heldCall
+	open    map[int]*heldCall // tool_use blocks not stopped yet, by upstream index
 	queue   []editItem
 	held    int
 	// lastText: the last block the client received is a text block (a note after it
 	// starts on a new paragraph, as EncodeResponse renders it).
 	lastText bool
+	sawDelta bool // message_delta relayed
 }
 
 // heldCall is a tool_use block being held.
@@ -125,7 +126,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		}
 		return e.emit(editItem{raw: raw, index: -1})
 	}
-	if !gjson.ValidBytes(data) {
+	if checkJSON(mapping.BytesString(data)) != nil { // duplicate keys refused, as in DecodeResponse
 		return fmt.Errorf("event %q: data is not JSON", name)
 	}
 	// Parsed in place: data is the splitter's buffer, valid during this call, so whatever
@@ -170,13 +171,16 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 			c := &heldCall{index: it.index, blk: streamBlock{raw: strings.Clone(cb.Raw), typ: blockToolUse}}
 			c.size = len(cb.Raw)
 			e.held += c.size
-			e.open = c
+			if e.open == nil {
+				e.open = map[int]*heldCall{}
+			}
+			e.open[c.index] = c
 			e.queue = append(e.queue, editItem{call: c, index: -1})
 			return nil
 		}
 		return e.emit(it)
 	case "content_block_delta", "content_block_stop":
-		if c := e.open; c != nil && it.index == c.index {
+		if c := e.open[it.index]; c != nil {
 			return e.callEvent(c, typ, v)
 		}
 		return e.emit(it)
@@ -184,10 +188,17 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		it.delta = true
 		return e.emit(it)
 	case "message_stop":
-		if e.open != nil {
-			if err := e.completeOpen(); err != nil {
-				return err
+		// Blocks never stopped are finished here, as the assembler finishes them, in
+		// stream order (flush decides them as they reach the front of the queue).
+		for _, q := range e.queue {
+			if q.call != nil && !q.call.complete {
+				if err := e.finishCall(q.call); err != nil {
+					return err
+				}
 			}
+		}
+		if err := e.flush(); err != nil {
+			return err
 		}
 		it.stop = true
 		if err := e.emit(it); err != nil {
@@ -201,7 +212,10 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 // callEvent feeds a delta or the stop of the held call.
 func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
 	if typ == "content_block_stop" {
-		return e.completeOpen()
+		if err := e.finishCall(c); err != nil {
+			return err
+		}
+		return e.flush()
 	}
 	d := v.Get("delta")
 	if dt := d.Get("type").String(); dt != "input_json_delta" {
@@ -215,17 +229,16 @@ func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
 	return nil
 }
 
-// completeOpen ends the held call and writes what it can.
-func (e *editor) completeOpen() error {
-	c := e.open
-	e.open = nil
-	var a assembler // its finish turns the block's deltas into the block, as assembly does
+// finishCall ends a held call: its deltas become its block, as assembly does.
+func (e *editor) finishCall(c *heldCall) error {
+	delete(e.open, c.index)
+	var a assembler
 	a.finish(&c.blk)
 	if a.err != nil {
 		return a.err
 	}
 	c.complete = true
-	return e.flush()
+	return nil
 }
 
 func (e *editor) endWith(raw []byte) error {
@@ -296,6 +309,15 @@ func (e *editor) render(it editItem) error {
 	switch {
 	case it.delta || it.stop && len(e.notes) > 0:
 		if err := e.writeNotes(); err != nil {
+			return err
+		}
+	}
+	if it.delta {
+		e.sawDelta = true
+	}
+	if it.stop && !e.sawDelta && len(e.removed) > 0 && e.kept == 0 {
+		// No message_delta said how the turn ended: as the held path, the turn is finished.
+		if err := e.writeEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":`+quote(e.m.TerminalFinishReason())+`,"stop_sequence":null}}`); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package openai
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,8 +34,10 @@ type responseChoice struct {
 // DecodeResponse implements mapping.Translator. Every choice becomes one assistant message
 // (see the package documentation for n > 1).
 func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
-	if !json.Valid(body) {
-		return nil, fmt.Errorf("openai chat: response is not JSON: %w", mapping.ErrMalformed)
+	// As strict as a client body (issue 13 §3): with a duplicate key, gjson would judge the
+	// first value and the client's SDK act on the last.
+	if err := oaiwire.CheckClientJSON(body); err != nil {
+		return nil, fmt.Errorf("openai chat: response: %v: %w", err, mapping.ErrMalformed)
 	}
 	s := string(body)
 	root := gjson.Parse(s)

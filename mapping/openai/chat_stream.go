@@ -95,7 +95,7 @@ func (a *chatAssembler) event(name string, data []byte) error {
 		a.done = true
 		return nil
 	}
-	valid := json.Valid(data)
+	valid := oaiwire.CheckClientJSON(data) == nil // duplicate keys refused, as in DecodeResponse
 	var root gjson.Result
 	if valid {
 		root = gjson.Parse(string(data))

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -221,8 +220,8 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 	// The event is parsed in place: data is the splitter's buffer, valid during this call,
 	// so whatever outlives it is cloned (a copy per text delta would grow with the text).
 	root := gjson.Parse(mapping.BytesString(data))
-	if !json.Valid(data) || !root.IsObject() {
-		return fmt.Errorf("stream event is not a JSON object")
+	if err := oaiwire.CheckClientJSON(data); err != nil || !root.IsObject() {
+		return fmt.Errorf("stream event is not a strict JSON object (%v)", err)
 	}
 	if upstreamError(root) != nil {
 		return e.endWith(raw)

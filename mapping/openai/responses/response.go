@@ -3,7 +3,6 @@ package responses
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -28,8 +27,10 @@ type responseState struct {
 // (id = the response id) whose parts keep the native order; output items the canonical view
 // cannot carry (hosted tool calls, call outputs, ...) stay in the body untouched.
 func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
-	if !json.Valid(body) {
-		return nil, fmt.Errorf("openai responses: response is not JSON: %w", mapping.ErrMalformed)
+	// As strict as a client body (issue 13 §3): with a duplicate key, gjson would judge the
+	// first value and the client's SDK act on the last.
+	if err := oaiwire.CheckClientJSON(body); err != nil {
+		return nil, fmt.Errorf("openai responses: response: %v: %w", err, mapping.ErrMalformed)
 	}
 	s := string(body)
 	root := gjson.Parse(s)

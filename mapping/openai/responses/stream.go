@@ -78,7 +78,7 @@ func (a *assembler) event(name string, data []byte) error {
 	if a.terminal != "" || string(data) == "[DONE]" {
 		return nil // nothing after the terminal event belongs to the response
 	}
-	if !json.Valid(data) {
+	if oaiwire.CheckClientJSON(data) != nil { // duplicate keys refused, as in DecodeResponse
 		if name == "error" {
 			a.upstream = &mapping.UpstreamError{Type: "error", Message: string(data)}
 			return nil

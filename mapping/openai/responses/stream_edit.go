@@ -1,7 +1,6 @@
 package responses
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -149,7 +148,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	if !hasData {
 		return e.emit(queued{raw: raw})
 	}
-	if !json.Valid(data) {
+	if oaiwire.CheckClientJSON(data) != nil { // duplicate keys refused, as in DecodeResponse
 		if name == "error" {
 			return e.endWith(raw)
 		}
