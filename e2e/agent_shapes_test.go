@@ -127,3 +127,28 @@ func TestCountTokensGetsRequestPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestUnparseableArgumentsJudgedAsText(t *testing.T) {
+	// Arguments that are not JSON are judged as their raw text, never as {}: the default
+	// chain's destructive list still sees rm -rf / in them.
+	resp := `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"call_1","type":"function","function":{"name":"Bash","arguments":"rm -rf / # not json"}}]},"finish_reason":"tool_calls"}]}`
+	for _, direct := range []bool{false, true} {
+		up := newUpstream(t, answer{json: resp})
+		url := up.URL + "/v1/chat/completions"
+		if !direct {
+			url = startDefaultProxy(t, up) + "/openai/v1/chat/completions"
+		}
+		req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, url, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if got := strings.Contains(string(b), "rm -rf /"); got != direct {
+			t.Errorf("direct=%v: the client got the call: %v\n%s", direct, got, b)
+		}
+	}
+}

@@ -119,6 +119,11 @@ type Response struct {
 	Native   any
 }
 
+// RawArgumentsKey names the one member of a tool call's canonical input when the native
+// arguments are not a JSON object: their raw text, so that policies judge what the client
+// would run rather than an empty object.
+const RawArgumentsKey = "raw_arguments"
+
 // HostedCall is one tool call the provider ran.
 type HostedCall struct {
 	ID      string

@@ -27,6 +27,9 @@ type ToolsConfig struct {
 	// default "bash" matches a rule on "Bash" (issue 13 §5: agents and MCP servers spell
 	// the same tool differently).
 	CaseSensitive bool `json:"caseSensitive,omitempty"`
+	// DenyUnparseable denies a call whose arguments are not a JSON object (the event says
+	// so in a tool.input gap; the proxy carries their raw text under raw_arguments).
+	DenyUnparseable bool `json:"denyUnparseable,omitempty"`
 }
 
 // ToolRule denies tool calls. Every condition that is set must hold; a rule with only a
@@ -69,9 +72,10 @@ type ToolRule struct {
 // matched by a deny rule or missing from the allow list: deny if advertised, else flow stop
 // if advertised, else no effect. Other events get no effects.
 type Tools struct {
-	rules         []toolRule
-	allow         []string
-	caseSensitive bool
+	rules           []toolRule
+	allow           []string
+	caseSensitive   bool
+	denyUnparseable bool
 }
 
 var _ ahp.Interceptor = (*Tools)(nil)
@@ -89,7 +93,7 @@ type toolRule struct {
 
 // NewTools validates cfg, compiles every expression once and builds the policy.
 func NewTools(cfg ToolsConfig) (*Tools, error) {
-	p := &Tools{caseSensitive: cfg.CaseSensitive}
+	p := &Tools{caseSensitive: cfg.CaseSensitive, denyUnparseable: cfg.DenyUnparseable}
 	rules := cfg.Deny
 	if cfg.Destructive {
 		rules = append(append([]ToolRule(nil), cfg.Deny...), DefaultDestructive()...)
@@ -210,6 +214,15 @@ func (p *Tools) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.
 		return results(), nil
 	}
 	v := p.evaluate(ev.Tool.Name, ev.Tool.Input)
+	if !v.denied && p.denyUnparseable {
+		for _, g := range ev.Gaps {
+			if g.Path == "tool.input" {
+				v = verdict{denied: true, rule: "denyUnparseable", code: "hookproxy.tools.unparseable",
+					reason: fmt.Sprintf("Tool call %s is blocked: its arguments are not a JSON object.", ev.Tool.Name)}
+				break
+			}
+		}
+	}
 	if !v.denied {
 		return results(), nil
 	}

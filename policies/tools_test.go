@@ -190,3 +190,15 @@ func TestToolsCommandMatcher(t *testing.T) {
 		}
 	}
 }
+
+func TestToolsDenyUnparseable(t *testing.T) {
+	for _, deny := range []bool{false, true} {
+		p := toolsFromJSON(t, map[bool]string{false: `{}`, true: `{"denyUnparseable": true}`}[deny])
+		ev := toolBeforeEvent("Bash", `{"raw_arguments":"ls -"}`)
+		ev.Gaps = []ahp.Gap{{Path: "tool.input", Reason: "arguments are not a JSON object"}}
+		res, _ := run(t, p, ev, proxyCaps(ev.Type))
+		if got := len(res.Effects) > 0; got != deny {
+			t.Errorf("denyUnparseable=%v: denied %v", deny, got)
+		}
+	}
+}

@@ -349,9 +349,12 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 	ev.ParentEventID = parentID
 	ev.Call = &ahp.Call{ID: c.ID}
 	input := c.Input
-	if !isJSONObject(input) {
+	switch {
+	case !isJSONObject(input):
 		input = json.RawMessage(`{}`)
 		ev.Gaps = []ahp.Gap{{Path: "tool.input", Reason: "arguments not a JSON object"}}
+	case rawArguments(input):
+		ev.Gaps = []ahp.Gap{{Path: "tool.input", Reason: "arguments are not a JSON object: their raw text is under " + mapping.RawArgumentsKey}}
 	}
 	ev.Tool = &ahp.Tool{Name: c.Name, Input: input, Origin: ahp.OriginNative}
 	ev.Path = x.tr.ToolPath()
@@ -422,6 +425,17 @@ func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail
 	ev.Execution = &ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipPolicy, Detail: detail}
 	ev.Items = []ahp.Message{}
 	x.observe(ev, c.ID, c.Name)
+}
+
+// rawArguments reports whether a canonical input is the raw-text form of arguments that
+// did not parse (mapping.RawArgumentsKey its only member).
+func rawArguments(in json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(in, &m) != nil || len(m) != 1 {
+		return false
+	}
+	_, ok := m[mapping.RawArgumentsKey]
+	return ok
 }
 
 // observeHosted reports the tools the provider ran itself while answering (a web search,

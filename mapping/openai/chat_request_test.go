@@ -47,7 +47,7 @@ func TestDecodeRequestMessageKinds(t *testing.T) {
 			catText("reasoning", "Need the weather."),
 			text("Checking."),
 			catText("tool_call", `{"id":"call_1","name":"get_weather","input":{"city":"Paris"}}`),
-			catText("tool_call", `{"id":"call_2","name":"broken","input":{}}`),
+			catText("tool_call", `{"id":"call_2","name":"broken","input":{"raw_arguments":"not json"}}`),
 			catText("tool_call", `{"id":"call_3","name":"apply_patch","input":{"input":"*** Begin Patch"}}`),
 		}},
 		{desc: "tool string", index: 4, role: "tool", id: "call_1", parts: []partSummary{catText("tool_result", `{"temp":21}`)}},
@@ -103,7 +103,7 @@ func TestDecodeRequestMessageKinds(t *testing.T) {
 	t.Run("tool results", func(t *testing.T) {
 		want := []mapping.ToolResult{
 			{CallID: "call_1", ItemIndex: 4, ToolName: "get_weather", Input: json.RawMessage(`{"city":"Paris"}`), CallFound: true},
-			{CallID: "call_2", ItemIndex: 5, ToolName: "broken", Input: json.RawMessage(`{}`), CallFound: true},
+			{CallID: "call_2", ItemIndex: 5, ToolName: "broken", Input: json.RawMessage(`{"raw_arguments":"not json"}`), CallFound: true},
 			{CallID: "call_3", ItemIndex: 6, ToolName: "apply_patch", Input: json.RawMessage(`{"input":"*** Begin Patch"}`), CallFound: true},
 			{CallID: "call_missing", ItemIndex: 7},
 			{CallID: legacyID, ItemIndex: 10, ToolName: "legacy_fn", Input: json.RawMessage(`{}`), CallFound: true},

@@ -116,7 +116,7 @@ func TestDecodeRequestShapes(t *testing.T) {
 		{desc: "unknown content entry", body: `{"input":[{"role":"user","content":[{"type":"input_video","url":"x"}]}]}`,
 			roles: []string{"user"}, texts: []string{""}, promptStart: 0, gaps: []string{"content entry type"}},
 		{desc: "arguments not an object", body: `{"input":[{"type":"function_call","call_id":"c","name":"f","arguments":"[1]"}]}`,
-			roles: []string{"assistant"}, texts: []string{`{"id":"c","name":"f","input":{}}`}, promptStart: -1, gaps: []string{"arguments not a JSON object"}},
+			roles: []string{"assistant"}, texts: []string{`{"id":"c","name":"f","input":{"raw_arguments":"[1]"}}`}, promptStart: -1, gaps: []string{"arguments not a JSON object"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -126,14 +126,16 @@ func ParseArguments(args gjson.Result) (input string, ok bool) {
 		if s[0] == '{' && json.Valid(unsafe.Slice(unsafe.StringData(s), len(s))) { // read only
 			return NormalizeJSON(s), true
 		}
-		return "{}", false
+		// Not a JSON object: judged as its raw text, never as {} (issue 13 §3) — a rule
+		// over the input still sees "rm -rf /" in arguments that do not parse.
+		return `{"` + mapping.RawArgumentsKey + `":` + JSONString(args.Str) + `}`, false
 	case args.IsObject():
 		// Some compatible servers send the arguments as an object instead of a string.
 		return NormalizeJSON(args.Raw), true
 	case !args.Exists() || args.Type == gjson.Null:
 		return "{}", true
 	}
-	return "{}", false
+	return `{"` + mapping.RawArgumentsKey + `":` + JSONString(args.Raw) + `}`, false
 }
 
 // SplitText cuts s into pieces of at most n bytes at rune boundaries; "" is one empty piece,
