@@ -88,6 +88,11 @@ type Limits struct {
 	// MinRequestBodyRate bytes received: a client trickling bytes cannot hold a connection.
 	RequestBodyGrace   time.Duration `yaml:"requestBodyGrace" json:"requestBodyGrace"`     // default 10s
 	MinRequestBodyRate int64         `yaml:"minRequestBodyRate" json:"minRequestBodyRate"` // bytes/s, default 16384
+	// MaxConcurrentRequests caps the requests served at once (default 4096; beyond it 503).
+	MaxConcurrentRequests int64 `yaml:"maxConcurrentRequests" json:"maxConcurrentRequests"`
+	// MaxHeldBytes caps the request and response bodies held in memory at once, over all
+	// requests (default 1 GiB; beyond it 503).
+	MaxHeldBytes int64 `yaml:"maxHeldBytes" json:"maxHeldBytes"`
 }
 
 // Log configures logging.

@@ -18,6 +18,8 @@ const (
 	DefaultObserveTimeout        = 5 * time.Second
 	DefaultRequestBodyGrace      = 10 * time.Second
 	DefaultMinRequestBodyRate    = 16 << 10
+	DefaultMaxConcurrentRequests = 4096
+	DefaultMaxHeldBytes          = 1 << 30
 	DefaultAuditQueueSize        = 1024
 	DefaultAuditWaitTimeout      = 100 * time.Millisecond
 	DefaultLogLevel              = "info"
@@ -52,6 +54,8 @@ func applyDefaults(c *Config) {
 	setDuration(&l.ObserveTimeout, DefaultObserveTimeout)
 	setDuration(&l.RequestBodyGrace, DefaultRequestBodyGrace)
 	setInt64(&l.MinRequestBodyRate, DefaultMinRequestBodyRate)
+	setInt64(&l.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	setInt64(&l.MaxHeldBytes, DefaultMaxHeldBytes)
 	if c.Audit.QueueSize == 0 {
 		c.Audit.QueueSize = DefaultAuditQueueSize
 	}

@@ -84,6 +84,32 @@ func (b *rateBody) Read(p []byte) (int, error) {
 
 func (b *rateBody) Close() error { return b.rc.Close() }
 
+// admit counts a request in; false when limits.maxConcurrentRequests are in progress.
+func (s *Server) admit() bool {
+	if s.active.Add(1) > s.limits.MaxConcurrentRequests {
+		s.active.Add(-1)
+		return false
+	}
+	return true
+}
+
+// hold reserves n bytes of the limits.maxHeldBytes budget; false when it is spent.
+func (s *Server) hold(n int64) bool {
+	if s.held.Add(n) > s.limits.MaxHeldBytes {
+		s.held.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (s *Server) release(n int64) { s.held.Add(-n) }
+
+// overloaded is the 503 of a request over a server-wide limit, in the provider's format.
+func (rt *route) overloaded(what string) *httpError {
+	return &httpError{status: http.StatusServiceUnavailable, body: rt.errorBody(http.StatusServiceUnavailable,
+		mapping.UpstreamFailureType(rt.provider()), "hookproxy.overloaded", "hookproxy is at its limit of "+what+"; retry later")}
+}
+
 // bodyTooSlow is the 408 a trickling client gets, in the provider's format.
 func (rt *route) bodyTooSlow() *httpError {
 	return &httpError{status: http.StatusRequestTimeout, cause: errBodyTooSlow, body: rt.errorBody(http.StatusRequestTimeout,

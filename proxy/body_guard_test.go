@@ -75,3 +75,46 @@ func TestDeclaredLengthDoesNotSizeTheBuffer(t *testing.T) {
 		t.Fatalf("a body larger than the up-front buffer: %d bytes, %v", len(b), err)
 	}
 }
+
+func TestServerWideLimits(t *testing.T) {
+	gate := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		if strings.Contains(r.URL.Path, "slow") {
+			<-gate
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(chatText))
+	})
+	cfg := testConfig(up.URL)
+	cfg.Limits.MaxConcurrentRequests = 1
+	px := startProxy(t, cfg, nil, Options{})
+	done := make(chan int)
+	go func() {
+		s, _, _ := post(t, px.URL+"/plain/slow", `{}`, nil)
+		done <- s
+	}()
+	for len(up.requests()) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s, _, body := post(t, px.URL+chatPath, `{"model":"m","messages":[]}`, nil); s != http.StatusServiceUnavailable || !strings.Contains(string(body), "maxConcurrentRequests") {
+		t.Errorf("over the concurrency cap: %d %s", s, body)
+	}
+	close(gate)
+	if s := <-done; s != 200 {
+		t.Errorf("the request in flight: %d", s)
+	}
+	if s, _, _ := post(t, px.URL+chatPath, `{"model":"m","messages":[]}`, nil); s != 200 {
+		t.Errorf("control: after the first ended: %d", s)
+	}
+
+	cfg = testConfig(up.URL)
+	cfg.Limits.MaxHeldBytes = 1000
+	px = startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("model.request.before")), Options{})
+	big := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", 2000) + `"}]}`
+	if s, _, body := post(t, px.URL+chatPath, big, nil); s != http.StatusServiceUnavailable || !strings.Contains(string(body), "maxHeldBytes") {
+		t.Errorf("over the held-bytes budget: %d %s", s, body)
+	}
+	if s, _, _ := post(t, px.URL+chatPath, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil); s != 200 {
+		t.Errorf("control: a small body: %d", s)
+	}
+}

@@ -62,6 +62,12 @@ func (x *exchange) holdResponse(resp *http.Response, streaming bool) error {
 	raw, err := readAllLimited(resp.Body, x.s.limits.MaxResponseBytes, resp.ContentLength)
 	resp.Body.Close()
 	latency := time.Since(x.upstreamStart)
+	if err == nil {
+		if !x.s.hold(int64(len(raw))) {
+			return x.rt.overloaded("bytes held in memory (limits.maxHeldBytes)")
+		}
+		x.heldResponse = int64(len(raw)) // released when the exchange ends
+	}
 	switch {
 	case err != nil && x.ctx.Err() != nil:
 		return errInterrupted

@@ -58,6 +58,7 @@ type exchange struct {
 	held             string         // HeldWhole | HeldToolCalls | HeldNone, for the audit record
 	responseAfterID  string         // model.response.after's id when it is observed after a stream
 	streamStopped    bool           // a streamed tool call stopped the flow
+	heldResponse     int64          // bytes of a held response counted in the server's budget
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -74,6 +75,14 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapp
 		rt.s.writeError(w, r, rt, err)
 		return
 	}
+	// The decoded request is held until the exchange ends: it counts against the
+	// server-wide budget (issue 13 §6).
+	n := int64(len(x.req.Original))
+	if !rt.s.hold(n) {
+		rt.s.writeError(w, r, rt, rt.overloaded("bytes held in memory (limits.maxHeldBytes)"))
+		return
+	}
+	defer func() { rt.s.release(n + x.heldResponse) }()
 	// A hook call owns the observations it dispatched: they finish within the request.
 	defer x.waitObservers()
 

@@ -136,6 +136,11 @@ func parseUpstream(s string) (*url.URL, error) {
 // ServeHTTP dispatches one request of the route: the boundary pipeline for a translated
 // endpoint when any subscription could see it, otherwise a plain, streamed forward.
 func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !rt.s.admit() {
+		rt.s.writeError(w, r, rt, rt.overloaded("concurrent requests (limits.maxConcurrentRequests)"))
+		return
+	}
+	defer rt.s.active.Add(-1)
 	r, release := rt.s.guardBody(w, r)
 	defer release()
 	rest, _ := rt.strip(r.URL)

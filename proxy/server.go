@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -80,6 +81,9 @@ type Server struct {
 	mux       *chi.Mux
 	metrics   Metrics
 	tracer    trace.Tracer
+	// active counts requests in progress and held the bytes of bodies held in memory, for
+	// limits.maxConcurrentRequests and limits.maxHeldBytes (issue 13 §6).
+	active, held atomic.Int64
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -255,6 +259,12 @@ func withDefaultLimits(l config.Limits) config.Limits {
 	}
 	if l.MinRequestBodyRate <= 0 {
 		l.MinRequestBodyRate = config.DefaultMinRequestBodyRate
+	}
+	if l.MaxConcurrentRequests <= 0 {
+		l.MaxConcurrentRequests = config.DefaultMaxConcurrentRequests
+	}
+	if l.MaxHeldBytes <= 0 {
+		l.MaxHeldBytes = config.DefaultMaxHeldBytes
 	}
 	return l
 }
