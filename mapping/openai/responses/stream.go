@@ -273,8 +273,20 @@ func (a *assembler) Body() ([]byte, error) {
 			return nil, fmt.Errorf("openai responses stream: %w", err)
 		}
 	}
-	if gjson.Get(body, "output").IsArray() {
-		return []byte(body), nil // the terminal response is authoritative
+	if out := gjson.Get(body, "output"); out.IsArray() {
+		// The terminal response is what the SDKs keep, but agents act on the items as
+		// their output_item.done events arrive: a stream whose events and summary
+		// disagree would let a client run a call other than the one judged (issue 13 §3).
+		terminal := out.Array()
+		for k, it := range a.items {
+			if it.done == "" {
+				continue
+			}
+			if k >= int64(len(terminal)) || oaiwire.CompactJSON(terminal[k].Raw) != oaiwire.CompactJSON(it.done) {
+				return nil, fmt.Errorf("openai responses stream: output item %d of the terminal response differs from its output_item.done event", k)
+			}
+		}
+		return []byte(body), nil
 	}
 	keys := make([]int64, 0, len(a.items))
 	for k := range a.items {

@@ -186,10 +186,13 @@ func TestEditJudgesWhatTheTerminalHolds(t *testing.T) {
 	if strings.Contains(string(body), "Evil") || strings.Contains(string(body), "smuggled") || gjson.GetBytes(body, "output.2.arguments").String() != `{"city":"Paris"}` {
 		t.Errorf("the client's response is not the judged one:\n%s", body)
 	}
-	// Control: the upstream's own terminal response holds both.
-	raw, _ := mappingtest.Assembled(tr, []byte(stream))
-	if !strings.Contains(string(raw), "Evil") || !strings.Contains(string(raw), "smuggled") {
-		t.Fatalf("control: %s", raw)
+	// Control: the upstream's own terminal event holds both, and the held path (the
+	// assembler) refuses a stream whose events and summary disagree.
+	if !strings.Contains(stream, `{\"city\":\"Evil\"}`) || !strings.Contains(stream, "smuggled") {
+		t.Fatal("control: the stream does not carry the smuggled call")
+	}
+	if _, err := mappingtest.Assembled(tr, []byte(stream)); err == nil || !strings.Contains(err.Error(), "differs") {
+		t.Fatalf("the held path accepts a stream whose summary disagrees with its events: %v", err)
 	}
 }
 
