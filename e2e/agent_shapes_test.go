@@ -152,3 +152,44 @@ func TestUnparseableArgumentsJudgedAsText(t *testing.T) {
 		}
 	}
 }
+
+func TestCredentialOutsideMessagesRefused(t *testing.T) {
+	// A key in a tool description reaches the model as surely as one in a message: the
+	// default chain refuses it (no modify target covers the request's params).
+	bodies := map[string]string{
+		"/openai/v1/chat/completions": `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],` +
+			`"tools":[{"type":"function","function":{"name":"deploy","description":"uses key ` + defaultAWSKey + `","parameters":{"type":"object"}}}]}`,
+		"/anthropic/v1/messages": `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],` +
+			`"tools":[{"name":"deploy","description":"uses key ` + defaultAWSKey + `","input_schema":{"type":"object"}}]}`,
+	}
+	for path, body := range bodies {
+		up := newUpstream(t, answer{json: openaiText})
+		if strings.HasPrefix(path, "/anthropic") {
+			up = newUpstream(t, answer{json: anthropicText})
+		}
+		base := startDefaultProxy(t, up)
+		req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden || len(up.requests()) != 0 {
+			t.Errorf("%s: %d %s, upstream got %d requests", path, res.StatusCode, b, len(up.requests()))
+		}
+		// Control: the same request without the key is served.
+		clean := strings.ReplaceAll(body, defaultAWSKey, "none")
+		req, _ = http.NewRequestWithContext(withTimeout(t), http.MethodPost, base+path, strings.NewReader(clean))
+		req.Header.Set("Content-Type", "application/json")
+		res, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Errorf("%s control: %d", path, res.StatusCode)
+		}
+	}
+}

@@ -121,6 +121,17 @@ func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ah
 		return results(), nil
 	}
 	if b.list {
+		// Text the model reads outside the messages (tool descriptions, metadata, user,
+		// prompt variables: the request's params) is scanned too; no modify target covers
+		// it, so a credential there refuses the request (issue 13 §4).
+		if ev.Type == ahp.EventModelRequestBefore && len(ev.Params) > 0 {
+			if ps := scanInput(ev.Params, p.scan, redactPlaceholder); len(ps.kinds) > 0 {
+				reason := "The request's parameters (tool descriptions, metadata, ...) contain a credential (" + strings.Join(ps.kinds, ", ") + ")."
+				if e, ok := block(caps, reason, "hookproxy.secrets."+ps.kinds[0]); ok {
+					return results(e), nil
+				}
+			}
+		}
 		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
 		if len(ls.hits) == 0 {
 			return results(), nil
