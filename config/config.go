@@ -52,7 +52,7 @@ type Route struct {
 	// client that follows one re-sends its original, unexamined body elsewhere.
 	AllowRedirects bool `yaml:"allowRedirects" json:"allowRedirects"`
 	// Unmapped says what an openai or anthropic route does with a POST, PUT or PATCH to an
-	// endpoint it does not map (embeddings, legacy completions, files, batches, ...):
+	// endpoint it does not map (files, batches, audio, moderations, ...):
 	// "refuse" (default: the input would reach the model unexamined) or "forward".
 	Unmapped string `yaml:"unmapped" json:"unmapped"`
 }

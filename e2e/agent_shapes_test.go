@@ -193,3 +193,37 @@ func TestCredentialOutsideMessagesRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestEmbeddingsAndCompletionsGetRequestPolicy(t *testing.T) {
+	// Legacy completions and embeddings carry model input: the default chain redacts a key
+	// in them as in chat (control: straight to the upstream the key arrives).
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/embeddings", `{"model":"text-embedding-3-small","input":["` + deployPrompt + `","second"]}`},
+		{"/v1/completions", `{"model":"gpt-3.5-turbo-instruct","prompt":"` + deployPrompt + `","max_tokens":5}`},
+	} {
+		for _, direct := range []bool{false, true} {
+			up := newUpstream(t, answer{json: `{"object":"list","data":[]}`})
+			url := up.URL + tc.path
+			if !direct {
+				url = startDefaultProxy(t, up) + "/openai" + tc.path
+			}
+			req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, url, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != 200 {
+				t.Fatalf("%s direct=%v: %d", tc.path, direct, res.StatusCode)
+			}
+			got := string(up.only(t).Body)
+			if direct {
+				mustContain(t, "control", got, defaultAWSKey)
+			} else {
+				mustNotContain(t, tc.path, got, defaultAWSKey, defaultGitHubPAT)
+				mustContain(t, tc.path, got, "[REDACTED:aws_access_key_id:", "Deploy with key ")
+			}
+		}
+	}
+}

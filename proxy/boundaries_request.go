@@ -59,7 +59,8 @@ func (x *exchange) requestSide() requestOutcome {
 	return out
 }
 
-// countTokensSide settles a count_tokens request: rewrites settled earlier in the
+// countTokensSide settles a request-only endpoint (count_tokens, embeddings, legacy
+// completions): rewrites settled earlier in the
 // conversation are put back (a redacted tool result stays redacted), then
 // model.request.before runs over the prompt. Injections waiting for the next model call
 // stay waiting, and nothing this request settles is remembered: it is not a model call.
@@ -68,7 +69,7 @@ func (x *exchange) countTokensSide() requestOutcome {
 	x.recallRewrites()
 	out := x.requestBoundaries(-1, nil)
 	if out.kind == outcomeSupplied || out.kind == outcomeStopped {
-		reason := "Token counting refused: the policy answered or stopped this request."
+		reason := "Refused: the policy answered or stopped this request, and this endpoint has no answer to supply."
 		if out.stopReason != "" {
 			reason += " " + out.stopReason
 		}

@@ -59,7 +59,7 @@ func TestUnmappedEndpointsRefusedUnlessOpened(t *testing.T) {
 		}
 		px := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("model.request.before")), Options{})
 		n := len(up.requests())
-		for _, ep := range []string{"/openai/v1/embeddings", "/openai/v1/completions", "/anthropic/v1/messages/batches"} {
+		for _, ep := range []string{"/openai/v1/moderations", "/openai/v1/audio/speech", "/anthropic/v1/messages/batches"} {
 			status, _, got := post(t, px.URL+ep, body, nil)
 			switch {
 			case !forward && (status != 403 || !strings.Contains(string(got), "unexamined")):

@@ -27,6 +27,8 @@ func translatorTable(api string) (table map[string]mapping.Translator, errT mapp
 		return map[string]mapping.Translator{
 			"/v1/chat/completions": chat,
 			"/v1/responses":        responses.New(),
+			"/v1/embeddings":       openai.NewEmbeddings(),
+			"/v1/completions":      openai.NewCompletions(),
 		}, chat
 	case config.APIAnthropic:
 		msgs := anthropic.NewMessages()
@@ -172,7 +174,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if tr == nil && carriesInput(r.Method) {
 			// An endpoint the route does not map would take its input to the model
-			// unexamined (embeddings, legacy completions, files, batches, ...): refused
+			// unexamined (files, batches, audio, moderations, ...): refused
 			// unless the route says otherwise, and then counted (issue 13 §2).
 			if !rt.unmappedForward {
 				rt.s.writeError(w, r, rt, rt.unmappedRefused(key))
@@ -184,7 +186,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
 			// hookproxy adds no decoding either (DESIGN §1 fast path).
 			subs := rt.s.subscriptions()
-			if key == countTokensPath {
+			if requestOnly[key] {
 				subs = subs.countTokens()
 			}
 			if subs != nil {
@@ -300,6 +302,11 @@ func (m subscriptions) any(t string) bool { s := m[t]; return s.intercept || s.o
 // countTokensPath is Anthropic's token counting endpoint: it carries the whole prompt
 // (system, messages, tools) to the upstream without a model call (issue 12).
 const countTokensPath = "/v1/messages/count_tokens"
+
+// requestOnly are the mapped endpoints whose input is examined at model.request.before
+// only: token counting, embeddings and legacy completions carry model input but no turn
+// and no response the chain maps (issue 12, issue 13 §2).
+var requestOnly = map[string]bool{countTokensPath: true, "/v1/embeddings": true, "/v1/completions": true}
 
 // countTokens is the view of m for a token counting request: model.request.before only,
 // so the prompt's text gets the same policy as a model call, while the boundaries of a
