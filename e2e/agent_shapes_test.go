@@ -227,3 +227,26 @@ func TestEmbeddingsAndCompletionsGetRequestPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestCredentialSplitAcrossPartsRefused(t *testing.T) {
+	half := len(defaultAWSKey) / 2
+	split := `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"key ` + defaultAWSKey[:half] +
+		`"},{"type":"text","text":"` + defaultAWSKey[half:] + ` deploy"}]}]}`
+	whole := `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"key ` + defaultAWSKey + `"},{"type":"text","text":" deploy"}]}]}`
+	for _, body := range []string{split, whole} {
+		up := newUpstream(t, answer{json: openaiText})
+		req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, startDefaultProxy(t, up)+"/openai/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if body == split && (res.StatusCode != http.StatusForbidden || len(up.requests()) != 0) {
+			t.Errorf("a key split across two parts: %d, upstream got %d requests", res.StatusCode, len(up.requests()))
+		}
+		if body == whole && (res.StatusCode != 200 || strings.Contains(string(up.only(t).Body), defaultAWSKey)) {
+			t.Errorf("control: a whole key is redacted in place: %d", res.StatusCode)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -39,6 +40,9 @@ type listScan struct {
 	// (metadata or omit selection, or a gap). A whole-list replace would then have to
 	// carry text the policy never saw, so it is not used (SPEC-DIGEST §5.3).
 	withheld bool
+	// split lists the kinds of findings that only the joined text of adjacent parts of
+	// one message shows (a key cut in two parts): no per-part edit can redact them.
+	split []string
 }
 
 // partFilter selects the parts a policy scans (nil: every visible text part).
@@ -50,6 +54,8 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 	var scratch []Finding
 	for i := range items {
 		m := &items[i]
+		var joined strings.Builder
+		texts, found := 0, 0
 		for j := range m.Parts {
 			p := &m.Parts[j]
 			if p.Kind != ahp.KindText {
@@ -62,9 +68,22 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 			if include != nil && !include(m, p) {
 				continue
 			}
+			joined.WriteString(*p.Text)
+			texts++
 			scratch = d.scanText(scratch[:0], *p.Text)
+			found += len(scratch)
 			if len(scratch) > 0 {
 				ls.hits = append(ls.hits, partHit{msg: i, part: j, findings: slices.Clone(scratch)})
+			}
+		}
+		// The model reads a message's text parts as one text (issue 13 §4).
+		if texts > 1 {
+			if all := d.scanText(scratch[:0], joined.String()); len(all) > found {
+				for _, f := range all {
+					if !slices.Contains(ls.split, f.Kind) {
+						ls.split = append(ls.split, f.Kind)
+					}
+				}
 			}
 		}
 	}

@@ -133,6 +133,12 @@ func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ah
 			}
 		}
 		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
+		if len(ls.split) > 0 {
+			reason := "A message contains a credential split across its text parts (" + strings.Join(ls.split, ", ") + ")."
+			if e, ok := block(caps, reason, "hookproxy.secrets."+ls.split[0]); ok {
+				return results(e), nil
+			}
+		}
 		if len(ls.hits) == 0 {
 			return results(), nil
 		}
