@@ -252,11 +252,14 @@ const (
 	EnforcementRefused   Enforcement = "refused"   // deny or fail-closed: native error answer
 	EnforcementSupplied  Enforcement = "supplied"  // return effect: answered without the upstream
 	EnforcementStopped   Enforcement = "stopped"   // flow stop
+	// EnforcementForwardedUnexamined: an unmapped endpoint's input forwarded without any
+	// boundary (routes[].unmapped: forward).
+	EnforcementForwardedUnexamined Enforcement = "forwarded_unexamined"
 )
 
 // MarshalText implements encoding.TextMarshaler.
 func (e Enforcement) MarshalText() ([]byte, error) {
-	return closed(string(e), "forwarded", "rewritten", "refused", "supplied", "stopped"), nil
+	return closed(string(e), "forwarded", "rewritten", "refused", "supplied", "stopped", "forwarded_unexamined"), nil
 }
 
 // Held is how much of a response was held from the client (Record.Held).

@@ -15,6 +15,9 @@ const (
 	EnforceRefused   = "refused"   // refused (403), or the tool call was removed
 	EnforceSupplied  = "supplied"  // answered from a supplied result (return) without the upstream
 	EnforceStopped   = "stopped"   // flow stop: pending work removed or answered without the upstream
+	// EnforceForwardedUnexamined: input to an endpoint the route does not map, forwarded
+	// because the route says unmapped: forward; no boundary ran.
+	EnforceForwardedUnexamined = "forwarded_unexamined"
 )
 
 // How much of a response was held from the client while its chain settled (issue 11).

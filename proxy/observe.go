@@ -119,6 +119,10 @@ func (s *Server) unexamined(ctx context.Context, rt *route, method, endpoint str
 	if s.metrics != nil {
 		s.metrics.ForwardedUnexamined(rt.prefix)
 	}
+	if s.auditor != nil {
+		s.auditor.OnBoundary(ctx, BoundaryRecord{Time: time.Now(), Route: rt.prefix, API: rt.api,
+			EventID: "unmapped_" + randomHex(), Enforcement: EnforceForwardedUnexamined})
+	}
 	s.logAt(ctx, zapcore.InfoLevel, "forwarded unexamined (unmapped endpoint)", zap.String("route", rt.prefix),
 		zap.String("method", method), zap.String("endpoint", endpoint))
 }

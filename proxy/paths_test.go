@@ -57,7 +57,8 @@ func TestUnmappedEndpointsRefusedUnlessOpened(t *testing.T) {
 		if forward {
 			cfg.Routes[0].Unmapped, cfg.Routes[1].Unmapped = "forward", "forward"
 		}
-		px := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("model.request.before")), Options{})
+		log := &auditLog{}
+		px := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("model.request.before")), Options{Auditor: log.auditor()})
 		n := len(up.requests())
 		for _, ep := range []string{"/openai/v1/moderations", "/openai/v1/audio/speech", "/anthropic/v1/messages/batches"} {
 			status, _, got := post(t, px.URL+ep, body, nil)
@@ -70,6 +71,17 @@ func TestUnmappedEndpointsRefusedUnlessOpened(t *testing.T) {
 		}
 		if forwarded := len(up.requests()) - n; forwarded != map[bool]int{false: 0, true: 3}[forward] {
 			t.Errorf("forward=%v: %d requests reached the upstream", forward, forwarded)
+		}
+		unexamined := 0
+		log.mu.Lock()
+		for _, r := range log.recs {
+			if r.Enforcement == EnforceForwardedUnexamined {
+				unexamined++
+			}
+		}
+		log.mu.Unlock()
+		if unexamined != map[bool]int{false: 0, true: 3}[forward] {
+			t.Errorf("forward=%v: %d forwarded_unexamined audit records", forward, unexamined)
 		}
 		// Harmless reads pass either way.
 		resp, err := http.Get(px.URL + "/openai/v1/models")
