@@ -171,11 +171,20 @@ func (h *mcpHandler) rewrite(pr *httputil.ProxyRequest) {
 }
 
 func (h *mcpHandler) modifyResponse(resp *http.Response) error {
+	// An MCP server's redirect is not passed on either: a client that follows it re-sends
+	// its tools/call, unexamined, elsewhere (issue 13 §8).
+	if !h.env.Route.AllowRedirects && resp.StatusCode >= 300 && resp.StatusCode <= 399 &&
+		resp.StatusCode != http.StatusNotModified && resp.Header.Get("Location") != "" {
+		resp.Body.Close()
+		return errMCPRedirect
+	}
 	if st := mcpStateFrom(resp.Request.Context()); st != nil && st.x != nil {
 		return st.x.onResponse(resp)
 	}
 	return nil
 }
+
+var errMCPRedirect = errors.New("mcp server redirect")
 
 // proxyError answers transport failures (and an over-limit streamed body) with a JSON-RPC
 // error, so an MCP client reports it like any server error.
@@ -192,6 +201,10 @@ func (h *mcpHandler) proxyError(w http.ResponseWriter, r *http.Request, err erro
 	if st != nil && st.x != nil {
 		st.x.onForwardError()
 		id = st.x.singleID()
+	}
+	if errors.Is(err, errMCPRedirect) {
+		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "the MCP server answered with a redirect, which hookproxy does not pass on (set allowRedirects on the route to allow it)")
+		return
 	}
 	h.log.Warn("mcp upstream request failed", zap.String("route", h.prefix), zap.String("error", safeError(err)))
 	h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "hookproxy could not reach the MCP server")

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"io"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,5 +93,27 @@ func TestEchoedCredentialsNeverReachEvents(t *testing.T) {
 	}
 	if !strings.Contains(msg, "bad key") {
 		t.Errorf("message lost its text: %s", msg)
+	}
+}
+
+func TestMCPServerRedirectNotPassedOn(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	})
+	for _, allow := range []bool{false, true} {
+		elsewhere.Store(0)
+		cfg := mcpRouteConfig(up.URL + "/mcp")
+		cfg.Routes[0].AllowRedirects = allow
+		srv := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept(ahp.EventToolBefore)), Options{MCPHandler: NewMCPHandler})
+		status, _, got := mcpPost(t, srv.URL+"/mcp/files", mcpReadCall, nil)
+		if !allow && (status != http.StatusBadGateway || !strings.Contains(string(got), "redirect") || elsewhere.Load() != 0) {
+			t.Errorf("redirect passed on: %d %s", status, got)
+		}
+		if allow && elsewhere.Load() == 0 {
+			t.Errorf("control: with allowRedirects the client follows the redirect (%d)", status)
+		}
 	}
 }
