@@ -156,7 +156,7 @@ func decodeReply(t testing.TB, b []byte) reply {
 // assertValidResult checks a success reply against the protocol's schema.
 func assertValidResult(t testing.TB, b []byte) {
 	t.Helper()
-	if err := ahptest.Validate(t, "intercept-response.schema.json", b); err != nil {
+	if err := ahptest.ValidIfAvailable(t, "intercept-response.schema.json", b); err != nil {
 		t.Errorf("reply is not a valid AHP intercept response: %v\n%s", err, b)
 	}
 }

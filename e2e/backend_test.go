@@ -294,7 +294,7 @@ func assertFrames(t *testing.T, b ahpBackend, credentials ...string) [][]byte {
 		} else if id, evID := gjson.GetBytes(f, "id").String(), gjson.GetBytes(f, "params.event.id").String(); id != evID {
 			t.Errorf("frame %d: JSON-RPC id %q differs from event id %q", i, id, evID)
 		}
-		if err := ahptest.Validate(t, schema, f); err != nil {
+		if err := ahptest.ValidIfAvailable(t, schema, f); err != nil {
 			t.Errorf("frame %d (%s) is not valid AHP: %v\n%s", i, gjson.GetBytes(f, "params.event.type"), err, f)
 		}
 	}

@@ -232,7 +232,7 @@ func assertValidIntercepts(t *testing.T, f *fakePolicy) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ahptest.Validate(t, "intercept-request.schema.json", frame); err != nil {
+		if err := ahptest.ValidIfAvailable(t, "intercept-request.schema.json", frame); err != nil {
 			t.Errorf("%s intercept request is not valid AHP: %v\n%s", p.Event.Type, err, frame)
 		}
 	}
@@ -246,7 +246,7 @@ func assertValidObservations(t *testing.T, f *fakePolicy) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := ahptest.Validate(t, "observe-notification.schema.json", frame); err != nil {
+		if err := ahptest.ValidIfAvailable(t, "observe-notification.schema.json", frame); err != nil {
 			t.Errorf("%s observation is not valid AHP: %v\n%s", ev.Type, err, frame)
 		}
 	}
