@@ -221,7 +221,12 @@ func agentViewRaw(ps []ahp.Part) string {
 	var b strings.Builder
 	for i := range ps {
 		if c, ok := mapping.ParseToolCall(&ps[i]); ok {
+			// By value: "\ufffd" and a literal U+FFFD are the same input.
+			var v any
 			in, _ := json.Marshal(c.Input)
+			if json.Unmarshal(c.Input, &v) == nil {
+				in, _ = json.Marshal(v)
+			}
 			b.WriteString("|call " + c.Name + " " + string(in))
 			continue
 		}
