@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -24,7 +23,7 @@ import (
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
-	e := &editor{m: m, out: out, d: d}
+	e := &editor{m: m, out: out, d: d, settle: mapping.CallSettler{D: d}}
 	e.sse.Dispatch = e.event
 	e.sse.MaxEvent = 16 << 20
 	return e
@@ -43,8 +42,7 @@ type editor struct {
 	next    int   // the next upstream block index
 	removed []int // upstream indices of removed blocks, ascending
 	kept    int   // tool calls emitted
-	decided int
-	stopped bool // flow stop
+	settle  mapping.CallSettler
 	notes   []string
 	open    map[int]*heldCall // tool_use blocks not stopped yet, by upstream index
 	queue   []editItem
@@ -385,50 +383,19 @@ func (e *editor) writeNotes() error {
 
 // decide settles a complete tool_use block and emits it when it is kept.
 func (e *editor) decide(c *heldCall) error {
-	block := c.blk.final
-	resp, err := e.m.DecodeResponse([]byte(`{"id":` + quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + block + `],"stop_reason":"tool_use"}`))
+	single := []byte(`{"id":` + quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + c.blk.final + `],"stop_reason":"tool_use"}`)
+	kept, rendered, note, err := e.settle.Settle(e.m, single)
 	if err != nil {
 		return err
 	}
-	located := mapping.ToolCalls(resp.Items)
-	if len(located) != 1 {
-		return fmt.Errorf("anthropic: stream: tool_use block could not be read")
-	}
-	call := mapping.StreamCall{ToolCall: located[0].ToolCall, Index: e.decided}
-	e.decided++
-	remove := func(note string) {
+	if !kept {
 		e.removed = append(e.removed, c.index)
 		if note != "" {
 			e.notes = append(e.notes, note)
 		}
-	}
-	if e.stopped {
-		e.d.Skipped(call)
-		remove("")
 		return nil
-	}
-	v, err := e.d.Decide(call)
-	if err != nil {
-		return err
-	}
-	if v.Remove || v.Stop {
-		e.stopped = e.stopped || v.Stop
-		remove(v.Note)
-		return nil
-	}
-	if v.Input != nil {
-		// modify(input): the encoder renders the effective input as the held path does.
-		items := ahp.CloneMessages(resp.Items)
-		lc := located[0]
-		p := items[lc.Item].Parts[lc.Part]
-		items[lc.Item].Parts[lc.Part] = mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: lc.ID, Name: lc.Name, Input: v.Input})
-		body, err := e.m.EncodeResponse(resp, items, "")
-		if err != nil {
-			return err
-		}
-		block = gjson.GetBytes(body, "content.0").Raw
 	}
 	e.kept++
 	e.lastText = false
-	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.Parse(block))
+	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.GetBytes(rendered, "content.0"))
 }

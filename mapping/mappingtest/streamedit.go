@@ -17,6 +17,23 @@ import (
 // Script is the verdict for each call, by StreamCall.Index; a call not listed is allowed.
 type Script map[int]mapping.CallVerdict
 
+// ScriptFromBits is the verdicts a fuzzer's byte picks for calls 0..3, two bits each:
+// 0 allow, 1 remove (with a note), 2 rewrite the input, 3 flow stop.
+func ScriptFromBits(bits uint8) Script {
+	s := Script{}
+	for i := 0; i < 4; i++ {
+		switch (bits >> (2 * i)) & 3 {
+		case 1:
+			s[i] = mapping.CallVerdict{Remove: true, Note: "removed " + string(rune('a'+i))}
+		case 2:
+			s[i] = mapping.CallVerdict{Input: json.RawMessage(`{"rewritten":true}`)}
+		case 3:
+			s[i] = mapping.CallVerdict{Remove: true, Stop: true, Note: "stop"}
+		}
+	}
+	return s
+}
+
 // Decider is a StreamDecider that answers from a Script and records what it was asked.
 type Decider struct {
 	Script  Script

@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
@@ -31,7 +30,7 @@ import (
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (c *Chat) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
-	e := &chatEditor{c: c, out: out, d: d, choices: map[int]*editChoice{}}
+	e := &chatEditor{c: c, out: out, d: d, choices: map[int]*editChoice{}, settle: mapping.CallSettler{D: d}}
 	e.sse.Dispatch = e.event
 	e.sse.MaxEvent = 16 << 20
 	return e
@@ -50,7 +49,7 @@ type chatEditor struct {
 	queue   []editItem // what waits behind an undecided call, in stream order
 	held    int        // bytes in queue and in open calls
 	calls   int        // calls seen (StreamCall.Index)
-	stopped bool       // flow stop: every later call is removed unasked
+	settle  mapping.CallSettler
 }
 
 // editChoice is the editing state of one choice.
@@ -598,50 +597,23 @@ func (e *chatEditor) single(entry string, legacy bool) []byte {
 
 // decide settles one complete call and emits it when it is kept.
 func (e *chatEditor) decide(t *editCall) error {
-	entry := t.entry()
-	resp, err := e.c.DecodeResponse(e.single(entry, t.legacy))
-	if err != nil {
-		return fmt.Errorf("openai chat stream: tool call: %w", err)
-	}
-	located := mapping.ToolCalls(resp.Items)
-	if len(located) != 1 {
-		return fmt.Errorf("openai chat stream: tool call could not be read")
-	}
-	call := mapping.StreamCall{ToolCall: located[0].ToolCall, Index: e.decided()}
 	c := t.choice
-	if e.stopped {
-		e.d.Skipped(call)
-		c.removed++
-		return nil
-	}
-	v, err := e.d.Decide(call)
+	kept, rendered, note, err := e.settle.Settle(e.c, e.single(t.entry(), t.legacy))
 	if err != nil {
-		return err
+		return fmt.Errorf("openai chat stream: %w", err)
 	}
-	if v.Remove || v.Stop {
-		e.stopped = e.stopped || v.Stop
+	if !kept {
 		c.removed++
-		if v.Note != "" {
-			c.notes = append(c.notes, v.Note)
+		if note != "" {
+			c.notes = append(c.notes, note)
 		}
 		return nil
 	}
-	if v.Input != nil {
-		// modify(input): the encoder renders the effective arguments as the held path does.
-		items := ahp.CloneMessages(resp.Items)
-		lc := located[0]
-		part := items[lc.Item].Parts[lc.Part]
-		items[lc.Item].Parts[lc.Part] = mapping.ToolCallPart(part.ID, mapping.ToolCall{ID: lc.ID, Name: lc.Name, Input: v.Input})
-		body, err := e.c.EncodeResponse(resp, items, "")
-		if err != nil {
-			return fmt.Errorf("openai chat stream: rewritten tool call: %w", err)
-		}
-		path := "choices.0.message.tool_calls.0"
-		if t.legacy {
-			path = "choices.0.message.function_call"
-		}
-		entry = oaiwire.CompactJSON(gjson.GetBytes(body, path).Raw)
+	path := "choices.0.message.tool_calls.0"
+	if t.legacy {
+		path = "choices.0.message.function_call"
 	}
+	entry := oaiwire.CompactJSON(gjson.GetBytes(rendered, path).Raw)
 	var delta string
 	if t.legacy {
 		delta = `{"function_call":` + entry + `}`
@@ -655,16 +627,6 @@ func (e *chatEditor) decide(t *editCall) error {
 	}
 	c.kept++
 	return e.write(sseData(e.chunk(c.index, delta, "null")))
-}
-
-// decided counts the calls decided so far: calls are decided in stream order, so it is
-// the next call's position among the response's calls.
-func (e *chatEditor) decided() int {
-	n := 0
-	for _, c := range e.choices {
-		n += c.kept + c.removed
-	}
-	return n
 }
 
 func (e *chatEditor) chunk(choice int, delta, finish string) []byte {

@@ -269,18 +269,7 @@ func FuzzStreamEditChat(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"), uint16(0), uint8(1))
 	c := NewChat()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
-		// bits: per call (0..3), 2 bits: 0 allow, 1 remove, 2 rewrite, 3 stop.
-		script := mappingtest.Script{}
-		for i := 0; i < 4; i++ {
-			switch (bits >> (2 * i)) & 3 {
-			case 1:
-				script[i] = mapping.CallVerdict{Remove: true, Note: "removed " + string(rune('a'+i))}
-			case 2:
-				script[i] = mapping.CallVerdict{Input: json.RawMessage(`{"rewritten":true}`)}
-			case 3:
-				script[i] = mapping.CallVerdict{Remove: true, Stop: true, Note: "stop"}
-			}
-		}
+		script := mappingtest.ScriptFromBits(bits)
 		// Only single-choice streams are held to the held path's result (see the editor's
 		// documentation for n > 1); every stream must edit without panicking.
 		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), &mappingtest.Decider{Script: script})

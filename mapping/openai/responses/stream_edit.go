@@ -9,7 +9,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
@@ -34,7 +33,7 @@ import (
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
-	e := &editor{t: t, out: out, d: d, items: map[int]*itemState{}, maxIndex: -1}
+	e := &editor{t: t, out: out, d: d, items: map[int]*itemState{}, maxIndex: -1, settle: mapping.CallSettler{D: d}}
 	e.sse.Dispatch = e.event
 	e.sse.MaxEvent = 64 << 20 // the terminal event repeats the whole response
 	return e
@@ -54,9 +53,8 @@ type editor struct {
 	removed  []int              // upstream indices of removed items, ascending
 	queue    []queued
 	held     int
-	decided  int
+	settle   mapping.CallSettler
 	kept     int
-	stopped  bool
 	notes    []string
 	changed  bool // something differs from the upstream's stream: renumber sequence_number
 	nextSeq  int64
@@ -462,45 +460,16 @@ func (e *editor) decideHeld(c *heldCall) error {
 
 // decide settles one call item: whether it is kept, and the item as the client gets it.
 func (e *editor) decide(item string) (bool, string, error) {
-	resp, err := e.t.DecodeResponse([]byte(`{"id":` + oaiwire.JSONString(e.respID) + `,"object":"response","status":"completed","output":[` + item + `]}`))
-	if err != nil {
-		return false, "", err
-	}
-	located := mapping.ToolCalls(resp.Items)
-	if len(located) != 1 {
-		return false, "", fmt.Errorf("openai responses stream: call item could not be read")
-	}
-	call := mapping.StreamCall{ToolCall: located[0].ToolCall, Index: e.decided}
-	e.decided++
-	if e.stopped {
-		e.d.Skipped(call)
-		return false, "", nil
-	}
-	v, err := e.d.Decide(call)
-	if err != nil {
-		return false, "", err
-	}
-	if v.Remove || v.Stop {
-		e.stopped = e.stopped || v.Stop
-		if v.Note != "" {
-			e.notes = append(e.notes, v.Note)
+	single := []byte(`{"id":` + oaiwire.JSONString(e.respID) + `,"object":"response","status":"completed","output":[` + item + `]}`)
+	kept, rendered, note, err := e.settle.Settle(e.t, single)
+	if err != nil || !kept {
+		if note != "" {
+			e.notes = append(e.notes, note)
 		}
-		return false, "", nil
+		return false, "", err
 	}
 	e.kept++
-	if v.Input == nil {
-		return true, item, nil
-	}
-	// modify(input): the encoder renders the effective arguments as the held path does.
-	items := ahp.CloneMessages(resp.Items)
-	lc := located[0]
-	p := items[lc.Item].Parts[lc.Part]
-	items[lc.Item].Parts[lc.Part] = mapping.ToolCallPart(p.ID, mapping.ToolCall{ID: lc.ID, Name: lc.Name, Input: v.Input})
-	body, err := e.t.EncodeResponse(resp, items, "")
-	if err != nil {
-		return false, "", err
-	}
-	return true, gjson.GetBytes(body, "output.0").Raw, nil
+	return true, gjson.GetBytes(rendered, "output.0").Raw, nil
 }
 
 // terminal rebuilds the terminal event's response from what was judged, and writes the

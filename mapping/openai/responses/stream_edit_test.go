@@ -10,7 +10,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 )
 
@@ -228,17 +227,7 @@ func FuzzStreamEditResponses(f *testing.F) {
 	f.Add([]byte(customToolStream), uint16(0), uint8(0b10))
 	tr := New()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
-		script := mappingtest.Script{}
-		for i := 0; i < 4; i++ {
-			switch (bits >> (2 * i)) & 3 {
-			case 1:
-				script[i] = mapping.CallVerdict{Remove: true, Note: "removed " + string(rune('a'+i))}
-			case 2:
-				script[i] = mapping.CallVerdict{Input: json.RawMessage(`{"rewritten":true}`)}
-			case 3:
-				script[i] = mapping.CallVerdict{Remove: true, Stop: true, Note: "stop"}
-			}
-		}
+		script := mappingtest.ScriptFromBits(bits)
 		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
 		if _, err := mappingtest.Held(tr, stream, script); err != nil {
 			return
