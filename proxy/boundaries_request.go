@@ -37,8 +37,8 @@ func (x *exchange) requestSide() requestOutcome {
 	// next_turn effect accepted now is not delivered in this same request: "now" effects
 	// accepted at the previous response's tool.before belong to this model call, next_turn
 	// effects to the first call of a new prompt.
-	if x.subs.countOnly() {
-		return x.countTokensSide()
+	if x.requestOnly {
+		return x.requestOnlySide()
 	}
 	ps := x.req.PromptStart
 	deliveries := x.s.store.Take(x.storeKey(deliverNextCall))
@@ -59,13 +59,13 @@ func (x *exchange) requestSide() requestOutcome {
 	return out
 }
 
-// countTokensSide settles a request-only endpoint (count_tokens, embeddings, legacy
+// requestOnlySide settles a request-only endpoint (count_tokens, embeddings, legacy
 // completions): rewrites settled earlier in the
 // conversation are put back (a redacted tool result stays redacted), then
 // model.request.before runs over the prompt. Injections waiting for the next model call
 // stay waiting, and nothing this request settles is remembered: it is not a model call.
 // A policy that answers or stops it refuses it (there is no answer to supply).
-func (x *exchange) countTokensSide() requestOutcome {
+func (x *exchange) requestOnlySide() requestOutcome {
 	x.recallRewrites()
 	out := x.requestBoundaries(-1, nil)
 	if out.kind == outcomeSupplied || out.kind == outcomeStopped {

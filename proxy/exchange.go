@@ -59,6 +59,7 @@ type exchange struct {
 	responseAfterID  string         // model.response.after's id when it is observed after a stream
 	streamStopped    bool           // a streamed tool call stopped the flow
 	heldResponse     int64          // bytes of a held response counted in the server's budget
+	requestOnly      bool           // count_tokens, embeddings, legacy completions: model.request.before only
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -69,12 +70,13 @@ type finalResponse struct {
 }
 
 // serveBoundaries is the boundary pipeline of one translated request (DESIGN §2).
-func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapping.Translator, subs subscriptions) {
+func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapping.Translator, subs subscriptions, requestOnly bool) {
 	x, err := rt.newExchange(r, tr, subs)
 	if err != nil {
 		rt.s.writeError(w, r, rt, err)
 		return
 	}
+	x.requestOnly = requestOnly
 	// The decoded request is held until the exchange ends: it counts against the
 	// server-wide budget (issue 13 §6).
 	n := int64(len(x.req.Original))
@@ -140,7 +142,9 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	}
 	x.attempt = ahp.Attempt{ID: "att_" + randomHex() + "-1", Number: 1, Synthesized: true}
 	x.principal, x.secrets = credentialsOf(r.Header)
-	x.secrets = querySecrets(r.URL.Query(), x.secrets)
+	if r.URL.RawQuery != "" {
+		x.secrets = querySecrets(r.URL.Query(), x.secrets)
+	}
 	return x, nil
 }
 

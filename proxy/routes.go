@@ -187,10 +187,10 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// hookproxy adds no decoding either (DESIGN §1 fast path).
 			subs := rt.s.subscriptions()
 			if requestOnly[key] {
-				subs = subs.countTokens()
+				subs = subs.requestOnly()
 			}
 			if subs != nil {
-				rt.serveBoundaries(w, r, tr, subs)
+				rt.serveBoundaries(w, r, tr, subs, requestOnly[key])
 				return
 			}
 		}
@@ -220,16 +220,20 @@ func checkPath(p string) error {
 	if strings.ContainsRune(p, '\\') {
 		return errors.New("the path contains a backslash")
 	}
-	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
-	for i, s := range segs {
+	rest := strings.TrimPrefix(p, "/")
+	for {
+		s, more, found := strings.Cut(rest, "/")
 		switch {
 		case s == "." || s == "..":
 			return errors.New("the path contains a dot segment")
-		case s == "" && i != len(segs)-1:
+		case s == "" && found:
 			return errors.New("the path contains an empty segment")
 		}
+		if !found {
+			return nil
+		}
+		rest = more
 	}
-	return nil
 }
 
 // endpointKey is the form mapped endpoints are matched in: the providers accept the
@@ -308,22 +312,17 @@ const countTokensPath = "/v1/messages/count_tokens"
 // and no response the chain maps (issue 12, issue 13 §2).
 var requestOnly = map[string]bool{countTokensPath: true, "/v1/embeddings": true, "/v1/completions": true}
 
-// countTokens is the view of m for a token counting request: model.request.before only,
-// so the prompt's text gets the same policy as a model call, while the boundaries of a
-// turn (tool.after, turn.start) and of a response do not run for what is not one. nil when
+// requestOnly is the view of m for a request-only endpoint: model.request.before only, so
+// the input gets the same policy as a model call, while the boundaries of a turn
+// (tool.after, turn.start) and of a response do not run for what is not one. nil when
 // model.request.before is not subscribed (fast path).
-func (m subscriptions) countTokens() subscriptions {
+func (m subscriptions) requestOnly() subscriptions {
 	s, ok := m[ahp.EventModelRequestBefore]
 	if !ok {
 		return nil
 	}
-	return subscriptions{ahp.EventModelRequestBefore: s, countOnlyKey: {}}
+	return subscriptions{ahp.EventModelRequestBefore: s}
 }
-
-// countOnlyKey marks a count_tokens view (never an event type).
-const countOnlyKey = "hookproxy.count_tokens"
-
-func (m subscriptions) countOnly() bool           { _, ok := m[countOnlyKey]; return ok }
 func (m subscriptions) intercepted(t string) bool { return m[t].intercept }
 
 // subscriptions returns the subscribed boundary events, or nil when none is (fast path).

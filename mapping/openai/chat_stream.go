@@ -458,27 +458,7 @@ func (c *Chat) WriteStream(w io.Writer, body []byte) error {
 	if !root.IsObject() || !choices.IsArray() {
 		return fmt.Errorf("openai chat: response has no choices array: %w", mapping.ErrMalformed)
 	}
-	// Every chunk shares the completion's identity fields.
-	head := make([]byte, 0, 128)
-	head = append(head, `{"id":`...)
-	head = oaiwire.AppendJSONString(head, root.Get("id").String())
-	head = append(head, `,"object":"chat.completion.chunk","created":`...)
-	if cr := root.Get("created"); cr.Type == gjson.Number {
-		head = append(head, cr.Raw...)
-	} else {
-		head = append(head, '0')
-	}
-	head = append(head, `,"model":`...)
-	head = oaiwire.AppendJSONString(head, root.Get("model").String())
-	for _, f := range []string{"service_tier", "system_fingerprint"} {
-		if v := root.Get(f); v.Type == gjson.String {
-			head = append(head, ',')
-			head = oaiwire.AppendJSONString(head, f)
-			head = append(head, ':')
-			head = oaiwire.AppendJSONString(head, v.Str)
-		}
-	}
-	head = append(head, `,"choices":[`...)
+	head := chunkHead(root) // every chunk shares the completion's identity fields
 
 	sw := oaiwire.NewSSEWriter(w)
 	chunk := func(choice []byte) error {

@@ -374,7 +374,8 @@ func appendChoiceDelta(b []byte, index int, delta, finish string) []byte {
 	return append(b, '}')
 }
 
-// chunkHead is the identity every chunk the editor writes shares, up to the choices.
+// chunkHead is the identity every chunk of a completion shares, up to the choices (the
+// editor's chunks and WriteStream's alike).
 func chunkHead(root gjson.Result) []byte {
 	b := append([]byte(nil), `{"id":`...)
 	b = oaiwire.AppendJSONString(b, root.Get("id").String())
