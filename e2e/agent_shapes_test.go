@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"strings"
@@ -262,4 +263,79 @@ func TestPersonalDataOutsideMessagesRedacted(t *testing.T) {
 			mustContain(t, "upstream body", got, "[REDACTED:email:")
 		})
 	}
+}
+
+// TestCredentialInDocumentsRedacted: text documents (plain and base64), Anthropic
+// custom-content documents and search results — at the top level and inside a tool
+// result — are text the model reads: the default chain redacts a key in each. Top-level
+// blocks stay the kind the client sent (base64 stays base64); a rewritten tool result is
+// rendered as text (README: what it does not do).
+func TestCredentialInDocumentsRedacted(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	doc := "deploy notes: key " + defaultAWSKey + " rotates monthly"
+	bodies := map[string]string{
+		"/anthropic/v1/messages": `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[` +
+			`{"role":"user","content":[{"type":"text","text":"read these"},` +
+			`{"type":"document","source":{"type":"base64","media_type":"text/plain","data":"` + b64(doc) + `"}},` +
+			`{"type":"document","source":{"type":"text","media_type":"text/plain","data":"` + doc + `"}},` +
+			`{"type":"document","source":{"type":"content","content":[{"type":"text","text":"` + doc + `"}]},"title":"t"},` +
+			`{"type":"search_result","source":"https://wiki.example/deploy","title":"Deploy","content":[{"type":"text","text":"` + doc + `"}],"citations":{"enabled":true}}]},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"search","input":{"q":"deploy"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[` +
+			`{"type":"search_result","source":"https://wiki.example/keys","title":"Keys","content":[{"type":"text","text":"` + doc + `"}]}]}]}]}`,
+		"/openai/v1/chat/completions": `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"read this"},` +
+			`{"type":"file","file":{"filename":"notes.txt","file_data":"data:text/plain;base64,` + b64(doc) + `"}}]}]}`,
+		"/openai/v1/responses": `{"model":"gpt-5","input":[{"role":"user","content":[{"type":"input_text","text":"read this"},` +
+			`{"type":"input_file","filename":"notes.txt","file_data":"data:text/plain;base64,` + b64(doc) + `"}]}]}`,
+	}
+	for path, body := range bodies {
+		t.Run(path, func(t *testing.T) {
+			// Control: straight to the upstream, the key is in every document.
+			direct := newUpstream(t, answerFor(path))
+			postJSON(t, direct.URL+path[strings.Index(path[1:], "/")+1:], body)
+			if got := decodedText(direct.only(t).Body); !strings.Contains(got, defaultAWSKey) {
+				t.Fatal("control: the request does not carry the key")
+			}
+			up := newUpstream(t, answerFor(path))
+			status, b := postJSON(t, startDefaultProxy(t, up)+path, body)
+			if status != 200 {
+				t.Fatalf("%d %s", status, b)
+			}
+			sent := up.only(t).Body
+			if got := decodedText(sent); strings.Contains(got, defaultAWSKey) {
+				t.Fatalf("the key reached the upstream:\n%s\ndecoded: %s", sent, got)
+			}
+			mustContain(t, "upstream body", decodedText(sent), "deploy notes: key [REDACTED:aws_access_key_id:")
+			if strings.HasPrefix(path, "/anthropic") {
+				for _, typ := range []string{`"type":"base64"`, `"type":"content"`, `"type":"search_result"`, `"citations":{"enabled":true}`, `"source":"https://wiki.example/deploy"`} {
+					mustContain(t, "upstream body", string(sent), typ)
+				}
+			}
+		})
+	}
+}
+
+// decodedText is body with every base64 string (and data: URL payload) decoded in place,
+// so a test can look for text inside encoded documents.
+func decodedText(body []byte) string {
+	var out strings.Builder
+	out.Write(body)
+	var walk func(v gjson.Result)
+	walk = func(v gjson.Result) {
+		switch {
+		case v.Type == gjson.String:
+			s := v.Str
+			if i := strings.Index(s, ";base64,"); strings.HasPrefix(s, "data:") && i > 0 {
+				s = s[i+len(";base64,"):]
+			}
+			if raw, err := base64.StdEncoding.DecodeString(s); err == nil && len(s) >= 8 {
+				out.WriteString("\n")
+				out.Write(raw)
+			}
+		case v.IsArray() || v.IsObject():
+			v.ForEach(func(_, e gjson.Result) bool { walk(e); return true })
+		}
+	}
+	walk(gjson.ParseBytes(body))
+	return out.String()
 }
