@@ -274,7 +274,11 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	if n := len(x.req.Gaps) + len(x.modelGaps); n > 0 {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}
-	st := x.settle(ev, capsModelRequest(listHasGaps(x.req.Gaps)))
+	caps := capsModelRequest(listHasGaps(x.req.Gaps))
+	if mapping.IsOpaque(x.tr) {
+		caps = capsOpaqueRequest()
+	}
+	st := x.settle(ev, caps)
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
