@@ -9,7 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 )
 
 const (
@@ -63,7 +63,7 @@ type chatMessage struct {
 func decodeChat(t *testing.T, h http.Header, body []byte) chatMessage {
 	t.Helper()
 	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
-		asm := openai.NewChat().NewAssembler()
+		asm := chat.NewChat().NewAssembler()
 		_, _ = asm.Write(body)
 		b, err := asm.Body()
 		if err != nil {

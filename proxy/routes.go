@@ -14,7 +14,7 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/anthropic"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 	"github.com/hookproxy/hookproxy/mapping/openai/responses"
 )
 
@@ -24,13 +24,13 @@ import (
 func translatorTable(api string) (table map[string]mapping.Translator, errT mapping.Translator) {
 	switch api {
 	case config.APIOpenAI:
-		chat := openai.NewChat()
+		cc := chat.NewChat()
 		return map[string]mapping.Translator{
-			"/v1/chat/completions": chat,
+			"/v1/chat/completions": cc,
 			"/v1/responses":        responses.New(),
-			"/v1/embeddings":       openai.NewEmbeddings(),
-			"/v1/completions":      openai.NewCompletions(),
-		}, chat
+			"/v1/embeddings":       chat.NewEmbeddings(),
+			"/v1/completions":      chat.NewCompletions(),
+		}, cc
 	case config.APIAnthropic:
 		msgs := anthropic.NewMessages()
 		return map[string]mapping.Translator{"/v1/messages": msgs, countTokensPath: msgs}, msgs

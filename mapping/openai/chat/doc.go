@@ -1,4 +1,4 @@
-// Package openai maps the OpenAI model APIs onto canonical AHP content and back.
+// Package chat maps OpenAI Chat Completions onto canonical AHP content and back.
 //
 // Chat is the translator for Chat Completions (POST /v1/chat/completions); the Responses
 // API has its own package, mapping/openai/responses. Chat reads native JSON with gjson and
@@ -33,4 +33,4 @@
 //     that are not a JSON object become input {} plus an event gap; custom tools (free-form
 //     string input) become input {"input": "<string>"}; the deprecated function_call gets
 //     the synthesized id "fc_" + hash(name, arguments), stable from response to request.
-package openai
+package chat

@@ -10,13 +10,13 @@ import (
 	oai "github.com/openai/openai-go/v3"
 
 	"github.com/hookproxy/hookproxy/mapping/mappingtest"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 )
 
 // The official SDK's accumulator, reading an edited stream over HTTP, ends with the
 // completion the held path would have sent for the same verdicts.
 func TestSDKAccumulatesEditedStream(t *testing.T) {
-	c := openai.NewChat()
+	c := chat.NewChat()
 	var fromBody bytes.Buffer
 	if err := c.WriteStream(&fromBody, fixture(t, "tool_response.json")); err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func TestSDKAccumulatesEditedStream(t *testing.T) {
 	}
 }
 
-func checkSDKAccumulates(t *testing.T, c *openai.Chat, upstream []byte, script mappingtest.Script) {
+func checkSDKAccumulates(t *testing.T, c *chat.Chat, upstream []byte, script mappingtest.Script) {
 	edited, err := mappingtest.Edit(c, upstream, 11, &mappingtest.Decider{Script: script})
 	if err != nil {
 		t.Fatal(err)

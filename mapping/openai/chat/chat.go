@@ -1,4 +1,4 @@
-package openai
+package chat
 
 import (
 	"github.com/hookproxy/hookproxy/mapping"

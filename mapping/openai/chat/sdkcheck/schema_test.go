@@ -9,7 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/ahptest"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 )
 
 // checkSchema fails the test when a message is not a valid canonical AHP message.
@@ -33,7 +33,7 @@ func checkSchema(t testing.TB, items []ahp.Message) {
 }
 
 func TestCanonicalItemsAreSchemaValid(t *testing.T) {
-	c := openai.NewChat()
+	c := chat.NewChat()
 	tests := []struct {
 		desc     string
 		request  string

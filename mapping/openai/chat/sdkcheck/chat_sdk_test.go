@@ -1,4 +1,4 @@
-// Package sdkcheck tests mapping/openai against the official openai-go SDK over real HTTP,
+// Package sdkcheck tests mapping/openai/chat against the official openai-go SDK over real HTTP,
 // and its canonical output against the AHP content schema. It lives apart from the package
 // so that the package's fuzz binary does not have to build (and instrument) the SDK.
 package sdkcheck
@@ -20,7 +20,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 )
 
 func fixture(t testing.TB, name string) []byte {
@@ -56,7 +56,7 @@ func TestDecodeRequestFromSDK(t *testing.T) {
 	var got []byte
 	client := newClient(t, func(w http.ResponseWriter, r *http.Request) {
 		got, _ = io.ReadAll(r.Body)
-		serving(403, "application/json", openai.NewChat().ErrorBody(403, "policy_denied", "", "stop"))(w, r)
+		serving(403, "application/json", chat.NewChat().ErrorBody(403, "policy_denied", "", "stop"))(w, r)
 	})
 	params := oai.ChatCompletionNewParams{
 		Model: "gpt-4o",
@@ -84,7 +84,7 @@ func TestDecodeRequestFromSDK(t *testing.T) {
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("err = %v", err)
 	}
-	req, err := openai.NewChat().DecodeRequest(got)
+	req, err := chat.NewChat().DecodeRequest(got)
 	if err != nil {
 		t.Fatalf("decode %s: %v", got, err)
 	}
@@ -110,14 +110,14 @@ func TestDecodeRequestFromSDK(t *testing.T) {
 		t.Errorf("promptStart %d session %q results %+v", req.PromptStart, req.SessionHint, req.ToolResults)
 	}
 	// Unchanged, the SDK's body goes upstream as is.
-	out, err := openai.NewChat().EncodeRequest(req, req.Items)
+	out, err := chat.NewChat().EncodeRequest(req, req.Items)
 	if err != nil || string(out) != string(got) {
 		t.Errorf("EncodeRequest changed an unchanged body: %v", err)
 	}
 }
 
 func TestSynthesizeResponseWithSDK(t *testing.T) {
-	c := openai.NewChat()
+	c := chat.NewChat()
 	req, err := c.DecodeRequest([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestSynthesizeResponseWithSDK(t *testing.T) {
 
 func TestEncodeResponseWithSDK(t *testing.T) {
 	// A denied tool call is gone for the agent; the other one is intact.
-	c := openai.NewChat()
+	c := chat.NewChat()
 	resp, err := c.DecodeResponse(fixture(t, "tool_response.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestEncodeResponseWithSDK(t *testing.T) {
 }
 
 func TestErrorBodyWithSDK(t *testing.T) {
-	c := openai.NewChat()
+	c := chat.NewChat()
 	tests := []struct {
 		desc, errType, code, message string
 	}{
@@ -230,7 +230,7 @@ func TestErrorBodyWithSDK(t *testing.T) {
 
 func TestWriteStreamParsedBySDK(t *testing.T) {
 	long, _ := json.Marshal(strings.Repeat("héllo wörld ", 1000))
-	synth, err := openai.NewChat().SynthesizeResponse(&mapping.Request{Model: "gpt-4o"},
+	synth, err := chat.NewChat().SynthesizeResponse(&mapping.Request{Model: "gpt-4o"},
 		[]ahp.Message{{ID: "s", Role: "assistant", Parts: []ahp.Part{ahp.TextPart("s.p0", "Supplied.")}}}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestWriteStreamParsedBySDK(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			client := newClient(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
-				if err := openai.NewChat().WriteStream(w, tc.body); err != nil {
+				if err := chat.NewChat().WriteStream(w, tc.body); err != nil {
 					t.Error(err)
 				}
 			})
