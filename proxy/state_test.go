@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -292,5 +294,44 @@ func TestNextTurnInjectionTakenOnceAcrossReplicas(t *testing.T) {
 	reqs := up.requests()[n:]
 	if !strings.Contains(string(reqs[1].Body), "Remember the budget") || strings.Contains(string(reqs[2].Body), "Remember the budget") {
 		t.Fatalf("replica B did not deliver A's injection exactly once: %s / %s", reqs[1].Body, reqs[2].Body)
+	}
+}
+
+// (e) A "now" injection accepted at tool.before on replica A belongs to the next model
+// call, the one carrying the call's result: replica B delivers it, once.
+func TestToolBeforeNowInjectionTakenOnceAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, body []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(string(body), `"role":"tool"`) {
+			_, _ = io.WriteString(w, chatText)
+			return
+		}
+		_, _ = io.WriteString(w, chatTwoCalls)
+	})
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Type != ahp.EventToolBefore || ev.Call == nil || ev.Call.ID != "call_b" {
+			return nil
+		}
+		return []ahp.Effect{{Type: ahp.EffectInject, Target: "context", Operation: ahp.OpAppend, DeliverAt: ahp.DeliverNow,
+			Value: msgs(t, textMessage("n1", ahp.RoleUser, "Check the exit code."))}}
+	}}
+	a := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventToolBefore)), Options{State: redisStore(t, srv)})
+	b := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventToolBefore)), Options{State: redisStore(t, srv)})
+	hdr := map[string]string{"X-Hookproxy-Session": "now-1", "Authorization": "Bearer k1"}
+	prompt := `{"role":"user","content":"clean up"}`
+	calls := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_a","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"rm -rf /\"}"}},{"id":"call_b","type":"function","function":{"name":"Read","arguments":"{\"path\":\"a.txt\"}"}}]}`
+	results := `{"role":"tool","tool_call_id":"call_a","content":"done"},{"role":"tool","tool_call_id":"call_b","content":"text"}`
+	postOK(t, a.URL+chatPath, `{"model":"m","messages":[`+prompt+`]}`, hdr)
+	loop := `{"model":"m","messages":[` + prompt + `,` + calls + `,` + results + `]}`
+	postOK(t, b.URL+chatPath, loop, hdr)
+	postOK(t, a.URL+chatPath, loop, hdr) // a retry: the injection was taken already
+	reqs := up.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d upstream requests", len(reqs))
+	}
+	if strings.Contains(string(reqs[0].Body), "Check the exit code") || !strings.Contains(string(reqs[1].Body), "Check the exit code") ||
+		strings.Contains(string(reqs[2].Body), "Check the exit code") {
+		t.Fatalf("the injection was not delivered exactly once, by the next call:\n%s\n%s\n%s", reqs[0].Body, reqs[1].Body, reqs[2].Body)
 	}
 }

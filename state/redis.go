@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,7 +113,7 @@ func (r *Redis) keys(scope Scope) (records string, pending func(Deferral) string
 }
 
 // Load implements Store: HGETALL and PEXPIRE of the records, LRANGE and DEL of each
-// queue taken, in one transaction.
+// queue taken, PEXPIRE of the others, in one transaction.
 func (r *Redis) Load(ctx context.Context, scope Scope, take ...Deferral) (Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -125,6 +126,12 @@ func (r *Redis) Load(ctx context.Context, scope Scope, take ...Deferral) (Snapsh
 		for i, k := range take {
 			queues[i] = p.LRange(ctx, pendKey(k), 0, -1)
 			p.Del(ctx, pendKey(k))
+		}
+		// A queue left waiting (next_turn during a tool loop) is used too.
+		for _, k := range [...]Deferral{NextCall, NextTurn} {
+			if !slices.Contains(take, k) {
+				p.PExpire(ctx, pendKey(k), r.ttl)
+			}
 		}
 		return nil
 	})
