@@ -30,10 +30,6 @@ import (
 // model as it was. tool.after and turn.start are therefore delivered at least once; a
 // repeated tool.after carries the same event id (toolEventID), so a backend can tell.
 
-// Rewrite is one settlement record (state.Record): kept under this name for the callers
-// that built on the earlier rewrite memory.
-type Rewrite = state.Record
-
 // rewriteState is one request's view of the settlement memory.
 type rewriteState struct {
 	applied int // recorded rewrites re-applied to this request's list
