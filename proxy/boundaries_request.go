@@ -100,8 +100,18 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 	// already and not settled twice.
 	toolAfter, turnStart := x.subs.any(ahp.EventToolAfter), x.subs.any(ahp.EventTurnStart)
 	if toolAfter || turnStart {
+		// A partial list (a Responses delta on server-held history) carries only new
+		// content, with ids derived from positions that repeat from one delta to the next:
+		// there a record cannot tell a retry from an identical new prompt or result, so the
+		// new content is always settled, and not recorded (the provider keeps what the
+		// model saw; the client does not re-send it).
+		newFrom := len(x.req.Items)
+		if listHasGaps(x.req.Gaps) {
+			newFrom = lastRole(x.req.Items, ahp.RoleAssistant) + 1
+			x.rw.partial, x.rw.newFrom = true, newFrom
+		}
 		for _, u := range settlementUnits(x.req, ps) {
-			if x.rw.knownRun(u.start, u.end) {
+			if u.start < newFrom && x.rw.knownRun(u.start, u.end) {
 				continue
 			}
 			var out requestOutcome
@@ -143,6 +153,16 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 	}
 	x.outBody = body
 	return requestOutcome{kind: outcomeForward}
+}
+
+// lastRole is the index of the last message with role, or -1.
+func lastRole(items []ahp.Message, role string) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role == role {
+			return i
+		}
+	}
+	return -1
 }
 
 // settledRefusalOrStop enforces the outcomes shared by every request-side boundary:
@@ -232,6 +252,15 @@ func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome
 		return requestOutcome{}, false
 	}
 	ev := x.newEvent(ahp.EventTurnStart)
+	// The same prompt settled again (a retry, or content the store forgot) is the same
+	// event: its id is derived from the prompt's messages, so a backend can treat it as a
+	// duplicate (AHP-CORE-004).
+	ids := make([]string, 0, 4+end-start)
+	ids = append(ids, x.s.source, ahp.EventTurnStart, x.session.ID)
+	for _, m := range x.req.Items[start:end] {
+		ids = append(ids, m.ID)
+	}
+	ev.ID = derive("evt_", ids...)
 	if end < len(x.req.Items) {
 		// An earlier prompt: its own turn, as its requests named it.
 		turn := turnFor(x.session.ID, x.req.Items[:end])

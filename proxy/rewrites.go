@@ -38,6 +38,10 @@ type rewriteState struct {
 	index   []int
 	known   []bool         // req.Items index → covered by a record of this conversation
 	pending []state.Record // settled at this request; recorded once enforced
+	// partial limits the records to messages before req.Items index newFrom (a partial
+	// list's new content is not recorded).
+	partial bool
+	newFrom int
 }
 
 // at maps an index of req.Items to the effective list.
@@ -151,7 +155,8 @@ func (x *exchange) splice(start, count int, repl []ahp.Message) {
 // event: replaced by effective, or (effective nil) seen by the model as they were. It is
 // recorded only once the request is enforced.
 func (x *exchange) noteSettled(start, count int, effective []ahp.Message, event string) {
-	if count <= 0 || start < 0 || start+count > len(x.req.Items) {
+	if count <= 0 || start < 0 || start+count > len(x.req.Items) ||
+		(x.rw.partial && start >= x.rw.newFrom) {
 		return
 	}
 	orig := x.req.Items[start : start+count]

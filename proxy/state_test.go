@@ -335,3 +335,27 @@ func TestToolBeforeNowInjectionTakenOnceAcrossReplicas(t *testing.T) {
 		t.Fatalf("the injection was not delivered exactly once, by the next call:\n%s\n%s\n%s", reqs[0].Body, reqs[1].Body, reqs[2].Body)
 	}
 }
+
+// (f) A Responses delta on server-held history (previous_response_id) carries only new
+// content, whose derived ids repeat between deltas: the same prompt text in the next delta
+// is a new turn and its turn.start runs, although a record with its id and fingerprint
+// exists.
+func TestDeltaRequestsAreAlwaysSettled(t *testing.T) {
+	up := newUpstream(t, nil)
+	pol := &fakePolicy{}
+	px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventTurnStart)), Options{})
+	hdr := map[string]string{"X-Hookproxy-Session": "delta-1"}
+	for i, prev := range []string{"resp_1", "resp_2"} {
+		postOK(t, px.URL+"/openai/v1/responses", `{"model":"gpt-5","previous_response_id":"`+prev+`","input":[{"role":"user","content":"continue"}]}`, hdr)
+		if n := len(pol.callsOf(ahp.EventTurnStart)); n != i+1 {
+			t.Fatalf("after delta %d: %d turn.start, want %d", i+1, n, i+1)
+		}
+	}
+	// Control: the same full-history request repeated is a retry, settled once.
+	full := `{"model":"gpt-5","input":[{"role":"user","content":"continue"}]}`
+	postOK(t, px.URL+"/openai/v1/responses", full, hdr)
+	postOK(t, px.URL+"/openai/v1/responses", full, hdr)
+	if n := len(pol.callsOf(ahp.EventTurnStart)); n != 3 {
+		t.Fatalf("a retried full request: %d turn.start in all, want 3", n)
+	}
+}
