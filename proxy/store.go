@@ -92,7 +92,13 @@ func (rt *route) storeUnavailable() *httpError {
 // snapshot (re-settle: everything is unknown, so every hook runs again) or is refused.
 // A non-nil outcome ends the request.
 func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOutcome) {
-	snap, err := x.s.state.Load(x.ctx, x.scope(), take...)
+	// Records are keyed by the id of the first message they cover: only the request's own
+	// messages can have one that matters.
+	ids := make([]string, len(x.req.Items))
+	for i := range x.req.Items {
+		ids[i] = x.req.Items[i].ID
+	}
+	snap, err := x.s.state.Load(x.ctx, x.scope(), ids, take...)
 	if err != nil {
 		if x.ctx.Err() != nil {
 			return state.Snapshot{}, &requestOutcome{kind: outcomeInterrupted}

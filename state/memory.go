@@ -25,7 +25,8 @@ type Memory struct {
 
 type memScope struct {
 	key     Scope
-	recs    []Record // oldest first, at most one per ID
+	recs    map[string]Record
+	order   []string // record ids, oldest first; may hold ids replaced since (compacted)
 	pending map[Deferral][]ahp.Message
 	expires time.Time
 }
@@ -46,14 +47,19 @@ func NewMemory(maxSessions int, ttl time.Duration) *Memory {
 }
 
 // Load implements Store.
-func (m *Memory) Load(_ context.Context, scope Scope, take ...Deferral) (Snapshot, error) {
+func (m *Memory) Load(_ context.Context, scope Scope, ids []string, take ...Deferral) (Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sc := m.use(scope, false)
 	if sc == nil {
 		return Snapshot{}, nil
 	}
-	snap := Snapshot{Records: slices.Clone(sc.recs)}
+	var snap Snapshot
+	for _, id := range ids {
+		if r, ok := sc.recs[id]; ok {
+			snap.Records = append(snap.Records, r)
+		}
+	}
 	for _, k := range take {
 		msgs := sc.pending[k]
 		delete(sc.pending, k)
@@ -76,12 +82,17 @@ func (m *Memory) Record(_ context.Context, scope Scope, recs []Record) error {
 	defer m.mu.Unlock()
 	sc := m.use(scope, true)
 	for _, r := range recs {
-		sc.recs = slices.DeleteFunc(sc.recs, func(old Record) bool { return old.ID == r.ID })
 		r.Items = cloneMessages(r.Items) // the caller keeps its slices
-		sc.recs = append(sc.recs, r)
+		sc.recs[r.ID] = r
+		sc.order = append(sc.order, r.ID)
 	}
-	if n := len(sc.recs); n > MaxRecordsPerScope {
-		sc.recs = append([]Record(nil), sc.recs[n-MaxRecordsPerScope:]...)
+	if len(sc.order) > 2*MaxRecordsPerScope {
+		sc.compact()
+	}
+	for len(sc.recs) > MaxRecordsPerScope { // the oldest go
+		sc.compact()
+		delete(sc.recs, sc.order[0])
+		sc.order = sc.order[1:]
 	}
 	return nil
 }
@@ -104,6 +115,21 @@ func (m *Memory) Defer(_ context.Context, scope Scope, kind Deferral, msgs []ahp
 
 // Close implements Store.
 func (m *Memory) Close() error { return nil }
+
+// compact keeps, in order, the last occurrence of each recorded id.
+func (sc *memScope) compact() {
+	seen := make(map[string]bool, len(sc.recs))
+	kept := make([]string, 0, len(sc.recs))
+	for i := len(sc.order) - 1; i >= 0; i-- {
+		id := sc.order[i]
+		if _, live := sc.recs[id]; live && !seen[id] {
+			seen[id] = true
+			kept = append(kept, id)
+		}
+	}
+	slices.Reverse(kept)
+	sc.order = kept
+}
 
 // Sessions reports how many sessions the store holds (for tests and metrics).
 func (m *Memory) Sessions() int {
@@ -131,7 +157,7 @@ func (m *Memory) use(scope Scope, create bool) *memScope {
 		return nil
 	}
 	m.makeRoom(now)
-	sc := &memScope{key: scope, pending: map[Deferral][]ahp.Message{}, expires: now.Add(m.ttl)}
+	sc := &memScope{key: scope, recs: map[string]Record{}, pending: map[Deferral][]ahp.Message{}, expires: now.Add(m.ttl)}
 	m.scopes[scope] = m.lru.PushFront(sc)
 	return sc
 }

@@ -43,7 +43,8 @@ const (
 
 // Redis is the shared Store. One conversation's state is three keys with a common hash
 // tag (so a Redis Cluster keeps them on one slot): a hash of records by message id and two
-// lists of deferred injections. Reads and takes are one MULTI/EXEC transaction, so a
+// lists of deferred injections. A request reads only the records of the messages it
+// carries. Reads and takes are one MULTI/EXEC transaction, so a
 // request costs one round trip before its boundaries run, and an injection is taken by
 // exactly one replica. Every key carries the TTL, renewed on use.
 type Redis struct {
@@ -112,16 +113,18 @@ func (r *Redis) keys(scope Scope) (records string, pending func(Deferral) string
 	return base + "rec", func(k Deferral) string { return base + string(k) }
 }
 
-// Load implements Store: HGETALL and PEXPIRE of the records, LRANGE and DEL of each
-// queue taken, PEXPIRE of the others, in one transaction.
-func (r *Redis) Load(ctx context.Context, scope Scope, take ...Deferral) (Snapshot, error) {
+// Load implements Store: HMGET of the request's ids and PEXPIRE of the records, LRANGE
+// and DEL of each queue taken, PEXPIRE of the others, in one transaction.
+func (r *Redis) Load(ctx context.Context, scope Scope, ids []string, take ...Deferral) (Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	recKey, pendKey := r.keys(scope)
-	var recs *redis.MapStringStringCmd
+	var recs *redis.SliceCmd
 	queues := make([]*redis.StringSliceCmd, len(take))
 	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		recs = p.HGetAll(ctx, recKey)
+		if len(ids) > 0 {
+			recs = p.HMGet(ctx, recKey, ids...)
+		}
 		p.PExpire(ctx, recKey, r.ttl)
 		for i, k := range take {
 			queues[i] = p.LRange(ctx, pendKey(k), 0, -1)
@@ -139,11 +142,14 @@ func (r *Redis) Load(ctx context.Context, scope Scope, take ...Deferral) (Snapsh
 		return Snapshot{}, fmt.Errorf("redis load: %w", err)
 	}
 	var snap Snapshot
-	for _, v := range recs.Val() {
-		var rec Record
-		// A value that does not decode is skipped: its content is settled again.
-		if json.Unmarshal([]byte(v), &rec) == nil && rec.ID != "" {
-			snap.Records = append(snap.Records, rec)
+	if recs != nil {
+		for _, v := range recs.Val() {
+			str, ok := v.(string) // nil: no record of that id
+			var rec Record
+			// A value that does not decode is skipped: its content is settled again.
+			if ok && json.Unmarshal([]byte(str), &rec) == nil && rec.ID != "" {
+				snap.Records = append(snap.Records, rec)
+			}
 		}
 	}
 	for i, k := range take {

@@ -63,11 +63,11 @@ func TestStoreContract(t *testing.T) {
 		}
 
 		// Another tenant with the same session id sees nothing.
-		if snap, err := s.Load(ctx, b, NextCall, NextTurn); err != nil || len(snap.Records)+len(snap.NextCall)+len(snap.NextTurn) != 0 {
+		if snap, err := s.Load(ctx, b, []string{"m1", "m2"}, NextCall, NextTurn); err != nil || len(snap.Records)+len(snap.NextCall)+len(snap.NextTurn) != 0 {
 			t.Fatalf("tenant b sees %+v (%v)", snap, err)
 		}
 		// Without taking next_turn, it stays pending.
-		snap, err := s.Load(ctx, a, NextCall)
+		snap, err := s.Load(ctx, a, []string{"m0", "m1", "m2"}, NextCall) // m0 has no record
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,15 +82,19 @@ func TestStoreContract(t *testing.T) {
 		if len(snap.NextCall) != 1 || text(snap.NextCall[0]) != "call" || snap.NextTurn != nil {
 			t.Fatalf("first load took %+v / %+v", snap.NextCall, snap.NextTurn)
 		}
-		snap, err = s.Load(ctx, a, NextCall, NextTurn)
+		snap, err = s.Load(ctx, a, nil, NextCall, NextTurn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(snap.NextCall) != 0 || len(snap.NextTurn) != 2 || text(snap.NextTurn[0]) != "one" || text(snap.NextTurn[1]) != "two" {
 			t.Fatalf("second load took %+v / %+v", snap.NextCall, snap.NextTurn)
 		}
+		// Only the records of the ids asked for come back.
+		if one, err := s.Load(ctx, a, []string{"m2"}); err != nil || len(one.Records) != 1 || one.Records[0].ID != "m2" {
+			t.Fatalf("load of m2 alone: %+v (%v)", one.Records, err)
+		}
 		// Taken means gone; the records stay.
-		snap, err = s.Load(ctx, a, NextCall, NextTurn)
+		snap, err = s.Load(ctx, a, []string{"m2", "m1"}, NextCall, NextTurn)
 		if err != nil || len(snap.NextTurn)+len(snap.NextCall) != 0 || len(snap.Records) != 2 {
 			t.Fatalf("third load %+v (%v)", snap, err)
 		}
@@ -125,7 +129,7 @@ func TestStoreTakeOnce(t *testing.T) {
 					st = other
 				}
 				wg.Go(func() {
-					snap, err := st.Load(ctx, scope, NextTurn)
+					snap, err := st.Load(ctx, scope, nil, NextTurn)
 					if err != nil {
 						t.Error(err)
 					}
@@ -151,7 +155,7 @@ func TestStoreBounds(t *testing.T) {
 		if err := s.Defer(ctx, scope, NextTurn, many); err != nil {
 			t.Fatal(err)
 		}
-		snap, err := s.Load(ctx, scope, NextTurn)
+		snap, err := s.Load(ctx, scope, nil, NextTurn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,8 +163,10 @@ func TestStoreBounds(t *testing.T) {
 			t.Fatalf("kept %d injections, first %q: the oldest go beyond the bound", len(snap.NextTurn), text(snap.NextTurn[0]))
 		}
 		var recs []Record
+		var ids []string
 		for i := range MaxRecordsPerScope + 5 {
 			recs = append(recs, Record{ID: fmt.Sprint("m", i), Count: 1, Fingerprint: "f", Unchanged: true})
+			ids = append(ids, fmt.Sprint("m", i))
 		}
 		if err := s.Record(ctx, scope, recs); err != nil {
 			t.Fatal(err)
@@ -169,7 +175,7 @@ func TestStoreBounds(t *testing.T) {
 		if err := s.Record(ctx, scope, []Record{last}); err != nil {
 			t.Fatal(err)
 		}
-		snap, err = s.Load(ctx, scope)
+		snap, err = s.Load(ctx, scope, append(ids, "latest"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,16 +198,16 @@ func TestMemoryEvictsLeastRecentlyUsedAndExpires(t *testing.T) {
 	a, b, c := Scope{Session: "a"}, Scope{Session: "b"}, Scope{Session: "c"}
 	_ = m.Record(ctx, a, rec)
 	_ = m.Record(ctx, b, rec)
-	_, _ = m.Load(ctx, a) // a is used: b is now the least recently used
+	_, _ = m.Load(ctx, a, []string{"x"}) // a is used: b is now the least recently used
 	_ = m.Record(ctx, c, rec)
-	if snap, _ := m.Load(ctx, b); len(snap.Records) != 0 {
+	if snap, _ := m.Load(ctx, b, []string{"x"}); len(snap.Records) != 0 {
 		t.Fatal("b should have been evicted")
 	}
-	if snap, _ := m.Load(ctx, a); len(snap.Records) != 1 {
+	if snap, _ := m.Load(ctx, a, []string{"x"}); len(snap.Records) != 1 {
 		t.Fatal("a was used last and should be kept")
 	}
 	now = now.Add(2 * time.Minute)
-	if snap, _ := m.Load(ctx, a); len(snap.Records) != 0 {
+	if snap, _ := m.Load(ctx, a, []string{"x"}); len(snap.Records) != 0 {
 		t.Fatal("a should have expired")
 	}
 	if m.Sessions() > 2 {
@@ -268,7 +274,7 @@ func TestRedisDownIsAnError(t *testing.T) {
 	defer s.Close()
 	srv.Stop()
 	ctx := context.Background()
-	if _, err := s.Load(ctx, Scope{Session: "x"}, NextCall); err == nil {
+	if _, err := s.Load(ctx, Scope{Session: "x"}, []string{"m"}, NextCall); err == nil {
 		t.Fatal("load succeeded with Redis down")
 	}
 	if err := s.Record(ctx, Scope{Session: "x"}, []Record{{ID: "m", Count: 1}}); err == nil {
@@ -277,7 +283,7 @@ func TestRedisDownIsAnError(t *testing.T) {
 	srv.Restart()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := s.Load(ctx, Scope{Session: "x"}, NextCall); err == nil {
+		if _, err := s.Load(ctx, Scope{Session: "x"}, []string{"m"}, NextCall); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("no recovery after Redis came back: %v", err)
