@@ -6,11 +6,14 @@ package redistest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +27,7 @@ type Server struct {
 	Addr string // 127.0.0.1:port
 	Port int
 	bin  string
+	args []string
 	t    testing.TB
 
 	mu     sync.Mutex
@@ -38,6 +42,14 @@ func (s *Server) URL() string { return "redis://" + s.Addr + "/0" }
 // Start starts redis-server on a free loopback port and stops it at cleanup.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t)
+}
+
+// StartWith is Start with more redis-server arguments (--requirepass, TLS settings);
+// "{port}" in them is the server's port. With "--tls-port", "{port}" the port is the TLS
+// one and no plain port is opened.
+func StartWith(t testing.TB, args ...string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv(RequireEnv) != "" {
@@ -51,7 +63,7 @@ func Start(t testing.TB) *Server {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, bin: bin, t: t}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, bin: bin, args: args, t: t}
 	s.Restart()
 	t.Cleanup(s.Stop)
 	return s
@@ -66,9 +78,16 @@ func (s *Server) Restart() {
 		s.t.Fatalf("redis-server on %s is already running", s.Addr)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(s.bin, "--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
+	args := []string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--daemonize", "no",
-		"--loglevel", "warning")
+		"--loglevel", "warning"}
+	for _, a := range s.args {
+		args = append(args, strings.ReplaceAll(a, "{port}", strconv.Itoa(s.Port)))
+	}
+	if slices.Contains(s.args, "--tls-port") {
+		args[1] = "0" // the port is the TLS one
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
@@ -78,6 +97,10 @@ func (s *Server) Restart() {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond); err == nil {
+			if slices.Contains(s.args, "--tls-port") {
+				// Readiness only: the test's client checks the certificate.
+				c = tls.Client(c, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
+			}
 			ok := ping(c)
 			_ = c.Close()
 			if ok {
@@ -111,7 +134,7 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// ping sends PING and expects +PONG.
+// ping sends PING and expects an answer: +PONG, or -NOAUTH with --requirepass.
 func ping(c net.Conn) bool {
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	if _, err := fmt.Fprint(c, "PING\r\n"); err != nil {
@@ -119,5 +142,5 @@ func ping(c net.Conn) bool {
 	}
 	buf := make([]byte, 7)
 	n, _ := c.Read(buf)
-	return bytes.HasPrefix(buf[:n], []byte("+PONG"))
+	return bytes.HasPrefix(buf[:n], []byte("+PONG")) || bytes.HasPrefix(buf[:n], []byte("-NOAUTH"))
 }
