@@ -86,11 +86,10 @@ func (m *Memory) Record(_ context.Context, scope Scope, recs []Record) error {
 		sc.recs[r.ID] = r
 		sc.order = append(sc.order, r.ID)
 	}
-	if len(sc.order) > 2*MaxRecordsPerScope {
-		sc.compact()
+	if len(sc.order) > 2*MaxRecordsPerScope || len(sc.recs) > MaxRecordsPerScope {
+		sc.compact() // order now holds each live id once, oldest first
 	}
 	for len(sc.recs) > MaxRecordsPerScope { // the oldest go
-		sc.compact()
 		delete(sc.recs, sc.order[0])
 		sc.order = sc.order[1:]
 	}

@@ -291,3 +291,36 @@ func TestRedisDownIsAnError(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestMemoryRecordBoundDropsOldest: past the per-session bound the oldest records go, and
+// re-recording one message does not grow the bookkeeping.
+func TestMemoryRecordBoundDropsOldest(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(0, 0)
+	scope := Scope{Session: "s"}
+	var ids []string
+	for i := range MaxRecordsPerScope + 2 {
+		id := fmt.Sprint("m", i)
+		ids = append(ids, id)
+		if err := m.Record(ctx, scope, []Record{{ID: id, Count: 1, Fingerprint: "f", Unchanged: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, _ := m.Load(ctx, scope, ids)
+	got := map[string]bool{}
+	for _, r := range snap.Records {
+		got[r.ID] = true
+	}
+	if got["m0"] || got["m1"] || !got["m2"] || !got[ids[len(ids)-1]] || len(got) != MaxRecordsPerScope {
+		t.Fatalf("kept %d records; m0 %v m1 %v m2 %v last %v", len(got), got["m0"], got["m1"], got["m2"], got[ids[len(ids)-1]])
+	}
+	for range 3 * MaxRecordsPerScope {
+		_ = m.Record(ctx, scope, []Record{{ID: "m2", Count: 1, Fingerprint: "g", Unchanged: true}})
+	}
+	m.mu.Lock()
+	n := len(m.scopes[scope].Value.(*memScope).order)
+	m.mu.Unlock()
+	if n > 2*MaxRecordsPerScope+1 {
+		t.Fatalf("bookkeeping grew to %d entries", n)
+	}
+}
