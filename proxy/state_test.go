@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -358,4 +359,55 @@ func TestDeltaRequestsAreAlwaysSettled(t *testing.T) {
 	if n := len(pol.callsOf(ahp.EventTurnStart)); n != 3 {
 		t.Fatalf("a retried full request: %d turn.start in all, want 3", n)
 	}
+}
+
+// (g) Redis slower than timeoutMs is a store failure like an outage: the request does not
+// wait for it, it is served under re-settle (the redacted result is settled again) and
+// the failure is counted.
+func TestRedisSlowIsAStoreFailure(t *testing.T) {
+	srv := redistest.StartWith(t, "--enable-debug-command", "yes")
+	c := conversations[0]
+	up := newUpstream(t, nil)
+	pol := &fakePolicy{effects: redactToolOutput(t)}
+	met := &stateMetrics{}
+	px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventToolAfter)),
+		Options{State: redisStore(t, srv), Metrics: met})
+	id1, id2 := c.callIDs()
+	history := []string{c.user("deploy the app"), c.call(id1, "cat ~/.aws/credentials"), c.result(id1, "aws_access_key_id = "+awsKey)}
+	second := c.body(append(history, c.call(id2, "./deploy.sh"), c.result(id2, "deployed"))...)
+	hdr := map[string]string{"X-Hookproxy-Session": "slow-1"}
+	postOK(t, px.URL+c.path, c.body(history...), hdr)
+
+	// DEBUG SLEEP blocks the whole server for 3 s; the store's timeout is 300 ms.
+	raw, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := io.WriteString(raw, "DEBUG SLEEP 3\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The sleep has begun once a PING on another connection goes unanswered.
+	for tries, blocked := 0, false; !blocked; tries++ {
+		if tries == 40 {
+			t.Fatal("redis-server never blocked on DEBUG SLEEP")
+		}
+		probe, err := net.Dial("tcp", srv.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(probe, "PING\r\n")
+		_ = probe.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err = probe.Read(make([]byte, 16))
+		blocked = err != nil
+		probe.Close()
+	}
+	postOK(t, px.URL+c.path, second, hdr)
+	if met.count("load/re-settle") != 1 {
+		t.Fatalf("a slow store was not counted as a failure: %v", met.failures)
+	}
+	if n := toolAfterCalls(pol); n[id1] != 2 {
+		t.Fatalf("tool.after for the redacted result %d times, want 2 (settled again while the store was slow)", n[id1])
+	}
+	assertNoSecret(t, up, second, awsKey)
 }
