@@ -110,10 +110,14 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 			newFrom = lastRole(x.req.Items, ahp.RoleAssistant) + 1
 			x.rw.partial, x.rw.newFrom = true, newFrom
 		}
+		lastAnswer := lastRole(x.req.Items, ahp.RoleAssistant)
 		for _, u := range settlementUnits(x.req, ps) {
 			if u.start < newFrom && x.rw.knownRun(u.start, u.end) {
 				continue
 			}
+			// Content the model answered already that no record covers: forgotten, or
+			// settled elsewhere (audited as resettled).
+			x.rw.resettling = u.start < lastAnswer
 			var out requestOutcome
 			var done bool
 			switch {
@@ -123,9 +127,11 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 				out, done = x.turnStart(u.start, u.end, &now)
 			}
 			if done {
+				x.rw.resettling = false
 				return out
 			}
 		}
+		x.rw.resettling = false
 	}
 
 	if n := len(deliveries) + len(now); n > 0 {

@@ -278,6 +278,8 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 	switch ev.Type {
 	case ahp.EventModelRequestBefore:
 		rec.Reapplied = x.rw.applied
+	case ahp.EventToolAfter, ahp.EventTurnStart:
+		rec.Resettled = x.rw.resettling
 	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
 		rec.Held = x.held
 		if rec.Held == "" {

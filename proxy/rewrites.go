@@ -42,6 +42,8 @@ type rewriteState struct {
 	// list's new content is not recorded).
 	partial bool
 	newFrom int
+	// resettling is set while an earlier, unknown tool result or prompt is settled.
+	resettling bool
 }
 
 // at maps an index of req.Items to the effective list.

@@ -56,9 +56,20 @@ func TestFailSafeMemoryStoreAcrossRestart(t *testing.T) {
 			postOK(t, before.URL+c.path, first, hdr)
 			before.Close() // the process ends; its memory with it
 
-			after := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventToolAfter)), Options{State: state.NewMemory(0, 0)})
+			var audit auditLog
+			after := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventToolAfter)),
+				Options{State: state.NewMemory(0, 0), Auditor: audit.auditor()})
 			postOK(t, after.URL+c.path, second, hdr)
 			postOK(t, after.URL+c.path, second, hdr) // known now: re-applied, not settled again
+
+			// The audit log says which tool.after was a re-settlement of forgotten content.
+			resettled := map[string]bool{}
+			for _, r := range audit.of(ahp.EventToolAfter) {
+				resettled[r.CallID] = r.Resettled
+			}
+			if len(resettled) != 2 || !resettled[id1] || resettled[id2] {
+				t.Fatalf("audit resettled flags %v: want the forgotten %s only", resettled, id1)
+			}
 
 			assertNoSecret(t, up, second, awsKey)
 			if got := upstreamBody(t, up, 1); !strings.Contains(got, "[REDACTED]") || !strings.Contains(got, "deployed") {
