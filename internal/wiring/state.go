@@ -9,8 +9,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/metrics"
+	"github.com/hookproxy/hookproxy/proxy"
 	"github.com/hookproxy/hookproxy/state"
 )
+
+// The admin listener's metrics count state store failures (an optional capability the
+// proxy discovers by type assertion).
+var _ proxy.StoreMetrics = (*metrics.Metrics)(nil)
 
 // NewStateStore opens the conversation state store that cfg (state:) names. A Redis that
 // does not answer at start is logged, not fatal: requests then follow
