@@ -44,7 +44,7 @@ type exchange struct {
 	attempt   ahp.Attempt
 	principal string       // hash of the client's credentials; scopes store keys, never sent
 	secrets   []string     // the client's credential values, to scrub provider error text
-	rw        rewriteState // remembered rewrites re-applied and accepted (rewrites.go)
+	rw        rewriteState // settlement records re-applied and made (rewrites.go)
 
 	settlements []*chain.Settlement
 	observing   sync.WaitGroup // observe-only deliveries started by this request
@@ -221,18 +221,6 @@ func (x *exchange) scrub(s string) string {
 	return keyLike.ReplaceAllString(s, "[redacted]")
 }
 
-// Store keys: deferred injections are scoped to the session and to the client's
-// credentials, so that two tenants whose synthesized session ids collide (same opening
-// prompt) never receive each other's context.
-const (
-	deliverNextCall = "next_call" // "now" accepted at tool.before: the next model call
-	deliverNextTurn = "next_turn"
-)
-
-func (x *exchange) storeKey(kind string) string {
-	return kind + "\x00" + x.session.ID + "\x00" + x.principal
-}
-
 // newEvent starts an event of this exchange with a fresh identity.
 func (x *exchange) newEvent(typ string) *ahp.Event {
 	sess, turn := x.session, x.turn
@@ -290,6 +278,8 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 	switch ev.Type {
 	case ahp.EventModelRequestBefore:
 		rec.Reapplied = x.rw.applied
+	case ahp.EventToolAfter, ahp.EventTurnStart:
+		rec.Resettled = x.rw.resettling
 	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
 		rec.Held = x.held
 		if rec.Held == "" {
