@@ -70,13 +70,13 @@ type finalResponse struct {
 }
 
 // serveBoundaries is the boundary pipeline of one translated request (DESIGN §2).
-func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapping.Translator, subs subscriptions, requestOnly bool) {
-	x, err := rt.newExchange(r, tr, subs)
+func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
+	x, err := rt.newExchange(r, ep.tr, subs, ep.pathModel)
 	if err != nil {
 		rt.s.writeError(w, r, rt, err)
 		return
 	}
-	x.requestOnly = requestOnly
+	x.requestOnly = ep.requestOnly
 	// The decoded request is held until the exchange ends: it counts against the
 	// server-wide budget (issue 13 §6).
 	n := int64(len(x.req.Original))
@@ -103,7 +103,9 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapp
 	x.afterDelivery()
 }
 
-func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions) (*exchange, error) {
+// pathModel is the model the path names (an Azure deployment), used when the body names
+// none.
+func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*exchange, error) {
 	limit := rt.s.limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		return nil, rt.tooLarge(limit)
@@ -135,6 +137,9 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
+	if req.Model == "" {
+		req.Model = pathModel
+	}
 	x.model = ahp.Model{ID: req.Model, Provider: tr.Provider()}
 	if x.model.ID == "" {
 		x.model.ID = "unknown"
