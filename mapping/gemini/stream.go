@@ -35,12 +35,12 @@ type merger struct {
 type member struct{ key, raw string }
 
 type mergedCandidate struct {
-	index   int
-	members []member // except content
-	seen    map[string]int
-	role    string
-	content []member // content members except parts and role
-	parts   []*mergedPart
+	index    int
+	members  []member // except content
+	seen     map[string]int
+	role     string
+	content  []member // content members except parts and role
+	parts    []*mergedPart
 	hasParts bool // a chunk had content.parts, even an empty one
 	// fresh: the last part came from an earlier chunk (text of a new chunk may join it)
 	fresh bool
