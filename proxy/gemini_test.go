@@ -1,0 +1,199 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/config"
+)
+
+const geminiGenerate = "/gemini/v1beta/models/gemini-2.5-flash:generateContent"
+
+func geminiConfig(upstream string) *config.Config {
+	cfg := testConfig(upstream)
+	cfg.Routes = append(cfg.Routes, config.Route{Prefix: "/gemini", API: config.APIGemini, Upstream: upstream})
+	return cfg
+}
+
+// lockedBuffer is a log sink safe for the proxy's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func debugLogger(buf *lockedBuffer) *zap.Logger {
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(buf), zap.DebugLevel))
+}
+
+// TestGeminiQueryKeyNeverLeaks: a ?key= credential (and the x-goog-api-key header) reach
+// the upstream, which echoes the key in its error, yet the key is in no log line, audit
+// record or hook event — neither for an upstream error nor for an upstream that cannot be
+// reached.
+func TestGeminiQueryKeyNeverLeaks(t *testing.T) {
+	const queryKey, headerKey = "AIzaQUERYKEY-0123456789abcdef", "AIzaHEADERKEY-fedcba9876543210"
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"code":400,"message":"API key not valid: ` + r.URL.Query().Get("key") + ` / ` + r.Header.Get("X-Goog-Api-Key") + `","status":"INVALID_ARGUMENT"}}`))
+	})
+	// an upstream that accepts and drops every connection: a transport error
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dead.Close() })
+	go func() {
+		for {
+			c, err := dead.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+
+	for _, tc := range []struct{ desc, upstream string }{{"upstream error", up.URL}, {"transport error", "http://" + dead.Addr().String()}} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pol := &fakePolicy{}
+			var logs lockedBuffer
+			var audit lockedBuffer
+			px := startProxy(t, geminiConfig(tc.upstream), newTestChain(t, pol, intercept("model.request.before"), observe("model.error")),
+				Options{Logger: debugLogger(&logs), Auditor: AuditorFunc(func(_ context.Context, r BoundaryRecord) {
+					b, _ := json.Marshal(r)
+					_, _ = audit.Write(b)
+				})})
+			status, _, raw := post(t, px.URL+geminiGenerate+"?key="+queryKey+"&alt=json",
+				`{"contents":[{"parts":[{"text":"hello"}]}]}`, map[string]string{"X-Goog-Api-Key": headerKey})
+			body := string(raw)
+			if status < 400 {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			if tc.upstream == up.URL {
+				// control: the key really went upstream and came back in the error
+				if q := up.requests(); len(q) == 0 || !strings.Contains(q[len(q)-1].RawQuery, queryKey) {
+					t.Fatal("the query key did not reach the upstream")
+				}
+				if !strings.Contains(body, queryKey) {
+					t.Fatalf("the upstream's error did not reach the client unchanged: %s", body)
+				}
+				if len(pol.observedOf(ahp.EventModelError)) != 1 {
+					t.Fatal("model.error was not observed")
+				}
+				if msg := pol.observedOf(ahp.EventModelError)[0].Error.Message; !strings.Contains(msg, "API key not valid") {
+					t.Fatalf("model.error message = %q", msg)
+				}
+			}
+			var events bytes.Buffer
+			for _, p := range pol.intercepted() {
+				b, _ := json.Marshal(p)
+				events.Write(b)
+			}
+			for _, e := range pol.observations() {
+				b, _ := json.Marshal(e)
+				events.Write(b)
+			}
+			if events.Len() == 0 || audit.String() == "" || logs.String() == "" {
+				t.Fatalf("nothing to check: events %d audit %d logs %d", events.Len(), len(audit.String()), len(logs.String()))
+			}
+			for what, s := range map[string]string{"events": events.String(), "audit": audit.String(), "logs": logs.String()} {
+				for _, k := range []string{queryKey, headerKey} {
+					if strings.Contains(s, k) {
+						t.Errorf("%s carry the key %s:\n%s", what, k, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGeminiRoutes: the endpoints a gemini route maps, passes and refuses, and its errors
+// in Gemini's own format.
+func TestGeminiRoutes(t *testing.T) {
+	up := newUpstream(t, nil)
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Type == ahp.EventModelRequestBefore && strings.Contains(string(itemsJSON(ev.Items)), "forbidden") {
+			return []ahp.Effect{{Type: ahp.EffectDeny, Reason: "no forbidden words", Code: "com.example.words"}}
+		}
+		return nil
+	}}
+	px := startProxy(t, geminiConfig(up.URL), newTestChain(t, pol, intercept("model.request.before", "turn.start", "tool.before")), Options{})
+	for _, tc := range []struct {
+		desc, method, path, body string
+		status                   int
+		reason                   string
+	}{
+		{"deny generateContent", "POST", geminiGenerate, `{"contents":[{"parts":[{"text":"a forbidden word"}]}]}`, 403, "no forbidden words"},
+		{"deny v1 stream", "POST", "/gemini/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse", `{"contents":[{"parts":[{"text":"forbidden"}]}]}`, 403, "no forbidden words"},
+		{"deny countTokens", "POST", "/gemini/v1beta/models/m:countTokens", `{"contents":[{"parts":[{"text":"forbidden"}]}]}`, 403, "no forbidden words"},
+		{"pass generateContent", "POST", geminiGenerate, `{"contents":[{"parts":[{"text":"fine"}]}]}`, 200, ""},
+		{"models list passes", "GET", "/gemini/v1beta/models", "", 200, ""},
+		{"unmapped POST refused", "POST", "/gemini/v1beta/models/m:embedContent", `{"content":{"parts":[{"text":"x"}]}}`, 403, "unexamined"},
+		{"malformed body", "POST", geminiGenerate, `{"contents":{}}`, 400, "contents is not an array"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			before := len(up.requests())
+			req, _ := http.NewRequest(tc.method, px.URL+tc.path, strings.NewReader(tc.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(resp.Body)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d: %s", resp.StatusCode, b.String())
+			}
+			reached := len(up.requests()) > before
+			if tc.status == 200 != reached {
+				t.Fatalf("upstream reached = %v", reached)
+			}
+			if tc.status != 200 {
+				e := gjson.Get(b.String(), "error")
+				if int(e.Get("code").Int()) != tc.status || e.Get("status").String() == "" || !strings.Contains(e.Get("message").String(), tc.reason) {
+					t.Fatalf("error body = %s", b.String())
+				}
+			}
+		})
+	}
+	// countTokens is examined at model.request.before only: no turn.start for it.
+	for _, p := range pol.intercepted() {
+		if p.Event.Type == ahp.EventTurnStart && p.Event.Model != nil && p.Event.Model.ID == "m" {
+			t.Fatal("turn.start ran for countTokens")
+		}
+	}
+	var models []string
+	for _, p := range pol.callsOf(ahp.EventModelRequestBefore) {
+		models = append(models, p.Event.Model.ID+"/"+p.Event.Model.Provider)
+	}
+	if got := strings.Join(models, ","); !strings.Contains(got, "gemini-2.5-flash/gemini") || !strings.Contains(got, "gemini-2.5-pro/gemini") {
+		t.Fatalf("models = %s", got)
+	}
+}
+
+func itemsJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
