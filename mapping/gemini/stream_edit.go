@@ -37,6 +37,9 @@ type editor struct {
 	done   bool             // an error event was relayed: nothing more goes out
 	seen   map[int]callIDs  // per candidate index: derived call ids so far
 	notes  map[int][]string // per candidate index: notes not yet emitted
+	// kept and removed count the calls so far: when every call was removed, the finish
+	// reason is STOP, as the held path makes it
+	kept, removed int
 }
 
 func (e *editor) Write(p []byte) (int, error) {
@@ -73,7 +76,11 @@ func (e *editor) Close() error {
 		if len(notes) == 0 {
 			continue
 		}
-		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + quote(strings.Join(notes, "\n")) + `}]},"index":` + fmt.Sprint(idx) + `}]}`
+		finish := ""
+		if e.kept == 0 {
+			finish = `,"finishReason":"STOP"`
+		}
+		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + quote(strings.Join(notes, "\n")) + `}]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
 		delete(e.notes, idx)
 		if err := writeEvent(e.out, []byte(chunk)); err != nil {
 			e.err = err
@@ -191,7 +198,8 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	if notes := e.notes[idx]; len(notes) > 0 && c.Get("finishReason").Exists() {
+	finishing := c.Get("finishReason").Exists()
+	if notes := e.notes[idx]; len(notes) > 0 && finishing {
 		parts = append(parts, `{"text":`+quote(strings.Join(notes, "\n"))+`}`)
 		delete(e.notes, idx)
 		changed = true
@@ -200,6 +208,9 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 		return c.Raw, false, nil
 	}
 	r, err := setRaw(c.Raw, "content.parts", joinArray(parts))
+	if err == nil && finishing && e.kept == 0 && e.removed > 0 {
+		r, err = setRaw(r, "finishReason", `"STOP"`)
+	}
 	return r, true, err
 }
 
@@ -221,11 +232,13 @@ func (e *editor) call(p, fc gjson.Result, seen callIDs, idx int) (kept bool, ren
 		return false, "", err
 	}
 	if !kept {
+		e.removed++
 		if note != "" {
 			e.notes[idx] = append(e.notes[idx], note)
 		}
 		return false, "", nil
 	}
+	e.kept++
 	if string(out) == body {
 		return true, p.Raw, nil
 	}
