@@ -197,3 +197,51 @@ func itemsJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// TestGeminiKeysScopeTheStore: a next_turn injection goes to the Gemini tenant whose key
+// (x-goog-api-key or ?key=) earned it, never to another tenant with the same session id.
+// Control: the same tenant's next prompt does receive it.
+func TestGeminiKeysScopeTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		tenant func(key string) (query string, hdr map[string]string)
+	}{
+		{"header key", func(k string) (string, map[string]string) {
+			return "", map[string]string{"X-Hookproxy-Session": "s-g", "X-Goog-Api-Key": k}
+		}},
+		{"query key", func(k string) (string, map[string]string) {
+			return "?key=" + k, map[string]string{"X-Hookproxy-Session": "s-g"}
+		}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			up := newUpstream(t, nil)
+			pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+				if ev.Type != ahp.EventTurnStart || !strings.Contains(string(itemsJSON(ev.Items)), "first") {
+					return nil
+				}
+				return []ahp.Effect{{Type: ahp.EffectInject, Target: "context", Operation: ahp.OpAppend, DeliverAt: ahp.DeliverNextTurn,
+					Value: msgs(t, textMessage("n1", ahp.RoleUser, "Remember the budget."))}}
+			}}
+			px := startProxy(t, geminiConfig(up.URL), newTestChain(t, pol, intercept("turn.start")), Options{})
+			send := func(key, body string) {
+				q, hdr := tc.tenant(key)
+				if status, _, b := post(t, px.URL+geminiGenerate+q, body, hdr); status != 200 {
+					t.Fatalf("status %d %s", status, b)
+				}
+			}
+			send("AIzaTENANT-ONE-000000", `{"contents":[{"role":"user","parts":[{"text":"first"}]}]}`)
+			send("AIzaTENANT-TWO-000000", `{"contents":[{"role":"user","parts":[{"text":"other tenant"}]}]}`)
+			send("AIzaTENANT-ONE-000000", `{"contents":[{"role":"user","parts":[{"text":"first"}]},{"role":"model","parts":[{"text":"ok"}]},{"role":"user","parts":[{"text":"second"}]}]}`)
+			reqs := up.requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d upstream requests", len(reqs))
+			}
+			if strings.Contains(string(reqs[1].Body), "Remember") {
+				t.Fatal("the injection went to another tenant")
+			}
+			if !strings.Contains(string(reqs[2].Body), "Remember the budget.") {
+				t.Fatalf("the injection is missing from the tenant's next prompt: %s", reqs[2].Body)
+			}
+		})
+	}
+}
