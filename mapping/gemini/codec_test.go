@@ -322,3 +322,51 @@ func TestErrorBody(t *testing.T) {
 		t.Fatal("message was HTML-escaped")
 	}
 }
+
+// TestSnakeCaseFields: protobuf JSON accepts the snake_case names the REST docs use; they
+// are read like the camelCase ones and patched under the spelling the client used.
+func TestSnakeCaseFields(t *testing.T) {
+	body := `{"system_instruction":{"parts":[{"text":"sys"}]},"contents":[` +
+		`{"role":"user","parts":[{"inline_data":{"mime_type":"image/png","data":"aGVsbG8="}},{"text":"hi"}]},` +
+		`{"role":"model","parts":[{"function_call":{"name":"run","args":{"a":1}}}]},` +
+		`{"role":"user","parts":[{"function_response":{"name":"run","response":{"output":"key sk-1"}}}]}]}`
+	req := decode(t, body)
+	if req.Items[0].Role != ahp.RoleSystem || req.Items[0].Parts[0].TextOf() != "sys" {
+		t.Fatalf("system = %+v", req.Items[0])
+	}
+	if p := req.Items[1].Parts[0]; p.Kind != ahp.KindAttachment || p.MediaType != "image/png" {
+		t.Fatalf("inline_data = %+v", p)
+	}
+	if len(req.ToolResults) != 1 || !req.ToolResults[0].CallFound || req.ToolResults[0].ToolName != "run" {
+		t.Fatalf("tool results = %+v", req.ToolResults)
+	}
+	items := clone(req.Items)
+	items[0].Parts[0].Text = ptr("sys!")
+	items[3].Parts[0].Text = ptr(`{"output":"key [REDACTED]"}`)
+	out, err := tr.EncodeRequest(req, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := gjson.ParseBytes(out)
+	if root.Get("systemInstruction").Exists() || root.Get("system_instruction.parts.0.text").String() != "sys!" {
+		t.Fatalf("system rendered as %s", out)
+	}
+	if got := root.Get("contents.2.parts.0.function_response.response.output").String(); got != "key [REDACTED]" || root.Get("contents.2.parts.0.functionResponse").Exists() {
+		t.Fatalf("function_response rendered as %s", out)
+	}
+	for _, b := range []string{
+		`{"systemInstruction":{},"system_instruction":{}}`,
+		`{"contents":[{"parts":[{"functionResponse":{"name":"a"},"function_response":{"name":"b"}}]}]}`,
+	} {
+		var bad *mapping.BadRequest
+		if _, err := tr.DecodeRequest([]byte(b)); !errors.As(err, &bad) {
+			t.Fatalf("%s: err = %v, want a BadRequest (ambiguous)", b, err)
+		}
+	}
+	// A cached content is context the request does not carry: a gap, so no whole-list
+	// replace is advertised.
+	cached := decode(t, `{"cachedContent":"cachedContents/abc","contents":[{"parts":[{"text":"x"}]}]}`)
+	if len(cached.Gaps) != 1 || cached.Gaps[0].Path != "items" {
+		t.Fatalf("gaps = %+v", cached.Gaps)
+	}
+}

@@ -105,6 +105,7 @@ type decodedPart struct {
 	kind partKind
 	part ahp.Part
 	raw  string
+	key  string // the data member as the part spells it (functionCall or function_call, ...)
 	call mapping.ToolCall // kindCall
 	// kindResponse: the name, id and response object of a functionResponse
 	respName, respID, respBody string
@@ -146,14 +147,52 @@ func callInput(fc gjson.Result) string {
 // isDerivedCallID reports whether id was derived by callID (so it is not sent upstream).
 func isDerivedCallID(id string) bool { return strings.HasPrefix(id, "gcall_") }
 
+// Gemini reads its JSON as protobuf JSON, which accepts every field under its lowerCamelCase
+// name and under its proto (snake_case) name, and clients following the REST docs send
+// system_instruction, inline_data, function_response. Both spellings are read, and the one
+// the client used is the one patched; an object that spells a field both ways is refused,
+// since which one the upstream would read is not certain.
+func field(obj gjson.Result, camel string) (v gjson.Result, key string, err error) {
+	snake := snakeCase(camel)
+	v, key = obj.Get(camel), camel
+	if snake == camel {
+		return v, key, nil
+	}
+	if sv := obj.Get(snake); sv.Exists() {
+		if v.Exists() {
+			return gjson.Result{}, "", fmt.Errorf("has both %s and %s", camel, snake)
+		}
+		v, key = sv, snake
+	}
+	return v, key, nil
+}
+
+// has reports whether obj has the field under either spelling.
+func has(obj gjson.Result, camel string) bool {
+	v, _, err := field(obj, camel)
+	return err != nil || v.Exists()
+}
+
+func snakeCase(camel string) string {
+	var b strings.Builder
+	for _, r := range camel {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // isCall and isResponse say what decodePart reads a part as; a part with several data
 // members is read by the first of text, functionCall, functionResponse, everywhere.
 func isCall(p gjson.Result) bool {
-	return p.IsObject() && !p.Get("text").Exists() && p.Get("functionCall").Exists()
+	return p.IsObject() && !p.Get("text").Exists() && has(p, "functionCall")
 }
 
 func isResponse(p gjson.Result) bool {
-	return p.IsObject() && !p.Get("text").Exists() && !p.Get("functionCall").Exists() && p.Get("functionResponse").Exists()
+	return p.IsObject() && !p.Get("text").Exists() && !has(p, "functionCall") && has(p, "functionResponse")
 }
 
 // decodePart maps one native part. model says whether it belongs to a model content
@@ -164,6 +203,15 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 	}
 	d := decodedPart{raw: p.Raw}
 	thought := p.Get("thought").Type == gjson.True
+	fields := [...]string{"functionCall", "functionResponse", "inlineData", "fileData"}
+	var vals [len(fields)]gjson.Result
+	var keys [len(fields)]string
+	for i, f := range fields {
+		var err error
+		if vals[i], keys[i], err = field(p, f); err != nil {
+			return decodedPart{}, err
+		}
+	}
 	switch {
 	case p.Get("text").Exists():
 		t := p.Get("text")
@@ -174,8 +222,9 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 		if thought {
 			d.kind, d.part.Category = kindThought, ahp.CategoryReasoning
 		}
-	case p.Get("functionCall").Exists():
-		fc := p.Get("functionCall")
+	case vals[0].Exists():
+		fc := vals[0]
+		d.key = keys[0]
 		if !fc.IsObject() {
 			return decodedPart{}, errors.New("functionCall is not an object")
 		}
@@ -187,8 +236,9 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 			d.call.Name = "unknown"
 		}
 		d.part = mapping.ToolCallPart(id, d.call)
-	case p.Get("functionResponse").Exists():
-		fr := p.Get("functionResponse")
+	case vals[1].Exists():
+		fr := vals[1]
+		d.key = keys[1]
 		if !fr.IsObject() {
 			return decodedPart{}, errors.New("functionResponse is not an object")
 		}
@@ -202,11 +252,15 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 		d.respErr = resp.IsObject() && resp.Get("error").Exists() && !resp.Get("output").Exists()
 		d.part = ahp.TextPart(id, d.respBody)
 		d.part.Category = ahp.CategoryToolResult
-	case p.Get("inlineData").Exists():
-		d.kind, d.part = inlinePart(p.Get("inlineData"), id)
-	case p.Get("fileData").Exists():
-		fd := p.Get("fileData")
-		mt := fd.Get("mimeType").String()
+	case vals[2].Exists():
+		d.key = keys[2]
+		d.kind, d.part = inlinePart(vals[2], id)
+	case vals[3].Exists():
+		mtv, _, err := field(vals[3], "mimeType")
+		if err != nil {
+			return decodedPart{}, err
+		}
+		mt := mtv.String()
 		if validAttachmentType(mt) {
 			d.kind, d.part = kindAttachment, ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mt, Selection: ahp.SelectionMetadata}
 		} else {
@@ -221,7 +275,8 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 // inlinePart maps inline bytes: an attachment with its size and digest, or, for a text
 // media type, the decoded text (attachments cannot be text/*).
 func inlinePart(in gjson.Result, id string) (partKind, ahp.Part) {
-	mt := in.Get("mimeType").String()
+	mtv, _, _ := field(in, "mimeType") // both spellings: read as no type, a gap
+	mt := mtv.String()
 	data, err := base64.StdEncoding.DecodeString(in.Get("data").String())
 	if err != nil {
 		data, err = base64.URLEncoding.DecodeString(in.Get("data").String())
@@ -252,7 +307,7 @@ func partName(p gjson.Result) string {
 	name := "unknown"
 	p.ForEach(func(k, _ gjson.Result) bool {
 		switch k.Str {
-		case "thought", "thoughtSignature", "partMetadata", "mediaResolution":
+		case "thought", "thoughtSignature", "thought_signature", "partMetadata", "part_metadata", "mediaResolution", "media_resolution":
 			return true
 		}
 		name = quote(k.Str)
@@ -296,11 +351,11 @@ func renderPart(p *ahp.Part, orig *decodedPart) (string, error) {
 			raw := orig.raw
 			var err error
 			if c.Name != orig.call.Name {
-				if raw, err = setRaw(raw, "functionCall.name", quote(c.Name)); err != nil {
+				if raw, err = setRaw(raw, orig.key+".name", quote(c.Name)); err != nil {
 					return "", err
 				}
 			}
-			return setRaw(raw, "functionCall.args", input)
+			return setRaw(raw, orig.key+".args", input)
 		}
 		fc := `{"name":` + quote(c.Name) + `,"args":` + input
 		if !isDerivedCallID(c.ID) {
@@ -320,7 +375,7 @@ func renderPart(p *ahp.Part, orig *decodedPart) (string, error) {
 		case kindText, kindThought:
 			return setRaw(orig.raw, "text", quote(text))
 		case kindInlineText:
-			return setRaw(orig.raw, "inlineData.data", quote(base64.StdEncoding.EncodeToString([]byte(text))))
+			return setRaw(orig.raw, orig.key+".data", quote(base64.StdEncoding.EncodeToString([]byte(text))))
 		}
 	}
 	if p.Category == ahp.CategoryReasoning {

@@ -19,6 +19,7 @@ type requestState struct {
 	nested   bool
 	obj      string   // the request object (the body, or its generateContentRequest)
 	sysRaw   string   // systemInstruction as sent, "" when absent
+	sysKey   string   // its member name: systemInstruction or system_instruction
 	contents []string // each native content, byte for byte
 	items    []ahp.Message
 	// origins of the decoded messages and parts, by id
@@ -73,20 +74,25 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	req.Params, _ = json.Marshal(params)
 
 	d := &requestDecoder{st: st, req: req}
-	if sys := obj.Get("systemInstruction"); sys.Exists() {
+	sys, key, err := field(obj, "systemInstruction")
+	if err != nil {
+		return nil, badRequest("the request %v", err)
+	}
+	st.sysKey = key
+	if sys.Exists() {
 		if err := d.system(sys); err != nil {
 			return nil, err
 		}
-	} else if obj.Get("system_instruction").Exists() {
-		// The snake_case spelling is accepted by the API too; hookproxy does not re-render
-		// it, so it is reported rather than silently read one way and written another.
-		req.Gaps = append(req.Gaps, ahp.Gap{Path: "items", Reason: "system_instruction (snake_case) is passed through without being examined"})
+	}
+	if cc := obj.Get("cachedContent"); cc.Type == gjson.String && cc.Str != "" {
+		// AHP-COMP: the model also reads context the provider holds (a cached content
+		// resource); only the request's own contents are in items.
+		req.Gaps = append(req.Gaps, ahp.Gap{Path: "items", Reason: "earlier context held by provider (cachedContent)"})
 	}
 	contents := obj.Get("contents")
 	if contents.Exists() && !contents.IsArray() {
 		return nil, badRequest("contents is not an array")
 	}
-	var err error
 	contents.ForEach(func(_, c gjson.Result) bool {
 		err = d.content(len(st.contents), c)
 		return err == nil
@@ -291,7 +297,7 @@ func (t *Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([
 		// unchanged
 	case head == 0:
 		if st.sysRaw != "" {
-			obj = deleteKey(obj, "systemInstruction")
+			obj = deleteKey(obj, st.sysKey)
 		}
 	default:
 		var parts []string
@@ -304,7 +310,7 @@ func (t *Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([
 				parts = append(parts, r)
 			}
 		}
-		if obj, err = setRaw(obj, "systemInstruction", `{"parts":`+joinArray(parts)+`}`); err != nil {
+		if obj, err = setRaw(obj, st.sysKey, `{"parts":`+joinArray(parts)+`}`); err != nil {
 			return nil, err
 		}
 	}
@@ -462,7 +468,7 @@ func (st *requestState) renderToolResult(m *ahp.Message, o msgOrigin, known bool
 	if v := gjson.Parse(text); v.IsObject() && json.Valid([]byte(text)) {
 		resp = text
 	}
-	return setRaw(o.part.raw, "functionResponse.response", resp)
+	return setRaw(o.part.raw, o.part.key+".response", resp)
 }
 
 // deleteKey removes a top-level member of a JSON object.

@@ -182,10 +182,10 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 			parts = append(parts, p.Raw)
 			return true
 		}
-		fc := p.Get("functionCall")
+		fc, key, _ := field(p, "functionCall") // isCall: one spelling only
 		var kept bool
 		var r string
-		kept, r, err = e.call(p, fc, seen, idx)
+		kept, r, err = e.call(p, fc, key, seen, idx)
 		if err != nil {
 			return false
 		}
@@ -217,12 +217,12 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 // call settles one functionCall part. The call is decided as the decoder of the assembled
 // response names it: its id (derived ones included) is written into the one-call response
 // the settler reads, and taken out again of what goes to the client.
-func (e *editor) call(p, fc gjson.Result, seen callIDs, idx int) (kept bool, rendered string, err error) {
+func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (kept bool, rendered string, err error) {
 	name := fc.Get("name").String()
 	id := seen.callID(fc, name, callInput(fc))
 	single := p.Raw
 	if !fc.Get("id").Exists() {
-		if single, err = setRaw(single, "functionCall.id", quote(id)); err != nil {
+		if single, err = setRaw(single, key+".id", quote(id)); err != nil {
 			return false, "", err
 		}
 	}
@@ -242,10 +242,10 @@ func (e *editor) call(p, fc gjson.Result, seen callIDs, idx int) (kept bool, ren
 	if string(out) == body {
 		return true, p.Raw, nil
 	}
-	args := gjson.GetBytes(out, "candidates.0.content.parts.0.functionCall.args")
+	args := gjson.GetBytes(out, "candidates.0.content.parts.0."+key+".args")
 	if !args.Exists() {
 		return false, "", fmt.Errorf("gemini: a rewritten call has no arguments")
 	}
-	r, err := setRaw(p.Raw, "functionCall.args", args.Raw)
+	r, err := setRaw(p.Raw, key+".args", args.Raw)
 	return true, r, err
 }
