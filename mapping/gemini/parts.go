@@ -105,7 +105,7 @@ type decodedPart struct {
 	kind partKind
 	part ahp.Part
 	raw  string
-	key  string // the data member as the part spells it (functionCall or function_call, ...)
+	key  string           // the data member as the part spells it (functionCall or function_call, ...)
 	call mapping.ToolCall // kindCall
 	// kindResponse: the name, id and response object of a functionResponse
 	respName, respID, respBody string
