@@ -18,6 +18,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/wiring"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 
@@ -366,4 +367,65 @@ func TestGeminiArrayStreamHeld(t *testing.T) {
 	}
 	mustNotContain(t, "answer", string(out), "rm -rf")
 	mustContain(t, "answer", string(out), "README.md", denyRunText)
+}
+
+// TestGeminiSDKDefaultPolicies: the embedded default chain stands in front of a gemini
+// route as in front of the others: the keys in a prompt reach the upstream redacted, and
+// a destructive shell call never reaches the SDK while the harmless one does.
+func TestGeminiSDKDefaultPolicies(t *testing.T) {
+	destructive := func(s string) string { return strings.ReplaceAll(s, "rm -rf /srv", "rm -rf /") }
+	chunks := make([]string, len(geminiChunks))
+	for i, c := range geminiChunks {
+		chunks[i] = destructive(c)
+	}
+	for _, stream := range []bool{false, true} {
+		t.Run(modeName(stream), func(t *testing.T) {
+			up := newGeminiUpstream(t, destructive(geminiWhole), chunks...)
+			cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\nsource: urn:hookproxy:e2e-defaults\nroutes:\n  - prefix: /gemini\n    api: gemini\n    upstream: "+up.URL+"\n"), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RegistrationInline = config.Default().RegistrationInline
+			ch, err := wiring.BuildChain(cfg, "", nil)
+			if err != nil || ch == nil {
+				t.Fatalf("default chain: %v", err)
+			}
+			t.Cleanup(func() { _ = ch.Close() })
+			s, err := proxy.New(cfg, ch, proxy.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(s)
+			t.Cleanup(func() { srv.Close(); _ = s.Close() })
+
+			c := geminiClient(t, srv.URL+"/gemini", newRecorder(t))
+			ctx := withTimeout(t)
+			contents := []*genai.Content{{Role: "user", Parts: []*genai.Part{{Text: deployPrompt}}}}
+			var calls []string
+			if stream {
+				for r, err := range c.Models.GenerateContentStream(ctx, geminiModel, contents, geminiConfig) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, fc := range r.FunctionCalls() {
+						calls = append(calls, fc.Name)
+					}
+				}
+			} else {
+				r, err := c.Models.GenerateContent(ctx, geminiModel, contents, geminiConfig)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, fc := range r.FunctionCalls() {
+					calls = append(calls, fc.Name)
+				}
+			}
+			if strings.Join(calls, ",") != "read" {
+				t.Fatalf("calls the SDK got: %v, want only read", calls)
+			}
+			body := string(up.requests()[0].Body)
+			mustNotContain(t, "upstream body", body, defaultAWSKey, defaultGitHubPAT)
+			mustContain(t, "upstream body", body, "[REDACTED:aws_access_key_id:", "[REDACTED:github_token:", systemText)
+		})
+	}
 }

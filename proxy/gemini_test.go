@@ -102,8 +102,8 @@ func TestGeminiQueryKeyNeverLeaks(t *testing.T) {
 				if len(pol.observedOf(ahp.EventModelError)) != 1 {
 					t.Fatal("model.error was not observed")
 				}
-				if msg := pol.observedOf(ahp.EventModelError)[0].Error.Message; !strings.Contains(msg, "API key not valid") {
-					t.Fatalf("model.error message = %q", msg)
+				if e := pol.observedOf(ahp.EventModelError)[0].Error; !strings.Contains(e.Message, "API key not valid") || e.Code != "INVALID_ARGUMENT" {
+					t.Fatalf("model.error = %+v", e)
 				}
 			}
 			var events bytes.Buffer
