@@ -190,7 +190,7 @@ func TestGeminiRoutes(t *testing.T) {
 	}
 	if got := strings.Join(models, ","); !strings.Contains(got, "gemini-2.5-flash/gemini") || !strings.Contains(got, "gemini-2.5-pro/gemini") {
 		t.Fatalf("models = %s", got)
-	}
+	}	assertValidIntercepts(t, pol)
 }
 
 func itemsJSON(v any) []byte {
@@ -242,6 +242,57 @@ func TestGeminiKeysScopeTheStore(t *testing.T) {
 			if !strings.Contains(string(reqs[2].Body), "Remember the budget.") {
 				t.Fatalf("the injection is missing from the tenant's next prompt: %s", reqs[2].Body)
 			}
+		})
+	}
+}
+
+// TestGeminiReturnAnswersWithoutUpstream: a supplied result is answered in the form the
+// endpoint asked for — JSON, an SSE stream, or the JSON array of a stream without alt=sse —
+// and the events built on the way are valid AHP.
+func TestGeminiReturnAnswersWithoutUpstream(t *testing.T) {
+	for _, tc := range []struct{ desc, path, contentType string }{
+		{"json", geminiGenerate, "application/json"},
+		{"sse", "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "text/event-stream"},
+		{"array", "/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent", "application/json"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			up := newUpstream(t, nil)
+			pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+				if ev.Type != ahp.EventModelRequestBefore {
+					return nil
+				}
+				return []ahp.Effect{{Type: ahp.EffectReturn, Value: msgs(t, textMessage("r1", ahp.RoleAssistant, "cached answer"))}}
+			}}
+			px := startProxy(t, geminiConfig(up.URL), newTestChain(t, pol, intercept("model.request.before"), observe("model.response.after")), Options{})
+			status, h, got := post(t, px.URL+tc.path, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil)
+			if status != 200 || !strings.HasPrefix(h.Get("Content-Type"), tc.contentType) {
+				t.Fatalf("status %d, content type %q: %s", status, h.Get("Content-Type"), got)
+			}
+			answer := string(got)
+			switch tc.desc {
+			case "sse":
+				data, ok := strings.CutPrefix(strings.TrimSpace(answer), "data: ")
+				if !ok {
+					t.Fatalf("not an SSE stream: %q", answer)
+				}
+				answer = data
+			case "array":
+				if !gjson.Parse(answer).IsArray() {
+					t.Fatalf("not a JSON array: %s", answer)
+				}
+				answer = gjson.Get(answer, "0").Raw
+			}
+			if gjson.Get(answer, "candidates.0.content.parts.0.text").String() != "cached answer" || gjson.Get(answer, "candidates.0.finishReason").String() != "STOP" {
+				t.Fatalf("answer = %s", got)
+			}
+			if len(up.requests()) != 0 {
+				t.Fatal("the upstream was called despite a supplied result")
+			}
+			if mra := waitObserved(t, pol, "model.response.after", 1); len(mra) != 1 || mra[0].Usage != nil {
+				t.Fatalf("model.response.after = %+v", mra)
+			}
+			assertValidIntercepts(t, pol)
+			assertValidObservations(t, pol)
 		})
 	}
 }

@@ -59,19 +59,14 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 		PromptStart: -1,
 		Original:    body,
 	}
-	params := map[string]json.RawMessage{}
-	obj.ForEach(func(k, v gjson.Result) bool {
-		if k.Str != "contents" && k.Str != "systemInstruction" && k.Str != "system_instruction" {
-			params[k.Str] = json.RawMessage(v.Raw)
-		}
-		return true
-	})
+	// params: the members as sent (no re-encoding, which would escape "&&" in text that
+	// policies scan)
+	req.Params = json.RawMessage(mapping.TopMembers(obj).Without("contents", "systemInstruction", "system_instruction"))
 	if req.Model == "" {
 		if m := obj.Get("model").String(); m != "" {
 			req.Model = strings.TrimPrefix(m, "models/")
 		}
 	}
-	req.Params, _ = json.Marshal(params)
 
 	d := &requestDecoder{st: st, req: req}
 	sys, key, err := field(obj, "systemInstruction")
