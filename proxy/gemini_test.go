@@ -190,7 +190,8 @@ func TestGeminiRoutes(t *testing.T) {
 	}
 	if got := strings.Join(models, ","); !strings.Contains(got, "gemini-2.5-flash/gemini") || !strings.Contains(got, "gemini-2.5-pro/gemini") {
 		t.Fatalf("models = %s", got)
-	}	assertValidIntercepts(t, pol)
+	}
+	assertValidIntercepts(t, pol)
 }
 
 func itemsJSON(v any) []byte {
