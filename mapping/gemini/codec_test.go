@@ -186,6 +186,10 @@ func TestCountTokensNested(t *testing.T) {
 	if got := gjson.GetBytes(out, "generateContentRequest.contents.0.parts.0.text").String(); got != "my key is [REDACTED]" || gjson.GetBytes(out, "generateContentRequest.model").String() != "models/m" {
 		t.Fatalf("encoded = %s", out)
 	}
+	// params name their place in the body
+	if got := gjson.GetBytes(req.Params, "generateContentRequest.model").String(); got != "models/m" || gjson.GetBytes(req.Params, "generateContentRequest.contents").Exists() {
+		t.Fatalf("params = %s", req.Params)
+	}
 }
 
 const answer = `{"candidates":[{"content":{"parts":[{"text":"think","thought":true},{"text":"Running two."},` +

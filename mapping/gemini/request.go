@@ -61,7 +61,15 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	// params: the members as sent (no re-encoding, which would escape "&&" in text that
 	// policies scan)
-	req.Params = json.RawMessage(mapping.TopMembers(obj).Without("contents", "systemInstruction", "system_instruction"))
+	params := mapping.TopMembers(obj).Without("contents", "systemInstruction", "system_instruction")
+	if st.nested {
+		// params keep their place in the body (hookproxy.redact_params patches them there)
+		outer := mapping.TopMembers(root).Without("generateContentRequest")
+		if p, err := setRaw(outer, "generateContentRequest", params); err == nil {
+			params = p
+		}
+	}
+	req.Params = json.RawMessage(params)
 	if req.Model == "" {
 		if m := obj.Get("model").String(); m != "" {
 			req.Model = strings.TrimPrefix(m, "models/")
