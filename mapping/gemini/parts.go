@@ -167,12 +167,6 @@ func field(obj gjson.Result, camel string) (v gjson.Result, key string, err erro
 	return v, key, nil
 }
 
-// has reports whether obj has the field under either spelling.
-func has(obj gjson.Result, camel string) bool {
-	v, _, err := field(obj, camel)
-	return err != nil || v.Exists()
-}
-
 func snakeCase(camel string) string {
 	var b strings.Builder
 	for _, r := range camel {
@@ -185,36 +179,89 @@ func snakeCase(camel string) string {
 	return b.String()
 }
 
+// partMembers are the data members of a part, read in one pass (a part is read on every
+// request, so not by a lookup per member and spelling).
+type partMembers struct {
+	text, thought gjson.Result
+	vals          [numData]gjson.Result // by the d* constants
+	keys          [numData]string       // the spelling each was found under
+	err           error                 // a member spelled both ways
+}
+
+const (
+	dCall = iota
+	dResponse
+	dInline
+	dFile
+	numData
+)
+
+var dataNames = [numData][2]string{
+	dCall: {"functionCall", "function_call"}, dResponse: {"functionResponse", "function_response"},
+	dInline: {"inlineData", "inline_data"}, dFile: {"fileData", "file_data"},
+}
+
+func readPart(p gjson.Result) partMembers {
+	var m partMembers
+	p.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "text":
+			m.text = v
+			return true
+		case "thought":
+			m.thought = v
+			return true
+		}
+		for i, names := range dataNames {
+			if k.Str == names[0] || k.Str == names[1] {
+				if m.vals[i].Exists() {
+					m.err = fmt.Errorf("has both %s and %s", names[0], names[1])
+					return false
+				}
+				m.vals[i], m.keys[i] = v, k.Str
+			}
+		}
+		return true
+	})
+	return m
+}
+
 // isCall and isResponse say what decodePart reads a part as; a part with several data
 // members is read by the first of text, functionCall, functionResponse, everywhere.
+func (m *partMembers) isCall() bool { return !m.text.Exists() && m.vals[dCall].Exists() }
+
+func (m *partMembers) isResponse() bool {
+	return !m.text.Exists() && !m.vals[dCall].Exists() && m.vals[dResponse].Exists()
+}
+
 func isCall(p gjson.Result) bool {
-	return p.IsObject() && !p.Get("text").Exists() && has(p, "functionCall")
+	if !p.IsObject() {
+		return false
+	}
+	m := readPart(p)
+	return m.err == nil && m.isCall()
 }
 
-func isResponse(p gjson.Result) bool {
-	return p.IsObject() && !p.Get("text").Exists() && !has(p, "functionCall") && has(p, "functionResponse")
-}
-
-// decodePart maps one native part. model says whether it belongs to a model content
-// (thoughts and calls) or a user content (function responses).
+// decodePart maps one native part.
 func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 	if !p.IsObject() {
 		return decodedPart{}, errors.New("is not an object")
 	}
-	d := decodedPart{raw: p.Raw}
-	thought := p.Get("thought").Type == gjson.True
-	fields := [...]string{"functionCall", "functionResponse", "inlineData", "fileData"}
-	var vals [len(fields)]gjson.Result
-	var keys [len(fields)]string
-	for i, f := range fields {
-		var err error
-		if vals[i], keys[i], err = field(p, f); err != nil {
-			return decodedPart{}, err
-		}
+	m := readPart(p)
+	return decodeMembers(p, &m, id, seen)
+}
+
+// decodeMembers maps a part whose members m holds.
+func decodeMembers(p gjson.Result, m *partMembers, id string, seen callIDs) (decodedPart, error) {
+	if m.err != nil {
+		return decodedPart{}, m.err
 	}
+	d := decodedPart{raw: p.Raw}
+	thought := m.thought.Type == gjson.True
+	vals, keys := m.vals, m.keys
 	switch {
-	case p.Get("text").Exists():
-		t := p.Get("text")
+	case m.text.Exists():
+		t := m.text
 		if t.Type != gjson.String {
 			return decodedPart{}, errors.New("text is not a string")
 		}
@@ -222,9 +269,9 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 		if thought {
 			d.kind, d.part.Category = kindThought, ahp.CategoryReasoning
 		}
-	case vals[0].Exists():
-		fc := vals[0]
-		d.key = keys[0]
+	case vals[dCall].Exists():
+		fc := vals[dCall]
+		d.key = keys[dCall]
 		if !fc.IsObject() {
 			return decodedPart{}, errors.New("functionCall is not an object")
 		}
@@ -236,9 +283,9 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 			d.call.Name = "unknown"
 		}
 		d.part = mapping.ToolCallPart(id, d.call)
-	case vals[1].Exists():
-		fr := vals[1]
-		d.key = keys[1]
+	case vals[dResponse].Exists():
+		fr := vals[dResponse]
+		d.key = keys[dResponse]
 		if !fr.IsObject() {
 			return decodedPart{}, errors.New("functionResponse is not an object")
 		}
@@ -252,11 +299,11 @@ func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 		d.respErr = resp.IsObject() && resp.Get("error").Exists() && !resp.Get("output").Exists()
 		d.part = ahp.TextPart(id, d.respBody)
 		d.part.Category = ahp.CategoryToolResult
-	case vals[2].Exists():
-		d.key = keys[2]
-		d.kind, d.part = inlinePart(vals[2], id)
-	case vals[3].Exists():
-		mtv, _, err := field(vals[3], "mimeType")
+	case vals[dInline].Exists():
+		d.key = keys[dInline]
+		d.kind, d.part = inlinePart(vals[dInline], id)
+	case vals[dFile].Exists():
+		mtv, _, err := field(vals[dFile], "mimeType")
 		if err != nil {
 			return decodedPart{}, err
 		}

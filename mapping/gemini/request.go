@@ -185,11 +185,16 @@ func (d *requestDecoder) content(i int, c gjson.Result) error {
 	run, n := 0, 0
 	var err error
 	parts.ForEach(func(_, p gjson.Result) bool {
-		if role == ahp.RoleUser && isResponse(p) {
+		if !p.IsObject() {
+			err = badRequest("contents[%d].parts[%d] is not an object", i, n)
+			return false
+		}
+		pm := readPart(p)
+		if role == ahp.RoleUser && pm.err == nil && pm.isResponse() {
 			cur = nil
 			id := base + ".t" + strconv.Itoa(n)
 			var dp decodedPart
-			if dp, err = decodePart(p, partID(id, 0), seen); err != nil {
+			if dp, err = decodeMembers(p, &pm, partID(id, 0), seen); err != nil {
 				err = badRequest("contents[%d].parts[%d] %v", i, n, err)
 				return false
 			}
@@ -209,7 +214,7 @@ func (d *requestDecoder) content(i int, c gjson.Result) error {
 			cur = &d.req.Items[len(d.req.Items)-1]
 		}
 		var dp decodedPart
-		if dp, err = decodePart(p, partID(cur.ID, len(cur.Parts)), seen); err != nil {
+		if dp, err = decodeMembers(p, &pm, partID(cur.ID, len(cur.Parts)), seen); err != nil {
 			err = badRequest("contents[%d].parts[%d] %v", i, n, err)
 			return false
 		}

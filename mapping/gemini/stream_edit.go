@@ -182,7 +182,8 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 			parts = append(parts, p.Raw)
 			return true
 		}
-		fc, key, _ := field(p, "functionCall") // isCall: one spelling only
+		pm := readPart(p) // isCall: one spelling only
+		fc, key := pm.vals[dCall], pm.keys[dCall]
 		var kept bool
 		var r string
 		kept, r, err = e.call(p, fc, key, seen, idx)
