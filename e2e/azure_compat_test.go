@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/azure"
 	openaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/tidwall/gjson"
 )
 
@@ -233,4 +234,29 @@ func init() {
 		}
 		return []effect{{"type": "deny", "reason": toolDeny}}
 	}
+}
+
+// TestAzureSDKResponsesDeny: the Responses API through the Azure options
+// (/openai/responses?api-version=...) is examined like /v1/responses: a deny raises the
+// SDK's error and the upstream is not called.
+func TestAzureSDKResponsesDeny(t *testing.T) {
+	up := newUpstream(t, answer{json: openaiText})
+	entry, b := newBackend(t, viaHTTP, "deny-request", "model.request.before")
+	px := startGeminiProxy(t, up.URL, entry)
+	c := azureClient(px + "/azure")
+	_, err := c.Responses.New(withTimeout(t), responses.ResponseNewParams{
+		Model: "gpt-4o", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(promptText)}})
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusForbidden || oe.Message != denyReason {
+		t.Fatalf("err = %v", err)
+	}
+	if len(up.requests()) != 0 {
+		t.Fatal("a denied request reached the upstream")
+	}
+	frames := assertFrames(t, b, azureKey)
+	if len(frames) != 1 {
+		t.Fatalf("frames = %d", len(frames))
+	}
+	// the prompt reached model.request.before as canonical content
+	mustContain(t, "model.request.before", gjson.GetBytes(frames[0], "params.event.items").Raw, "Deploy with key")
 }
