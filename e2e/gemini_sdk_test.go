@@ -91,8 +91,8 @@ func (u *geminiUpstream) requests() []received {
 	return append([]received(nil), u.reqs...)
 }
 
-// startGeminiProxy runs the real proxy with a /gemini route (api gemini) and an /azure
-// route (api openai) to up, loaded as `hookproxy serve` loads them.
+// startGeminiProxy runs the real proxy with /gemini and /vertex routes (api gemini) and an
+// /azure route (api openai) to up, loaded as `hookproxy serve` loads them.
 func startGeminiProxy(t testing.TB, upURL string, hooks ...map[string]any) string {
 	t.Helper()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
@@ -104,6 +104,9 @@ routes:
     upstream: %[1]s
   - prefix: /azure
     api: openai
+    upstream: %[1]s
+  - prefix: /vertex
+    api: gemini
     upstream: %[1]s
 `, upURL)), "")
 	if err != nil {
@@ -426,6 +429,42 @@ func TestGeminiSDKDefaultPolicies(t *testing.T) {
 			body := string(up.requests()[0].Body)
 			mustNotContain(t, "upstream body", body, defaultAWSKey, defaultGitHubPAT)
 			mustContain(t, "upstream body", body, "[REDACTED:aws_access_key_id:", "[REDACTED:github_token:", systemText)
+		})
+	}
+}
+
+// TestGeminiSDKVertex: the SDK's Vertex AI backend (express mode, an API key) calls the
+// same methods under publishers/google/models/...; a gemini route examines them alike: the
+// destructive call is removed streamed and not, and a deny raises the SDK's error.
+func TestGeminiSDKVertex(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(modeName(stream), func(t *testing.T) {
+			up := newGeminiUpstream(t, geminiWhole, geminiChunks...)
+			entry, b := newBackend(t, viaHTTP, "deny-run", "tool.before")
+			px := startGeminiProxy(t, up.URL, entry)
+			c, err := genai.NewClient(context.Background(), &genai.ClientConfig{
+				APIKey: geminiKey, Backend: genai.BackendVertexAI,
+				HTTPClient:  &http.Client{Transport: newRecorder(t)},
+				HTTPOptions: genai.HTTPOptions{BaseURL: px + "/vertex"},
+			})
+			if err != nil {
+				t.Fatalf("genai.NewClient: %v", err)
+			}
+			got, err := callGemini(t, c, stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Calls) != 1 || !strings.HasPrefix(got.Calls[0], "read ") {
+				t.Fatalf("calls the SDK got: %v", got.Calls)
+			}
+			reqs := up.requests()
+			if len(reqs) != 1 || !strings.Contains(reqs[0].Path, "/publishers/google/models/"+geminiModel+":") {
+				t.Fatalf("upstream requests: %+v", reqs)
+			}
+			frames := assertFrames(t, b, geminiKey)
+			if len(frames) != 2 || gjson.GetBytes(frames[0], "params.event.path").String() != "hookproxy.gemini.generate_content" {
+				t.Fatalf("frames: %d", len(frames))
+			}
 		})
 	}
 }

@@ -289,7 +289,7 @@ func carriesInput(method string) bool {
 // enforced lists the endpoints a model route maps, for the refusal of the others.
 func (rt *route) enforced() string {
 	if rt.api == config.APIGemini {
-		return "POST /{v1,v1beta}/models/{model}:generateContent, :streamGenerateContent and :countTokens"
+		return "POST /{v1,v1beta}/models/{model}:generateContent, :streamGenerateContent and :countTokens (and their Vertex AI forms)"
 	}
 	var eps []string
 	for k := range rt.translators {

@@ -1,6 +1,6 @@
 // Package gemini translates the Google Gemini API (generateContent, streamGenerateContent
-// and countTokens, in its v1 and v1beta versions) to canonical AHP content and back
-// (SPEC-DIGEST §4, §15.3–15.5).
+// and countTokens, in its v1 and v1beta versions, and the same calls on Vertex AI) to
+// canonical AHP content and back (SPEC-DIGEST §4, §15.3–15.5).
 //
 // Gemini names the model and the call in the path
 // (/v1beta/models/{model}:streamGenerateContent), not in the body, so a translator is
@@ -62,7 +62,7 @@ const (
 // Endpoint is one mapped Gemini call: the model resource and the method named in the path,
 // and whether a stream is asked for as server-sent events (alt=sse).
 type Endpoint struct {
-	Version string // v1, v1beta, v1alpha
+	Version string // v1, v1beta, v1alpha; v1beta1 on Vertex AI
 	Model   string // the model id, without "models/"
 	Method  string // one of the Method* constants
 	SSE     bool   // streamGenerateContent with alt=sse
@@ -76,30 +76,46 @@ func (e Endpoint) Stream() bool { return e.Method == MethodStreamGenerate }
 func (e Endpoint) RequestOnly() bool { return e.Method == MethodCountTokens }
 
 // ParseEndpoint reads a mapped Gemini endpoint from a path (after the route prefix) and
-// the request's query. Gemini accepts /{version}/models/{model}:{method} and
-// /{version}/tunedModels/{model}:{method}; the method is matched without regard to case,
-// as an endpoint examined too often is safe and one examined too rarely is not.
+// the request's alt query parameter. The Gemini API serves /{version}/models/{model}:{method}
+// and /{version}/tunedModels/{model}:{method}; Vertex AI serves the same calls under
+// /{version}/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}
+// (and /{version}/publishers/{publisher}/models/{model} in express mode). The method is
+// matched without regard to case, as an endpoint examined too often is safe and one
+// examined too rarely is not.
 func ParseEndpoint(path string, alt string) (Endpoint, bool) {
 	rest, ok := strings.CutPrefix(path, "/")
 	if !ok {
 		return Endpoint{}, false
 	}
-	version, rest, ok := strings.Cut(rest, "/")
-	switch strings.ToLower(version) {
-	case "v1", "v1beta", "v1alpha":
+	segs := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	if len(segs) < 3 {
+		return Endpoint{}, false
+	}
+	version := strings.ToLower(segs[0])
+	switch version {
+	case "v1", "v1beta", "v1alpha", "v1beta1":
 	default:
 		return Endpoint{}, false
 	}
-	collection, rest, ok2 := strings.Cut(rest, "/")
-	if !ok || !ok2 || (!strings.EqualFold(collection, "models") && !strings.EqualFold(collection, "tunedModels")) {
+	coll := segs[1 : len(segs)-1]
+	switch {
+	case len(coll) == 1 && (strings.EqualFold(coll[0], "models") || strings.EqualFold(coll[0], "tunedModels")):
+	case len(coll) == 3 && strings.EqualFold(coll[0], "publishers") && strings.EqualFold(coll[2], "models"):
+	case len(coll) == 7 && strings.EqualFold(coll[0], "projects") && strings.EqualFold(coll[2], "locations") &&
+		strings.EqualFold(coll[4], "publishers") && strings.EqualFold(coll[6], "models"):
+	default:
 		return Endpoint{}, false
 	}
-	rest = strings.TrimSuffix(rest, "/")
-	model, method, ok := strings.Cut(rest, ":")
-	if !ok || model == "" || strings.Contains(model, "/") || strings.Contains(method, "/") {
+	model, method, ok := strings.Cut(segs[len(segs)-1], ":")
+	if !ok || model == "" {
 		return Endpoint{}, false
 	}
-	e := Endpoint{Version: strings.ToLower(version), Model: model}
+	for _, s := range coll {
+		if s == "" {
+			return Endpoint{}, false
+		}
+	}
+	e := Endpoint{Version: version, Model: model}
 	switch strings.ToLower(method) {
 	case strings.ToLower(MethodGenerate):
 		e.Method = MethodGenerate
@@ -111,7 +127,7 @@ func ParseEndpoint(path string, alt string) (Endpoint, bool) {
 	default:
 		return Endpoint{}, false
 	}
-	if !strings.EqualFold(collection, "models") {
+	if strings.EqualFold(coll[0], "tunedModels") {
 		e.Model = "tunedModels/" + model
 	}
 	return e, true
