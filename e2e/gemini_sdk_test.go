@@ -468,3 +468,28 @@ func TestGeminiSDKVertex(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiSDKCountTokensAndModels: countTokens carries the prompt, so it gets the
+// request policy (a deny raises the SDK's error, the upstream is not called); reading the
+// model list carries no input and passes.
+func TestGeminiSDKCountTokensAndModels(t *testing.T) {
+	up := newGeminiUpstream(t, geminiWhole, geminiChunks...)
+	entry, b := newBackend(t, viaHTTP, "deny-request", "model.request.before", "turn.start")
+	px := startGeminiProxy(t, up.URL, entry)
+	c := geminiClient(t, px+"/gemini", newRecorder(t))
+	_, err := c.Models.CountTokens(withTimeout(t), geminiModel, geminiConversation(), nil)
+	var ae genai.APIError
+	if !errors.As(err, &ae) || ae.Code != http.StatusForbidden || ae.Message != denyReason {
+		t.Fatalf("CountTokens err = %v", err)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Fatalf("the upstream was called %d times", n)
+	}
+	if evs := eventsOf(assertFrames(t, b, geminiKey)); strings.Join(evs, ",") != "model.request.before" {
+		t.Fatalf("events for countTokens = %v (no turn.start: it is not a turn)", evs)
+	}
+	page, err := c.Models.List(withTimeout(t), nil)
+	if err != nil || len(page.Items) != 1 || page.Items[0].Name != "models/"+geminiModel {
+		t.Fatalf("List = %+v, %v", page.Items, err)
+	}
+}
