@@ -192,12 +192,12 @@ func hostedCalls(items []ahp.Message, st *responseState) []mapping.HostedCall {
 				continue
 			}
 			p := gjson.Parse(dp.raw)
-			if ec := p.Get("executableCode"); ec.IsObject() {
+			if ec, _, _ := field(p, "executableCode"); ec.IsObject() {
 				out = append(out, mapping.HostedCall{Name: "code_execution", Input: []byte(compactJSON(ec.Raw))})
 				open = &out[len(out)-1]
 				continue
 			}
-			if r := p.Get("codeExecutionResult"); r.IsObject() && open != nil {
+			if r, _, _ := field(p, "codeExecutionResult"); r.IsObject() && open != nil {
 				open.Result = compactJSON(r.Raw)
 				open.IsError = r.Get("outcome").String() != "" && r.Get("outcome").String() != "OUTCOME_OK"
 				open = nil

@@ -22,7 +22,7 @@ import (
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
-	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{}}
+	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{}, openHosted: -1}
 	e.sse.Dispatch = e.event
 	e.sse.MaxEvent = 16 << 20
 	return e
@@ -40,6 +40,40 @@ type editor struct {
 	// kept and removed count the calls so far: when every call was removed, the finish
 	// reason is STOP, as the held path makes it
 	kept, removed int
+	hosted        []mapping.HostedCall // code Gemini ran, as relayed
+	openHosted    int                  // index in hosted of the code awaiting its result, -1 none
+}
+
+var _ mapping.HostedCallReporter = (*editor)(nil)
+
+// HostedCalls are the code executions the stream carried (executableCode parts, each with
+// the codeExecutionResult that followed it), for observation after the stream.
+func (e *editor) HostedCalls() []mapping.HostedCall { return e.hosted }
+
+// noteHosted records the code executions of a chunk. Only a chunk that names one is read.
+func (e *editor) noteHosted(data []byte, cands gjson.Result) {
+	if !bytes.Contains(data, []byte("xecutableCode")) && !bytes.Contains(data, []byte("odeExecutionResult")) &&
+		!bytes.Contains(data, []byte("xecutable_code")) && !bytes.Contains(data, []byte("ode_execution_result")) {
+		return
+	}
+	cands.ForEach(func(_, c gjson.Result) bool {
+		c.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
+			if ec, _, _ := field(p, "executableCode"); ec.IsObject() {
+				e.hosted = append(e.hosted, mapping.HostedCall{Name: "code_execution", Input: []byte(compactJSON(ec.Raw))})
+				e.openHosted = len(e.hosted) - 1
+				return true
+			}
+			if r, _, _ := field(p, "codeExecutionResult"); r.IsObject() && e.openHosted >= 0 {
+				h := &e.hosted[e.openHosted]
+				h.Result = compactJSON(r.Raw)
+				out := r.Get("outcome").String()
+				h.IsError = out != "" && out != "OUTCOME_OK"
+				e.openHosted = -1
+			}
+			return true
+		})
+		return true
+	})
 }
 
 func (e *editor) Write(p []byte) (int, error) {
@@ -120,6 +154,7 @@ func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
 		return err
 	}
 	cands := chunk.Get("candidates")
+	e.noteHosted(data, cands)
 	if !cands.IsArray() || !e.touches(cands) {
 		_, err := e.out.Write(raw)
 		return err

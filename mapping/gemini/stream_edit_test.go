@@ -81,3 +81,40 @@ func TestStreamEditFlows(t *testing.T) {
 		t.Fatalf("err = %v\n%s", err, got)
 	}
 }
+
+// TestStreamEditHostedCalls: code Gemini ran while streaming is reported after the stream
+// (it ran before the answer existed: observed, never prevented), as the held path's
+// decoder reports it.
+func TestStreamEditHostedCalls(t *testing.T) {
+	stream := sse(
+		`{"candidates":[{"content":{"parts":[{"executableCode":{"language":"PYTHON","code":"print(6*7)"}}],"role":"model"},"index":0}]}`,
+		`{"candidates":[{"content":{"parts":[{"codeExecutionResult":{"outcome":"OUTCOME_OK","output":"42\n"}}],"role":"model"},"index":0}]}`,
+		`{"candidates":[{"content":{"parts":[{"text":"It is 42."}],"role":"model"},"finishReason":"STOP","index":0}]}`,
+	)
+	var out strings.Builder
+	ed := sseTr.NewStreamEditor(&out, &mappingtest.Decider{})
+	if _, err := ed.Write(stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := ed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(stream) {
+		t.Fatalf("a stream without calls was not relayed byte for byte:\n%s", out.String())
+	}
+	got := ed.(mapping.HostedCallReporter).HostedCalls()
+	body, err := mappingtest.Assembled(sseTr, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := sseTr.DecodeResponse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != "code_execution" || !strings.Contains(string(got[0].Input), "print(6*7)") || !strings.Contains(got[0].Result, `42\n`) || got[0].IsError {
+		t.Fatalf("hosted calls = %+v", got)
+	}
+	if len(resp.HostedCalls) != 1 || resp.HostedCalls[0].Result != got[0].Result {
+		t.Fatalf("the held path reports %+v", resp.HostedCalls)
+	}
+}
