@@ -54,7 +54,9 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	}
 	obj := gjson.Parse(st.obj)
 	req := &mapping.Request{
-		Model:       t.ep.Model,
+		Model: t.ep.Model,
+		// Only the SSE form is a stream for the proxy: the JSON-array stream is one JSON
+		// body, held whole, and answered as JSON (an array) when hookproxy answers itself.
 		Stream:      t.ep.Stream() && t.ep.SSE,
 		PromptStart: -1,
 		Original:    body,
@@ -87,9 +89,10 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 			return nil, err
 		}
 	}
-	if cc := obj.Get("cachedContent"); cc.Type == gjson.String && cc.Str != "" {
-		// AHP-COMP: the model also reads context the provider holds (a cached content
-		// resource); only the request's own contents are in items.
+	if cc, _, _ := field(obj, "cachedContent"); cc.Type == gjson.String && cc.Str != "" {
+		// The model also reads context the provider holds (a cached content resource):
+		// only the request's own contents are in items, as with a Responses
+		// previous_response_id (SPEC-DIGEST §15.4), so no whole-list replace is offered.
 		req.Gaps = append(req.Gaps, ahp.Gap{Path: "items", Reason: "earlier context held by provider (cachedContent)"})
 	}
 	contents := obj.Get("contents")
