@@ -117,7 +117,8 @@ type decodedPart struct {
 type callIDs map[string]int
 
 // callID is a functionCall's canonical id: its native id, else a hash of its name and
-// arguments, numbered when the same call repeats in the message.
+// arguments, numbered when the same call repeats in the message (call ids stable across
+// tool.before and tool.after, synthesized when the native side has none; AHP-CORE-004).
 func (seen callIDs) callID(fc gjson.Result, name, input string) string {
 	if id := fc.Get("id"); id.Type == gjson.String && id.Str != "" {
 		return id.Str
@@ -242,7 +243,8 @@ func isCall(p gjson.Result) bool {
 	return m.err == nil && m.isCall()
 }
 
-// decodePart maps one native part.
+// decodePart maps one native part onto a canonical part: roles on the message, text inline,
+// structure serialized into text (AHP-CONTENT-001).
 func decodePart(p gjson.Result, id string, seen callIDs) (decodedPart, error) {
 	if !p.IsObject() {
 		return decodedPart{}, errors.New("is not an object")
@@ -320,7 +322,8 @@ func decodeMembers(p gjson.Result, m *partMembers, id string, seen callIDs) (dec
 }
 
 // inlinePart maps inline bytes: an attachment with its size and digest, or, for a text
-// media type, the decoded text (attachments cannot be text/*).
+// media type, the decoded text (attachments cannot be text/*; text is inline and the
+// policies see it like any other text: AHP-CONTENT-001, AHP-CONTENT-002).
 func inlinePart(in gjson.Result, id string) (partKind, ahp.Part) {
 	mtv, _, _ := field(in, "mimeType") // both spellings: read as no type, a gap
 	mt := mtv.String()

@@ -250,7 +250,8 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 	return r, true, err
 }
 
-// call settles one functionCall part. The call is decided as the decoder of the assembled
+// call settles one functionCall part before anything after it is written: a denied call
+// never reaches the client (AHP-DEC-002, AHP-TB-001). The call is decided as the decoder of the assembled
 // response names it: its id (derived ones included) is written into the one-call response
 // the settler reads, and taken out again of what goes to the client.
 func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (kept bool, rendered string, err error) {
