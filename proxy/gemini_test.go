@@ -297,3 +297,57 @@ func TestGeminiReturnAnswersWithoutUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestGeminiStreamTextFlowsCallsHeld: on an alt=sse stream the text reaches the client
+// while the upstream still holds the rest; the functionCall that follows is judged before
+// the client sees it, and a denied one never arrives (audited held: tool_calls).
+func TestGeminiStreamTextFlowsCallsHeld(t *testing.T) {
+	release := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Working on it.\"}],\"role\":\"model\"},\"index\":0}]}\r\n\r\n"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write([]byte("data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"run\",\"args\":{\"cmd\":\"rm -rf /\"}}},{\"functionCall\":{\"name\":\"read\",\"args\":{\"path\":\"a\"}}}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n"))
+	})
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Type == ahp.EventToolBefore && ev.Tool.Name == "run" {
+			return []ahp.Effect{{Type: ahp.EffectDeny, Reason: "no deletes"}}
+		}
+		return nil
+	}}
+	var mu sync.Mutex
+	var held []string
+	px := startProxy(t, geminiConfig(up.URL), newTestChain(t, pol, intercept("tool.before")), Options{Auditor: AuditorFunc(func(_ context.Context, r BoundaryRecord) {
+		mu.Lock()
+		held = append(held, r.Held)
+		mu.Unlock()
+	})})
+	resp, err := http.Post(px.URL+"/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "application/json",
+		strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"clean up"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 4096)
+	n, err := resp.Body.Read(first)
+	if err != nil || !strings.Contains(string(first[:n]), "Working on it.") {
+		t.Fatalf("the text did not arrive while the upstream held the rest: %q, %v", first[:n], err)
+	}
+	close(release)
+	var rest bytes.Buffer
+	_, _ = rest.ReadFrom(resp.Body)
+	all := string(first[:n]) + rest.String()
+	if strings.Contains(all, "rm -rf") || !strings.Contains(all, `"path":"a"`) || !strings.Contains(all, "Tool call run was blocked by policy: no deletes") {
+		t.Fatalf("stream the client got:\n%s", all)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held) != 2 || held[0] != HeldToolCalls || held[1] != HeldToolCalls {
+		t.Fatalf("audit held = %v", held)
+	}
+}
