@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 	"go.uber.org/zap"
@@ -333,15 +334,34 @@ func TestGeminiStreamTextFlowsCallsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	first := make([]byte, 4096)
-	n, err := resp.Body.Read(first)
-	if err != nil || !strings.Contains(string(first[:n]), "Working on it.") {
-		t.Fatalf("the text did not arrive while the upstream held the rest: %q, %v", first[:n], err)
+	// Read until the text is there, while the upstream is still gated (bounded: a proxy
+	// that held the text would never deliver it before the gate opens).
+	var got bytes.Buffer
+	seen := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		for !strings.Contains(got.String(), "Working on it.") {
+			n, err := resp.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				seen <- err
+				return
+			}
+		}
+		seen <- nil
+	}()
+	select {
+	case err := <-seen:
+		if err != nil {
+			t.Fatalf("stream ended before the text: %v (%q)", err, got.String())
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the text did not arrive while the upstream held the rest")
 	}
 	close(release)
-	var rest bytes.Buffer
-	_, _ = rest.ReadFrom(resp.Body)
-	all := string(first[:n]) + rest.String()
+	_, _ = got.ReadFrom(resp.Body)
+	all := got.String()
 	if strings.Contains(all, "rm -rf") || !strings.Contains(all, `"path":"a"`) || !strings.Contains(all, "Tool call run was blocked by policy: no deletes") {
 		t.Fatalf("stream the client got:\n%s", all)
 	}
