@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -184,7 +185,18 @@ func TestOpenAICompatibleStream(t *testing.T) {
 		t.Fatal("two calls share an event id")
 	}
 	// The observer gets the upstream's message: reasoning classified, no usage invented.
-	// (delivered after the stream's end, so it may arrive just after the SDK is done)
+	// It is delivered once the upstream's stream has ended; an SDK that hangs up right
+	// after [DONE] may leave first (then nothing is observed, by design: no observation
+	// starts after the client went away), so this request reads the stream to its end.
+	req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, px+"/openai/v1/chat/completions",
+		strings.NewReader(`{"model":"local","stream":true,"messages":[{"role":"user","content":"clean up"}]}`))
+	req.Header.Set("Authorization", "Bearer "+openaiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	var mra gjson.Result
 	for deadline := time.Now().Add(callBound); !mra.Exists() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		for _, f := range ob.Frames(t) {
