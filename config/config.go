@@ -8,6 +8,7 @@ import "time"
 const (
 	APIOpenAI      = "openai"
 	APIAnthropic   = "anthropic"
+	APIGemini      = "gemini"
 	APIMCP         = "mcp"
 	APIPassthrough = "passthrough"
 )
@@ -54,7 +55,7 @@ type Route struct {
 	// AllowRedirects passes the upstream's 3xx redirects to the client. Off by default: a
 	// client that follows one re-sends its original, unexamined body elsewhere.
 	AllowRedirects bool `yaml:"allowRedirects" json:"allowRedirects"`
-	// Unmapped says what an openai or anthropic route does with a POST, PUT or PATCH to an
+	// Unmapped says what an openai, anthropic or gemini route does with a POST, PUT or PATCH to an
 	// endpoint it does not map (files, batches, audio, moderations, ...):
 	// "refuse" (default: the input would reach the model unexamined) or "forward".
 	Unmapped string `yaml:"unmapped" json:"unmapped"`

@@ -104,7 +104,7 @@ func TestLoadProblems(t *testing.T) {
 		{desc: "prefix root", text: "routes:\n  - {prefix: /, api: openai, upstream: https://a.example}\n", paths: []string{"routes[0].prefix"}},
 		{desc: "prefix duplicate", text: "routes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n  - {prefix: /a, api: anthropic, upstream: https://b.example}\n", paths: []string{"routes[1].prefix"}, msg: "routes[0]"},
 		{desc: "prefix missing", text: "routes:\n  - {api: openai, upstream: https://a.example}\n", paths: []string{"routes[0]"}},
-		{desc: "api unknown", text: "routes:\n  - {prefix: /a, api: gemini, upstream: https://a.example}\n", paths: []string{"routes[0].api"}},
+		{desc: "api unknown", text: "routes:\n  - {prefix: /a, api: vertex, upstream: https://a.example}\n", paths: []string{"routes[0].api"}},
 		{desc: "api missing", text: "routes:\n  - {prefix: /a, upstream: https://a.example}\n", paths: []string{"routes[0]"}},
 		{desc: "upstream relative", text: "routes:\n  - {prefix: /a, api: openai, upstream: /v1}\n", paths: []string{"routes[0].upstream"}},
 		{desc: "upstream ftp", text: "routes:\n  - {prefix: /a, api: openai, upstream: \"ftp://a.example\"}\n", paths: []string{"routes[0].upstream"}},
@@ -178,8 +178,8 @@ func TestDefault(t *testing.T) {
 	if cfg.Listen != "127.0.0.1:8080" || cfg.Admin != "127.0.0.1:9090" || cfg.Path != "" || cfg.Registration != "" {
 		t.Fatalf("default = %+v", cfg)
 	}
-	want := map[string]string{"/openai": "https://api.openai.com", "/anthropic": "https://api.anthropic.com"}
-	if len(cfg.Routes) != 2 {
+	want := map[string]string{"/openai": "https://api.openai.com", "/anthropic": "https://api.anthropic.com", "/gemini": "https://generativelanguage.googleapis.com"}
+	if len(cfg.Routes) != 3 {
 		t.Fatalf("routes = %+v", cfg.Routes)
 	}
 	for _, r := range cfg.Routes {

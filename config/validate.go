@@ -57,11 +57,11 @@ func validate(c *Config) []Problem {
 			}
 		}
 		switch r.API {
-		case APIOpenAI, APIAnthropic, APIMCP, APIPassthrough:
+		case APIOpenAI, APIAnthropic, APIGemini, APIMCP, APIPassthrough:
 		case "":
-			add(path, "\"api\" is required (openai, anthropic, mcp or passthrough)")
+			add(path, "\"api\" is required (openai, anthropic, gemini, mcp or passthrough)")
 		default:
-			add(path+".api", "%q is not openai, anthropic, mcp or passthrough", r.API)
+			add(path+".api", "%q is not openai, anthropic, gemini, mcp or passthrough", r.API)
 		}
 		switch r.Unmapped {
 		case "", UnmappedRefuse, UnmappedForward:
