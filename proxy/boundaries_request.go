@@ -205,7 +205,7 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 	asCall := mapping.ToolCall{ID: call.ID, Name: r.ToolName, Input: r.Input}
 	ev.ID = toolEventID(x.s.source, ahp.EventToolAfter, x.session.ID, asCall)
 	if x.subs.any(ahp.EventToolBefore) {
-		ev.ParentEventID = toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, asCall)
+		ev.ParentEventID = x.parentOf(toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, asCall))
 	}
 	var gaps []ahp.Gap
 	name := r.ToolName

@@ -391,6 +391,10 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 	if st.Modified && st.Event != nil && st.Event.Tool != nil {
 		v.Input = st.Event.Tool.Input
 		enforcement = EnforceRewritten
+		// The agent will send this call back with the rewritten input: link the id its
+		// tool.after will derive to this event (issue 13 §9).
+		rewritten := mapping.ToolCall{ID: c.ID, Name: c.Name, Input: v.Input}
+		x.recordLink(toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, rewritten), ev.ID)
 	}
 	if len(st.Injections) > 0 {
 		// Both delivery times lie in a later request: "now" is the next model call

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/chat"
@@ -615,4 +617,64 @@ func assertJSONEqual(t *testing.T, got []byte, want string) {
 	if string(ja) != string(jb) {
 		t.Fatalf("body\n got %s\nwant %s", got, want)
 	}
+}
+
+// TestToolAfterParentAfterModifiedInput: the tool.before of a call whose input a hook
+// rewrote was derived from the original input, while the agent sends back the rewritten
+// call; its tool.after still names that tool.before as parent (issue 13 §9). Control: a
+// proxy that did not settle the call (a fresh store) cannot link it.
+func TestToolAfterParentAfterModifiedInput(t *testing.T) {
+	up := newUpstream(t, jsonResponder(200, chatTwoCalls))
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Type == ahp.EventToolBefore && ev.Tool.Name == "Read" {
+			return []ahp.Effect{{Type: ahp.EffectModify, Target: ahp.TargetInput, Operation: ahp.OpMerge,
+				Value: json.RawMessage(`{"timeout":30}`)}}
+		}
+		return nil
+	}}
+	subs := intercept("tool.before", "tool.after")
+	px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, subs), Options{})
+	session := map[string]string{"X-Hookproxy-Session": "s-parent"}
+	_, _, got := post(t, px.URL+chatPath, `{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}`, session)
+	before := map[string]string{} // call id → tool.before event id
+	for _, p := range pol.callsOf("tool.before") {
+		before[p.Event.Call.ID] = p.Event.ID
+	}
+	msg := gjson.GetBytes(got, "choices.0.message")
+	loop := `{"model":"gpt-4o","messages":[{"role":"user","content":"x"},` + msg.Raw
+	var ids []string
+	msg.Get("tool_calls").ForEach(func(_, c gjson.Result) bool {
+		ids = append(ids, c.Get("id").String())
+		loop += `,{"role":"tool","tool_call_id":"` + c.Get("id").String() + `","content":"done"}`
+		return true
+	})
+	loop += `]}`
+	if len(ids) != 2 || !strings.Contains(msg.Raw, `\"timeout\":30`) {
+		t.Fatalf("first answer: %s", got)
+	}
+	parents := func(p *fakePolicy) map[string]string {
+		out := map[string]string{}
+		for _, c := range p.callsOf("tool.after") {
+			out[c.Event.Call.ID] = c.Event.ParentEventID
+		}
+		return out
+	}
+	if status, _, body := post(t, px.URL+chatPath, loop, session); status != 200 {
+		t.Fatalf("tool loop: %d %s", status, body)
+	}
+	linked := parents(pol)
+	for _, id := range ids {
+		if linked[id] != before[id] {
+			t.Errorf("tool.after of %s names parent %q, its tool.before was %q", id, linked[id], before[id])
+		}
+	}
+	// Control: the same loop through a proxy that never settled the call.
+	fresh := &fakePolicy{}
+	px2 := startProxy(t, testConfig(up.URL), newTestChain(t, fresh, subs), Options{})
+	post(t, px2.URL+chatPath, loop, session)
+	unlinked := parents(fresh)
+	if len(unlinked) != 2 || unlinked[ids[1]] == before[ids[1]] || unlinked[ids[0]] != before[ids[0]] {
+		t.Errorf("control: parents %v, tool.before ids %v (only the unmodified call can be derived)", unlinked, before)
+	}
+	assertValidIntercepts(t, pol)
 }

@@ -36,6 +36,7 @@ type exchange struct {
 	items     []ahp.Message         // effective request list
 	changed   bool                  // items differ from req.Items: render with EncodeRequest
 	paramReds []ahp.ParamsRedaction // settled redactions of the request's params (params_redact.go)
+	parents   map[string]string     // derived tool.before id → the event it stands for (store.go)
 	outBody   []byte                // the body sent upstream
 	session   ahp.Session
 	turn      ahp.Turn

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -94,9 +95,20 @@ func (rt *route) storeUnavailable() *httpError {
 func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOutcome) {
 	// Records are keyed by the id of the first message they cover: only the request's own
 	// messages can have one that matters.
-	ids := make([]string, len(x.req.Items))
+	ids := make([]string, len(x.req.Items), len(x.req.Items)+len(x.req.ToolResults))
 	for i := range x.req.Items {
 		ids[i] = x.req.Items[i].ID
+	}
+	// And the links of the tool.before ids its tool results will name as parents.
+	var links []string
+	if x.subs.any(ahp.EventToolAfter) && x.subs.any(ahp.EventToolBefore) {
+		for _, r := range x.req.ToolResults {
+			if r.CallFound && r.CallID != "" {
+				id := toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, mapping.ToolCall{ID: r.CallID, Name: r.ToolName, Input: r.Input})
+				links = append(links, id)
+				ids = append(ids, state.LinkID(id))
+			}
+		}
 	}
 	snap, err := x.s.state.Load(x.ctx, x.scope(), ids, take...)
 	if err != nil {
@@ -110,7 +122,43 @@ func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOu
 		return state.Snapshot{}, nil
 	}
 	x.s.storeOK(x.ctx)
+	if len(links) > 0 {
+		recs := snap.Records[:0:0]
+		for _, r := range snap.Records {
+			if r.Parent != "" && r.Count == 0 {
+				if x.parents == nil {
+					x.parents = make(map[string]string, len(links))
+				}
+				x.parents[strings.TrimPrefix(r.ID, state.LinkID(""))] = r.Parent
+				continue
+			}
+			recs = append(recs, r)
+		}
+		snap.Records = recs
+	}
 	return snap, nil
+}
+
+// parentOf is the event id a derived tool.before id stands for: the id itself, or the
+// original tool.before when a hook rewrote that call's input (links, issue 13 §9).
+func (x *exchange) parentOf(derived string) string {
+	if p, ok := x.parents[derived]; ok {
+		return p
+	}
+	return derived
+}
+
+// recordLink records that the tool.before id derived from a call as the agent will send
+// it back stands for event id parent. Losing it (an outage, an eviction) costs only the
+// parent link of that call's tool.after.
+func (x *exchange) recordLink(derived, parent string) {
+	if derived == parent {
+		return
+	}
+	rec := state.Record{ID: state.LinkID(derived), Event: ahp.EventToolBefore, Parent: parent}
+	if err := x.s.state.Record(context.WithoutCancel(x.ctx), x.scope(), []state.Record{rec}); err != nil && !errors.Is(err, state.ErrTooLarge) {
+		x.s.storeFailed(x.ctx, storeOpRecord, err)
+	}
 }
 
 // deferInjections queues msgs for a later model call of the conversation. A failure is

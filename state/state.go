@@ -38,7 +38,15 @@ type Record struct {
 	Unchanged   bool          `json:"unchanged,omitempty"` // settled without an edit: nothing to re-apply
 	Items       []ahp.Message `json:"items,omitempty"`     // the effective messages the model saw instead
 	Event       string        `json:"event"`               // the boundary that settled it
+	// Parent, on a link record (Count 0, ID from LinkID), is the event id that ID's
+	// derived id stands for: a tool.before that rewrote its call's input was derived from
+	// the original input, while the history the agent sends back holds the rewritten one,
+	// so the tool.after of that call finds its parent through the link (issue 13 §9).
+	Parent string `json:"parent,omitempty"`
 }
+
+// LinkID is the record id of the link from a derived event id (see Record.Parent).
+func LinkID(derivedEventID string) string { return "link:" + derivedEventID }
 
 // Deferral names a queue of injections waiting for a later model call.
 type Deferral string
