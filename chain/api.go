@@ -26,10 +26,14 @@ const (
 )
 
 // Denial codes of settlements (DESIGN §3): an explicit deny without its own code gets
-// CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed.
+// CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed,
+// except when the backend did answer and its reply was refused for a protocol reason
+// (unadvertised effect, schema violation, wrong id): that is CodeBackendInvalidReply, so an
+// operator can tell a protocol fault of the backend from an outage.
 const (
-	CodeDenied     = "hookproxy.denied"
-	CodeFailClosed = "hookproxy.fail_closed"
+	CodeDenied              = "hookproxy.denied"
+	CodeFailClosed          = "hookproxy.fail_closed"
+	CodeBackendInvalidReply = "hookproxy.backend_invalid_reply"
 )
 
 // Defaults of Options.
@@ -46,6 +50,10 @@ type Record struct {
 	Outcome      string        `json:"outcome"`
 	Effects      []string      `json:"effects,omitempty"`     // accepted effect types, in order
 	FailureKind  string        `json:"failureKind,omitempty"` // transport.Kind*
+	// Violation and OffendingEffect say why a reply the backend did send was refused
+	// (transport.Violation*, and the type of the effect to blame, if one is).
+	Violation       string `json:"violation,omitempty"`
+	OffendingEffect string `json:"offendingEffect,omitempty"`
 	Policy       string        `json:"failurePolicy,omitempty"`
 	Latency      time.Duration `json:"latency"`
 	Detail       string        `json:"-"` // local diagnostic; never sent to models or clients
@@ -68,6 +76,9 @@ type Settlement struct {
 	Flow         string // ahp.Flow*
 	StopReason   string
 	Candidate    *ahp.Candidate
+	// Instructions are the accepted continuation instructions, in order. They take effect
+	// only when Flow is continue: a later stop wins and the agent is not continued, but
+	// the record of what was asked survives (interop scenario flow-stop-wins-over-continue).
 	Instructions []string
 	Injections   []ahp.Effect // accepted inject effects, in order
 	Messages     []string     // user-facing message effects, in order

@@ -158,8 +158,12 @@ func narrowFlow(host *ahp.FlowCaps, boundOps []string, ev *ahp.Event, continueAc
 			continue
 		}
 		if op == ahp.OpContinue {
+			// An exhausted allowance (0) is still advertised, with its count: the backend
+			// learns there is none left, and a continue is then rejected whole unless an
+			// earlier response of this chain already asked for one (SPEC-DIGEST §5.4; the
+			// interop scenario flow-exhausted-allowance-rejects-message).
 			rem := host.RemainingContinuations
-			if rem == nil || (*rem <= 0 && !continueAccepted) {
+			if rem == nil {
 				continue
 			}
 			count := host.ContinuationCount
