@@ -44,19 +44,19 @@ const (
 
 // Record is what happened to one matching subscription.
 type Record struct {
-	BackendID    string        `json:"backendId"`
-	Subscription int           `json:"subscription"` // index in the backend's subscriptions
-	Mode         string        `json:"mode"`
-	Outcome      string        `json:"outcome"`
-	Effects      []string      `json:"effects,omitempty"`     // accepted effect types, in order
-	FailureKind  string        `json:"failureKind,omitempty"` // transport.Kind*
+	BackendID    string   `json:"backendId"`
+	Subscription int      `json:"subscription"` // index in the backend's subscriptions
+	Mode         string   `json:"mode"`
+	Outcome      string   `json:"outcome"`
+	Effects      []string `json:"effects,omitempty"`     // accepted effect types, in order
+	FailureKind  string   `json:"failureKind,omitempty"` // transport.Kind*
 	// Violation and OffendingEffect say why a reply the backend did send was refused
 	// (transport.Violation*, and the type of the effect to blame, if one is).
-	Violation       string `json:"violation,omitempty"`
-	OffendingEffect string `json:"offendingEffect,omitempty"`
-	Policy       string        `json:"failurePolicy,omitempty"`
-	Latency      time.Duration `json:"latency"`
-	Detail       string        `json:"-"` // local diagnostic; never sent to models or clients
+	Violation       string        `json:"violation,omitempty"`
+	OffendingEffect string        `json:"offendingEffect,omitempty"`
+	Policy          string        `json:"failurePolicy,omitempty"`
+	Latency         time.Duration `json:"latency"`
+	Detail          string        `json:"-"` // local diagnostic; never sent to models or clients
 }
 
 // Denial says why an operation was refused.
@@ -70,12 +70,12 @@ type Denial struct {
 // Settlement is the single result of one boundary's interceptor chain: what the host must
 // enforce (SPEC-DIGEST §8.4). Event is the effective event (accepted modifications applied).
 type Settlement struct {
-	Event        *ahp.Event
-	Permission   string // ahp.Permission*
-	Denial       *Denial
-	Flow         string // ahp.Flow*
-	StopReason   string
-	Candidate    *ahp.Candidate
+	Event      *ahp.Event
+	Permission string // ahp.Permission*
+	Denial     *Denial
+	Flow       string // ahp.Flow*
+	StopReason string
+	Candidate  *ahp.Candidate
 	// Instructions are the accepted continuation instructions, in order. They take effect
 	// only when Flow is continue: a later stop wins and the agent is not continued, but
 	// the record of what was asked survives (interop scenario flow-stop-wins-over-continue).
