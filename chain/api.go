@@ -8,6 +8,7 @@ package chain
 // observers.go (owned observation delivery, hook.failure).
 
 import (
+	"crypto/x509"
 	"time"
 
 	"go.uber.org/zap"
@@ -118,4 +119,7 @@ type Options struct {
 	MaxReplyBytes int64
 	// Logger receives operational diagnostics (default: no-op).
 	Logger *zap.Logger
+	// RootCAs replaces the platform trust for HTTPS backends and OAuth issuers (nil: the
+	// platform's roots; tests pass their loopback TLS servers' certificates).
+	RootCAs *x509.CertPool
 }

@@ -508,7 +508,9 @@ func (c *checker) authentication(path string, v any) {
 			}
 		}
 		if hasRef {
-			c.str(a, path, "tokenRef", false, true)
+			if ref, ok := c.str(a, path, "tokenRef", false, true); ok {
+				c.secretRef(jsonpath.Member(path, "tokenRef"), ref)
+			}
 		}
 		c.unknownMembers(a, path, append([]string{"type", "tokenEnv", "tokenRef"}, secretMembers(a)...)...)
 	case "oauth":
@@ -520,7 +522,21 @@ func (c *checker) authentication(path string, v any) {
 		if flow, ok := c.str(a, path, "flow", true, false); ok && flow != "authorization_code_pkce" && flow != "client_credentials" {
 			c.errf(jsonpath.Member(path, "flow"), "must be \"authorization_code_pkce\" or \"client_credentials\", not %q", flow)
 		}
-		c.str(a, path, "clientSecretRef", false, true)
+		flow, _ := a["flow"].(string)
+		secretRef, hasSecret := c.str(a, path, "clientSecretRef", false, true)
+		if hasSecret {
+			c.secretRef(jsonpath.Member(path, "clientSecretRef"), secretRef)
+		}
+		if !c.opts.NoEnvironmentChecks {
+			// What this deployment can do, beyond the portable document: hookproxy runs
+			// unattended, so only the client-credentials grant can obtain a token.
+			switch {
+			case flow == "authorization_code_pkce":
+				c.errf(jsonpath.Member(path, "flow"), "hookproxy runs unattended and cannot complete an interactive authorization_code_pkce login; use client_credentials")
+			case flow == "client_credentials" && !hasSecret:
+				c.errf(path, "client_credentials needs \"clientSecretRef\" (env:NAME or file:/absolute/path) for the client secret")
+			}
+		}
 		if sv, present := a["scopes"]; present {
 			c.uniqueStrings(jsonpath.Member(path, "scopes"), sv, false)
 		}
@@ -530,6 +546,39 @@ func (c *checker) authentication(path string, v any) {
 		// identity are deployment settings beneath AHP (AHP-AUTH-001).
 		c.errf(jsonpath.Member(path, "type"), "unknown authentication type %q (portable types are bearer and oauth)", typ)
 	}
+}
+
+// secretRef checks that hookproxy can resolve a tokenRef or clientSecretRef here: a scheme
+// it does not support is an error (every delivery would fail as "credentials"), an unset
+// variable or unreadable file a warning (it may appear before the first delivery).
+// Skipped with NoEnvironmentChecks: the portable format leaves references opaque.
+func (c *checker) secretRef(path, raw string) {
+	if c.opts.NoEnvironmentChecks {
+		return
+	}
+	ref, err := ParseSecretRef(raw)
+	if err != nil {
+		c.errf(path, "%v", err)
+		return
+	}
+	switch ref.Scheme {
+	case SecretRefEnv:
+		if val, set := c.opts.LookupEnv(ref.Target); !set || val == "" {
+			c.warnf(path, "environment variable %s is not set or empty; deliveries to this backend will fail until it is set", ref.Target)
+		}
+	case SecretRefFile:
+		if _, err := os.Stat(ref.Target); err != nil {
+			c.warnf(path, "secret file %s cannot be read (%v); deliveries to this backend will fail until it can", ref.Target, unwrapPathError(err))
+		}
+	}
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // secretMembers lists the keys already reported as literal secrets, so they are not also
