@@ -31,6 +31,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/ahptest"
+	"github.com/hookproxy/hookproxy/internal/docsync"
 )
 
 // interopBackendArg makes the test binary act as the interop stdio backend:
@@ -94,6 +95,8 @@ func TestInteropScenarios(t *testing.T) {
 	}
 	sort.Strings(files)
 	total, passed, failed, inapplicable := 0, 0, 0, 0
+	var reasons []string              // in first-seen order
+	byReason := map[string][]string{} // reason -> scenario names
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -114,6 +117,10 @@ func TestInteropScenarios(t *testing.T) {
 			case "inapplicable":
 				inapplicable++
 				t.Logf("inapplicable %s: %s", name, v.reason)
+				if _, ok := byReason[v.reason]; !ok {
+					reasons = append(reasons, v.reason)
+				}
+				byReason[v.reason] = append(byReason[v.reason], name)
 			default:
 				failed++
 				t.Errorf("failed %s: %s", name, v.reason)
@@ -124,6 +131,21 @@ func TestInteropScenarios(t *testing.T) {
 	if passed == 0 {
 		t.Errorf("no scenario passed")
 	}
+	// README names every inapplicable scenario with its reason; this keeps it true.
+	var b strings.Builder
+	for _, r := range reasons {
+		names := byReason[r]
+		fmt.Fprintf(&b, "- %d: %s.", len(names), r)
+		for i, n := range names {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(&b, "%s `%s`", sep, n)
+		}
+		b.WriteString("\n")
+	}
+	docsync.Check(t, "interop-inapplicable", b.String())
 }
 
 // Reasons for the scenarios a proxy cannot run; README lists the same reasons.
@@ -134,8 +156,10 @@ const (
 		"that hands a pending interception to its caller, and it implements no content-upload binding"
 	reasonRegistrationSDK = "checks an SDK's registration API against declared requirements and a host context (interactive, environment): " +
 		"hookproxy has no such API; its registration checks run at load time and are covered by the golden fixtures"
-	reasonObservationChain = "needs per-subscription ids, a shared backend serving several subscriptions and harness-driven interruption " +
-		"points that hookproxy's registration format does not carry"
+	reasonObservationChain = "its tool.before event carries items as content parts (content-item.schema.json), which hookproxy never emits at " +
+		"tool.before (its tool events carry tool.input) and its event model holds only as canonical messages, so the event cannot be delivered " +
+		"as written; the chain semantics these scenarios check (serial order, deny/stop/fail-closed ending decision-making with the rest observing, " +
+		"fail-open continuing) are exercised by chain.TestInterceptOrder, chain.TestHTTPBackendFailures and the other engine tests"
 
 	reasonApplicationTool = "the edit is invalid only under the scenario application's own tool contract (task must be a positive integer), " +
 		"which the event does not carry: a proxy does not own the tool, forwards the edited input, and the tool's own input validation applies"
@@ -170,7 +194,8 @@ func contradiction(t *testing.T, sc *interopScenario) string {
 	for _, e := range resp.Result.Effects {
 		if effectTypeOf(e) == ahp.EffectInject && ahptest.Validate(t, "effect.schema.json", e) != nil {
 			// Seed: "inject(context).value is a canonical message list, not arbitrary JSON".
-			return "its inject value " + string(e) + " fails effect.schema.json (inject value is content-item#/$defs/messages, a canonical message list)"
+			return "its inject value is not a canonical message list, so the effect fails effect.schema.json (inject value is content-item#/$defs/messages; " +
+				"seed: \"inject(context).value is a canonical message list, not arbitrary JSON\")"
 		}
 	}
 	return ""

@@ -161,6 +161,8 @@ func doc(backends ...string) string {
 
 func one(sub string) string { return doc(backend("com.example.a", httpT, "", sub)) }
 
+// TestParseTable covers the document shape (AHP-REG-001: protocolVersion and a non-empty,
+// ordered hooks array) and every other load-time rule.
 func TestParseTable(t *testing.T) {
 	tests := []struct {
 		desc string

@@ -198,6 +198,8 @@ func TestHTTPStatusFailures(t *testing.T) {
 	}
 }
 
+// TestHTTPRetryResendsIdenticalBytes: a retry carries the same event, identities and
+// content, byte for byte (AHP-CORE-004).
 func TestHTTPRetryResendsIdenticalBytes(t *testing.T) {
 	srv, rec := newBackendServer(t, func(w http.ResponseWriter, _ *http.Request, n int32) {
 		if n == 1 {
