@@ -29,9 +29,9 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
-	"github.com/hookproxy/hookproxy/conformance"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/conformance"
 )
 
 // DefaultMaxFrameBytes caps one incoming message (HTTP body or stdio line). It matches the

@@ -180,8 +180,8 @@ func TestRequirementTable(t *testing.T) {
 // knownOutsideRequirements are ids the digest uses that requirements.json does not list
 // (they come from the protocol's profile texts, not its requirement index).
 var knownOutsideRequirements = map[string]bool{
-	"AHP-EDIT-001": true,
-	"AHP-AUTH-001": true,
+	"AHP-EDIT-001":    true,
+	"AHP-AUTH-001":    true,
 	"AHP-CONTENT-001": true,
 	"AHP-CONTENT-002": true,
 }
