@@ -206,7 +206,7 @@ func (c *checker) backend(path string, v any) string {
 			// AHP-AUTH-001: stdio trust is process trust; in_process runs inside hookproxy.
 			c.errf(apath, "is only allowed with an http transport, not %s", ttype)
 		}
-		c.authentication(apath, av)
+		c.authentication(apath, av, true)
 	}
 
 	sv, present := b["subscriptions"]
@@ -471,8 +471,10 @@ func (c *checker) literalSecrets(path string, v any) {
 	}
 }
 
-// authentication checks a bearer or oauth binding (AHP-AUTH-001).
-func (c *checker) authentication(path string, v any) {
+// authentication checks a bearer or oauth binding (AHP-AUTH-001). delivered says whether
+// hookproxy will resolve it; only then are its references and flow checked against what
+// this deployment can do.
+func (c *checker) authentication(path string, v any, delivered bool) {
 	a, ok := c.object(path, v)
 	if !ok {
 		return
@@ -509,7 +511,9 @@ func (c *checker) authentication(path string, v any) {
 		}
 		if hasRef {
 			if ref, ok := c.str(a, path, "tokenRef", false, true); ok {
-				c.secretRef(jsonpath.Member(path, "tokenRef"), ref)
+				if delivered {
+					c.secretRef(jsonpath.Member(path, "tokenRef"), ref)
+				}
 			}
 		}
 		c.unknownMembers(a, path, append([]string{"type", "tokenEnv", "tokenRef"}, secretMembers(a)...)...)
@@ -524,10 +528,10 @@ func (c *checker) authentication(path string, v any) {
 		}
 		flow, _ := a["flow"].(string)
 		secretRef, hasSecret := c.str(a, path, "clientSecretRef", false, true)
-		if hasSecret {
+		if hasSecret && delivered {
 			c.secretRef(jsonpath.Member(path, "clientSecretRef"), secretRef)
 		}
-		if !c.opts.NoEnvironmentChecks {
+		if delivered && !c.opts.NoEnvironmentChecks {
 			// What this deployment can do, beyond the portable document: hookproxy runs
 			// unattended, so only the client-credentials grant can obtain a token.
 			switch {
@@ -829,7 +833,9 @@ func (c *checker) upload(path string, v any) {
 	c.integerMember(u, path, "timeoutMs", true, 1, math.MaxInt32)
 	c.integerMember(u, path, "maxBytes", true, 0, math.MaxInt64)
 	if av, present := u["auth"]; present {
-		c.authentication(jsonpath.Member(path, "auth"), av)
+		// hookproxy implements no upload binding: the upload credentials are never
+		// resolved, so only their portable form is checked.
+		c.authentication(jsonpath.Member(path, "auth"), av, false)
 	}
 	c.unknownMembers(u, path, "endpoint", "timeoutMs", "maxBytes", "auth")
 }
