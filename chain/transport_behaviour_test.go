@@ -129,6 +129,9 @@ func jsonAnswer(body func(id string) []byte) httpAnswer {
 	}
 }
 
+// TestHTTPBackendFailures: every kind of HTTP backend failure under both policies
+// (AHP-FAIL-001): fail-open continues with the next interceptor, fail-closed denies naming
+// the backend — as hookproxy.backend_invalid_reply when the reply itself was refused.
 func TestHTTPBackendFailures(t *testing.T) {
 	reset := func(w http.ResponseWriter, _ *http.Request, _ string) {
 		hj, ok := w.(http.Hijacker)

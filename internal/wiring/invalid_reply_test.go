@@ -40,7 +40,9 @@ func httpBackendRegistration(id, url string) string {
 // (allow: a proxy never advertises it) is refused as hookproxy.backend_invalid_reply in
 // the client's error, in the audit record (violation and offending effect), in the
 // metrics and in one warning naming the backend. The control is an unreachable backend:
-// the same registration then refuses as hookproxy.fail_closed, with no violation.
+// the same registration then refuses as hookproxy.fail_closed, with no violation
+// (AHP-FAIL-001: the failure policy applied, and the audit record tells a synthetic denial
+// from an explicit one).
 func TestInvalidReplyIsNamedAsAProtocolFault(t *testing.T) {
 	const backend = "org.example.rust-sdk-example"
 	tests := []struct {
