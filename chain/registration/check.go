@@ -686,6 +686,14 @@ func (c *checker) subscription(path string, v any) {
 			c.errf(jsonpath.Member(path, "disableable"), "must be false when scope is \"managed\"")
 		}
 	}
+	if disPresent && !dis && !c.opts.NoEnvironmentChecks {
+		// SPEC-DIGEST §10.3 rule 8: mandatory policy that the harness does not honour is
+		// rejected, never degraded. hookproxy's manifest advertises managedPolicy scopes
+		// user and project with disableable true (admin.Manifest), so a non-disableable
+		// (managed) subscription cannot be honoured as such.
+		c.errf(jsonpath.Member(path, "disableable"), "hookproxy does not enforce non-disableable (managed) policy: its manifest advertises "+
+			"managedPolicy scopes user and project, disableable true; register the subscription without scope \"managed\" and disableable")
+	}
 	// "id" is the conventional harness-local subscription identifier; it never goes on the wire.
 	c.unknownMembers(s, path, "events", "mode", "timeoutMs", "failurePolicy", "content", "includeNative",
 		"upload", "filters", "scope", "disableable", "id")

@@ -278,7 +278,8 @@ func TestParseTable(t *testing.T) {
 		{desc: "content odd category", doc: one(`{"events":["tool.after"],"mode":"observe","content":{"default":"body","my cat":"omit"}}`)},
 		{desc: "content odd category bad", doc: one(`{"events":["tool.after"],"mode":"observe","content":{"default":"body","my cat":1}}`), errs: []string{`hooks[0].subscriptions[0].content["my cat"]`}},
 		{desc: "includeNative string", doc: one(`{"events":["tool.after"],"mode":"observe","includeNative":"yes","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].includeNative"}},
-		{desc: "managed scope", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","disableable":false,"content":{"default":"omit"}}`)},
+		{desc: "managed scope is valid AHP but not honoured by hookproxy", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","disableable":false,"content":{"default":"omit"}}`),
+			errs: []string{"hooks[0].subscriptions[0].disableable"}, msg: "does not enforce non-disableable", beyondSchema: true},
 		{desc: "managed without disableable", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0]"}},
 		{desc: "managed disableable true", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","disableable":true,"content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].disableable"}},
 		{desc: "scope bad", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"global","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].scope"}},
@@ -342,7 +343,7 @@ func TestParseTable(t *testing.T) {
 func TestTypedDecode(t *testing.T) {
 	d, _, err := registration.Parse([]byte(doc(
 		backend("dev.hookproxy.secrets", `{"type":"in_process","policy":"secrets","config":{"mode":"redact","n":2.0}}`, "",
-			`{"events":["model.*"],"mode":"intercept","timeoutMs":750.0,"failurePolicy":"fail-open","content":{"default":"body","images":"omit"},"scope":"managed","disableable":false}`),
+			`{"events":["model.*"],"mode":"intercept","timeoutMs":750.0,"failurePolicy":"fail-open","content":{"default":"body","images":"omit"},"scope":"project","disableable":true}`),
 	)), testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +353,7 @@ func TestTypedDecode(t *testing.T) {
 		t.Errorf("transport = %+v (%s)", b.Transport, b.Transport.Config)
 	}
 	s := b.Subscriptions[0]
-	if s.TimeoutMs != 750 || s.Disableable == nil || *s.Disableable || s.Content["images"] != "omit" {
+	if s.TimeoutMs != 750 || s.Disableable == nil || !*s.Disableable || s.Scope != "project" || s.Content["images"] != "omit" {
 		t.Errorf("subscription = %+v", s)
 	}
 	if !s.Matches("model.response.after") || s.Matches("tool.before") {
