@@ -64,44 +64,42 @@ func newCredentials(a *registration.Authentication, opts Options) *credentials {
 	return c
 }
 
-// authorization returns the Authorization header value ("" without a binding).
-func (c *credentials) authorization(ctx context.Context) (string, error) {
+// authorization returns the Authorization header value ("" without a binding); cached
+// reports that it carries an OAuth token acquired for an earlier delivery.
+func (c *credentials) authorization(ctx context.Context) (header string, cached bool, err error) {
 	if c == nil || c.auth == nil {
-		return "", nil
+		return "", false, nil
 	}
 	a := c.auth
 	switch a.Type {
 	case "bearer":
-		var (
-			token string
-			err   error
-		)
+		var token string
 		switch {
 		case a.TokenEnv != "":
 			token = os.Getenv(a.TokenEnv)
 			if token == "" {
-				return "", fail(KindCredentials, "bearer token variable %s is unset or empty", a.TokenEnv)
+				return "", false, fail(KindCredentials, "bearer token variable %s is unset or empty", a.TokenEnv)
 			}
 		case a.TokenRef != "":
 			if token, err = resolveSecret(a.TokenRef); err != nil {
-				return "", fail(KindCredentials, "bearer tokenRef: %v", err)
+				return "", false, fail(KindCredentials, "bearer tokenRef: %v", err)
 			}
 		default:
-			return "", fail(KindCredentials, "bearer authentication names no token source")
+			return "", false, fail(KindCredentials, "bearer authentication names no token source")
 		}
 		if !validBearerToken(token) {
 			// Never echo the value: say only which reference is wrong.
-			return "", fail(KindCredentials, "bearer token from %s holds characters not allowed in a header", a.TokenEnv+a.TokenRef)
+			return "", false, fail(KindCredentials, "bearer token from %s holds characters not allowed in a header", a.TokenEnv+a.TokenRef)
 		}
-		return "Bearer " + token, nil
+		return "Bearer " + token, false, nil
 	case "oauth":
-		token, err := c.oauth.token(ctx)
+		token, cached, err := c.oauth.token(ctx)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
-		return "Bearer " + token, nil
+		return "Bearer " + token, cached, nil
 	default:
-		return "", fail(KindCredentials, "unsupported authentication type %q", a.Type)
+		return "", false, fail(KindCredentials, "unsupported authentication type %q", a.Type)
 	}
 }
 
@@ -191,14 +189,20 @@ func (o *oauthClient) drop() {
 
 // token returns a valid access token, acquiring one with the client-credentials grant
 // when the cached one is missing or expired (oauth2.Token.Valid keeps a safety margin).
-func (o *oauthClient) token(ctx context.Context) (string, error) {
+func (o *oauthClient) token(ctx context.Context) (token string, cached bool, err error) {
 	if err := o.lock(ctx); err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer o.unlock()
 	if o.tok.Valid() {
-		return o.tok.AccessToken, nil
+		return o.tok.AccessToken, true, nil
 	}
+	token, err = o.acquire(ctx)
+	return token, false, err
+}
+
+// acquire runs the client-credentials grant; the caller holds the lock.
+func (o *oauthClient) acquire(ctx context.Context) (string, error) {
 	a := o.auth
 	if a.Flow != "client_credentials" {
 		return "", fail(KindCredentials, "oauth flow %q cannot run unattended; hookproxy supports client_credentials", a.Flow)

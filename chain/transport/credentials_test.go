@@ -171,15 +171,45 @@ func TestOAuthClientCredentials(t *testing.T) {
 		t.Errorf("token requested for resources %q, want %q", resources, testResource)
 	}
 
-	// The backend rejects the token: the next delivery acquires a new one.
+	// The backend rejects the cached token: the same delivery is re-sent once, with a
+	// fresh token, inside its deadline.
 	reject.Store(true)
-	_, err := intercept(t, tr, "evt_1", 5*time.Second)
-	wantKind(t, err, KindHTTPStatus)
+	before := rec.hits.Load()
 	if _, err := intercept(t, tr, "evt_1", 5*time.Second); err != nil {
-		t.Fatal(err)
+		t.Fatalf("after a 401 on a cached token: %v", err)
 	}
-	if got := lastAuthorization(rec); len(got) != 1 || got[0] != "Bearer at-2" {
-		t.Fatalf("after a 401: Authorization = %q, want a fresh token", got)
+	if got := lastAuthorization(rec); len(got) != 1 || got[0] != "Bearer at-2" || rec.hits.Load() != before+2 {
+		t.Fatalf("after a 401: Authorization = %q after %d requests, want a fresh token on the one re-send", got, rec.hits.Load()-before)
+	}
+}
+
+// TestOAuthRejectedFreshTokenIsNotRetried: a 401 to a token acquired for this very
+// delivery is final (one re-send at most, never a loop), and a bearer secret is never
+// re-sent after a 401 (there is no other secret to try).
+func TestOAuthRejectedFreshTokenIsNotRetried(t *testing.T) {
+	t.Setenv("HOOKPROXY_TEST_CLIENT_SECRET", testClientSecret)
+	t.Setenv("HOOKPROXY_TEST_TOKEN", "tok-static")
+	is := newIssuer(t)
+	srv, rec := newBackendServer(t, func(w http.ResponseWriter, _ *http.Request, _ int32) { w.WriteHeader(http.StatusUnauthorized) })
+	bearer := httpBackend(srv.URL)
+	bearer.Authentication = &registration.Authentication{Type: "bearer", TokenEnv: "HOOKPROXY_TEST_TOKEN"}
+	for _, tc := range []struct {
+		desc     string
+		b        registration.Backend
+		wantHits int32
+	}{
+		{desc: "oauth: the first token is fresh, so no re-send", b: oauthBackend(srv.URL, is.srv.URL), wantHits: 1},
+		{desc: "bearer", b: bearer, wantHits: 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			tr := mustNew(t, tc.b, Options{RootCAs: is.roots()})
+			before := rec.hits.Load()
+			_, err := intercept(t, tr, "evt_1", 5*time.Second)
+			wantKind(t, err, KindHTTPStatus)
+			if n := rec.hits.Load() - before; n != tc.wantHits {
+				t.Fatalf("%d requests, want %d", n, tc.wantHits)
+			}
+		})
 	}
 }
 

@@ -157,37 +157,54 @@ func (t *httpTransport) Close() error {
 
 // post sends frame with retries inside ctx. On success the caller owns resp.Body.
 func (t *httpTransport) post(ctx context.Context, frame []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, cached, err := t.postOnce(ctx, frame)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			return resp, err
+		}
+		// A 401 is an authentication rejection: a cached OAuth token is dropped, and the
+		// delivery is re-sent once with a fresh one, inside the same deadline (SPEC-DIGEST
+		// §11.3 "Retries"). A bearer secret is never swapped for another in answer to a 401.
+		t.creds.rejected()
+		if !cached || attempt > 0 {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, observeDrainBytes))
+		resp.Body.Close()
+	}
+}
+
+// postOnce is one delivery (with go-retryablehttp's retries of unanswered attempts).
+// cached reports whether its Authorization came from a cached OAuth token.
+func (t *httpTransport) postOnce(ctx context.Context, frame []byte) (resp *http.Response, cached bool, err error) {
 	if ctx.Err() != nil {
-		return nil, ctxFailure(ctx, "before sending")
+		return nil, false, ctxFailure(ctx, "before sending")
 	}
 	// Credentials are resolved at delivery time, inside the deadline (AHP-AUTH-001).
-	authz, cerr := t.creds.authorization(ctx)
+	authz, cached, cerr := t.creds.authorization(ctx)
 	if cerr != nil {
-		return nil, cerr
+		return nil, false, cerr
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, t.url, frame)
 	if err != nil {
-		return nil, fail(KindConnection, "building the request: %v", netCause(err))
+		return nil, false, fail(KindConnection, "building the request: %v", netCause(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}
-	resp, err := t.client.Do(req)
+	resp, err = t.client.Do(req)
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close()
 		}
 		if ctx.Err() != nil {
-			return nil, ctxFailure(ctx, "waiting for the backend")
+			return nil, false, ctxFailure(ctx, "waiting for the backend")
 		}
-		return nil, fail(KindConnection, "request failed: %v", netCause(err))
+		return nil, false, fail(KindConnection, "request failed: %v", netCause(err))
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		t.creds.rejected()
-	}
-	return resp, nil
+	return resp, cached, nil
 }
 
 // validBearerToken accepts printable ASCII without spaces, so a token can never split or
