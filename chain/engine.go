@@ -91,7 +91,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		params := &ahp.InterceptParams{
 			ProtocolVersion: ahp.ProtocolVersion,
 			Event:           view,
-			Capabilities:    narrow(&caps, eff, target, loc, w, state.Flow == ahp.FlowContinue),
+			Capabilities:    narrow(&caps, eff, target, loc, w),
 		}
 		if called > 0 {
 			// Later interceptors learn the settled decision so far (SPEC-DIGEST §2.5).
