@@ -9,6 +9,7 @@ package chain
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"time"
 
 	"go.uber.org/zap"
@@ -60,6 +61,13 @@ type Record struct {
 	Detail          string        `json:"-"` // local diagnostic; never sent to models or clients
 }
 
+// ReplyExtension is one member of an accepted reply's result.extensions.
+type ReplyExtension struct {
+	BackendID string
+	Key       string
+	Value     json.RawMessage
+}
+
 // Denial says why an operation was refused.
 type Denial struct {
 	Reason    string
@@ -86,6 +94,10 @@ type Settlement struct {
 	Modified     bool         // the effective target differs from the original
 	Records      []Record
 	Interrupted  bool
+	// Extensions are the result extensions of the accepted replies, in chain order. The
+	// chain passes them through uninterpreted (AHP-EXT-001); the host acts only on the
+	// ones it declares (hookproxy.redact_params, ahp.ExtRedactParams).
+	Extensions []ReplyExtension
 
 	wait func()
 }

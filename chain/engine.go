@@ -2,8 +2,10 @@ package chain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -146,6 +148,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		}
 		state = staged.State
 		st.Messages = append(st.Messages, staged.Messages...)
+		st.Extensions = appendExtensions(st.Extensions, s.backend.id, staged.Extensions)
 		if len(staged.Effects) == 0 {
 			rec.Outcome = OutcomeNoEffect
 		} else {
@@ -269,4 +272,21 @@ func notCalled(subs []*subscription) []Record {
 		}
 	}
 	return out
+}
+
+// appendExtensions adds a reply's result extensions to the settlement's, in key order so
+// that the settlement does not depend on map iteration.
+func appendExtensions(dst []ReplyExtension, backendID string, ext map[string]json.RawMessage) []ReplyExtension {
+	if len(ext) == 0 {
+		return dst
+	}
+	keys := make([]string, 0, len(ext))
+	for k := range ext {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		dst = append(dst, ReplyExtension{BackendID: backendID, Key: k, Value: ext[k]})
+	}
+	return dst
 }

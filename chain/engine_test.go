@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -671,3 +673,34 @@ type readyTransport struct {
 }
 
 func (r *readyTransport) Ready() error { return r.err }
+
+// TestReplyExtensionsPassThrough: the result extensions of accepted replies reach the
+// settlement in chain order, uninterpreted; a rejected reply's do not.
+func TestReplyExtensionsPassThrough(t *testing.T) {
+	withExt := func(ext string, effects ...string) func(context.Context, int, string, *ahp.InterceptParams) ([]byte, error) {
+		return func(_ context.Context, _ int, id string, _ *ahp.InterceptParams) ([]byte, error) {
+			rid, _ := json.Marshal(id)
+			return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"draft","effects":[%s],"extensions":%s}}`,
+				rid, strings.Join(effects, ","), ext)), nil
+		}
+	}
+	a := &fakeTransport{onIntercept: withExt(`{"com.example.z":1,"com.example.a":[2]}`)}
+	bad := &fakeTransport{onIntercept: withExt(`{"com.example.bad":true}`, `{"type":"bogus"}`)}
+	c3 := &fakeTransport{onIntercept: withExt(`{"com.example.c":"x"}`)}
+	doc := docOf(
+		fakeBackend("com.a", icpt("fail-open", 1000, "tool.before")),
+		fakeBackend("com.bad", icpt("fail-open", 1000, "tool.before")),
+		fakeBackend("com.c", icpt("fail-open", 1000, "tool.before")),
+	)
+	c := newFakeChain(t, doc, map[string]*fakeTransport{"com.a": a, "com.bad": bad, "com.c": c3}, Options{})
+	st := c.Intercept(context.Background(), toolBefore("evt_ext"), hostCaps(ahp.EventToolBefore, 0))
+	st.Wait()
+	var got []string
+	for _, e := range st.Extensions {
+		got = append(got, e.BackendID+" "+e.Key+"="+string(e.Value))
+	}
+	want := []string{`com.a com.example.a=[2]`, `com.a com.example.z=1`, `com.c com.example.c="x"`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("extensions %q, want %q", got, want)
+	}
+}

@@ -44,6 +44,9 @@ type Staged struct {
 	// Changed reports whether an accepted modification changed an effective value; a
 	// change drops an earlier allow and candidate (SPEC-DIGEST §5.4).
 	Changed bool
+	// Extensions is the result's extensions object (reverse-DNS keys; AHP-EXT-001). The
+	// chain never interprets them; the host may act on the ones it declares.
+	Extensions map[string]json.RawMessage
 
 	values map[string]*value // staged values by target
 	deny   *ahp.Effect       // first accepted deny, if any
@@ -278,6 +281,7 @@ type stager struct {
 	elicitMode   string
 	elicitAction string
 	state        ahp.State
+	extensions   map[string]json.RawMessage // result.extensions, once parsed
 	// current returns the current effective value of target as kind k.
 	current func(target string, k valueKind) (*value, error)
 }
@@ -317,7 +321,12 @@ func (s *stager) stage(frame []byte) (*Staged, error) {
 			return nil, invalidf("deny and return conflict at user.elicitation.request")
 		}
 	}
-	return s.apply(parsed)
+	staged, err := s.apply(parsed)
+	if err != nil {
+		return nil, err
+	}
+	staged.Extensions = s.extensions
+	return staged, nil
 }
 
 // envelope checks the JSON-RPC response envelope and returns the raw result member.
@@ -464,7 +473,8 @@ func (s *stager) result(raw []byte) ([][]byte, error) {
 		return nil, invalidf("an intercept result must not carry a manifest")
 	}
 	if hasExt {
-		if _, err := parseExtensions(ext); err != nil {
+		var err error
+		if s.extensions, err = parseExtensions(ext); err != nil {
 			return nil, invalidf("result.%v", err)
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"strings"
@@ -153,100 +154,188 @@ func TestUnparseableArgumentsJudgedAsText(t *testing.T) {
 	}
 }
 
-func TestCredentialOutsideMessagesRefused(t *testing.T) {
-	// A key in a tool description reaches the model as surely as one in a message: the
-	// default chain refuses it (no modify target covers the request's params).
-	bodies := map[string]string{
-		"/openai/v1/chat/completions": `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],` +
-			`"tools":[{"type":"function","function":{"name":"deploy","description":"uses key ` + defaultAWSKey + `","parameters":{"type":"object"}}}]}`,
-		"/anthropic/v1/messages": `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],` +
-			`"tools":[{"name":"deploy","description":"uses key ` + defaultAWSKey + `","input_schema":{"type":"object"}}]}`,
-	}
-	for path, body := range bodies {
-		up := newUpstream(t, answer{json: openaiText})
-		if strings.HasPrefix(path, "/anthropic") {
-			up = newUpstream(t, answer{json: anthropicText})
-		}
-		base := startDefaultProxy(t, up)
-		req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusForbidden || len(up.requests()) != 0 {
-			t.Errorf("%s: %d %s, upstream got %d requests", path, res.StatusCode, b, len(up.requests()))
-		}
-		// Control: the same request without the key is served.
-		clean := strings.ReplaceAll(body, defaultAWSKey, "none")
-		req, _ = http.NewRequestWithContext(withTimeout(t), http.MethodPost, base+path, strings.NewReader(clean))
-		req.Header.Set("Content-Type", "application/json")
-		res, err = http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 200 {
-			t.Errorf("%s control: %d", path, res.StatusCode)
-		}
+// outsideMessages are requests that carry text the model reads outside the messages:
+// tool descriptions, metadata, user, prompt variables (the request's params).
+func outsideMessages(secret string) map[string]string {
+	return map[string]string{
+		"/openai/v1/chat/completions": `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"user":"` + secret + `",` +
+			`"tools":[{"type":"function","function":{"name":"deploy","description":"uses key ` + secret + `","parameters":{"type":"object"}}}]}`,
+		"/openai/v1/responses": `{"model":"gpt-5","input":"hi","prompt":{"id":"pmpt_1","variables":{"key":"` + secret + `"}},` +
+			`"tools":[{"type":"function","name":"deploy","description":"uses key ` + secret + `","parameters":{"type":"object"}}]}`,
+		"/anthropic/v1/messages": `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"metadata":{"user_id":"` + secret + `"},` +
+			`"tools":[{"name":"deploy","description":"uses key ` + secret + `","input_schema":{"type":"object"}}]}`,
 	}
 }
 
-func TestEmbeddingsAndCompletionsGetRequestPolicy(t *testing.T) {
-	// Legacy completions and embeddings carry model input: the default chain redacts a key
-	// in them as in chat (control: straight to the upstream the key arrives).
-	for _, tc := range []struct{ path, body string }{
-		{"/v1/embeddings", `{"model":"text-embedding-3-small","input":["` + deployPrompt + `","second"]}`},
-		{"/v1/completions", `{"model":"gpt-3.5-turbo-instruct","prompt":"` + deployPrompt + `","max_tokens":5}`},
-	} {
-		for _, direct := range []bool{false, true} {
-			up := newUpstream(t, answer{json: `{"object":"list","data":[]}`})
-			url := up.URL + tc.path
-			if !direct {
-				url = startDefaultProxy(t, up) + "/openai" + tc.path
+func answerFor(path string) answer {
+	switch {
+	case strings.HasPrefix(path, "/anthropic"):
+		return answer{json: anthropicText}
+	case strings.HasSuffix(path, "/responses"):
+		return answer{json: `{"id":"resp_r","object":"response","created_at":1,"status":"completed","model":"gpt-5","output":[]}`}
+	}
+	return answer{json: openaiText}
+}
+
+func postJSON(t *testing.T, url, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+// TestCredentialOutsideMessagesRedacted: a key in a tool description, metadata, user or a
+// prompt variable reaches the model as surely as one in a message. No AHP modify target
+// covers the request's params, so the default chain's secrets policy (action redact) has
+// the proxy replace it in place (hookproxy.redact_params); the messages and every other
+// byte of the request are the client's.
+func TestCredentialOutsideMessagesRedacted(t *testing.T) {
+	for path, body := range outsideMessages(defaultAWSKey) {
+		t.Run(path, func(t *testing.T) {
+			// Control: straight to the upstream, the key is there.
+			direct := newUpstream(t, answerFor(path))
+			postJSON(t, direct.URL+path[strings.Index(path[1:], "/")+1:], body)
+			if !strings.Contains(string(direct.only(t).Body), defaultAWSKey) {
+				t.Fatal("control: the request does not carry the key")
 			}
-			req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, url, strings.NewReader(tc.body))
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if res.StatusCode != 200 {
-				t.Fatalf("%s direct=%v: %d", tc.path, direct, res.StatusCode)
+			up := newUpstream(t, answerFor(path))
+			status, b := postJSON(t, startDefaultProxy(t, up)+path, body)
+			if status != 200 {
+				t.Fatalf("%d %s", status, b)
 			}
 			got := string(up.only(t).Body)
-			if direct {
-				mustContain(t, "control", got, defaultAWSKey)
-			} else {
-				mustNotContain(t, tc.path, got, defaultAWSKey, defaultGitHubPAT)
-				mustContain(t, tc.path, got, "[REDACTED:aws_access_key_id:", "Deploy with key ")
+			if strings.Contains(got, defaultAWSKey) {
+				t.Fatalf("the key reached the upstream:\n%s", got)
 			}
-		}
+			want := strings.ReplaceAll(body, defaultAWSKey, "[REDACTED:aws_access_key_id:")
+			if n := strings.Count(got, "[REDACTED:aws_access_key_id:"); n != strings.Count(want, "[REDACTED:aws_access_key_id:") {
+				t.Errorf("%d placeholders, want one per occurrence:\n%s", n, got)
+			}
+			mustContain(t, "upstream body", got, `"hi"`, "uses key [REDACTED:")
+		})
 	}
 }
 
-func TestCredentialSplitAcrossPartsRefused(t *testing.T) {
-	half := len(defaultAWSKey) / 2
-	split := `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"key ` + defaultAWSKey[:half] +
-		`"},{"type":"text","text":"` + defaultAWSKey[half:] + ` deploy"}]}]}`
-	whole := `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"key ` + defaultAWSKey + `"},{"type":"text","text":" deploy"}]}]}`
-	for _, body := range []string{split, whole} {
-		up := newUpstream(t, answer{json: openaiText})
-		req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, startDefaultProxy(t, up)+"/openai/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if body == split && (res.StatusCode != http.StatusForbidden || len(up.requests()) != 0) {
-			t.Errorf("a key split across two parts: %d, upstream got %d requests", res.StatusCode, len(up.requests()))
-		}
-		if body == whole && (res.StatusCode != 200 || strings.Contains(string(up.only(t).Body), defaultAWSKey)) {
-			t.Errorf("control: a whole key is redacted in place: %d", res.StatusCode)
+// TestCredentialOutsideMessagesDenied: with action deny the same requests are refused
+// and never reach the upstream; without the key they are served.
+func TestCredentialOutsideMessagesDenied(t *testing.T) {
+	secrets := hookEntry("com.example.e2e.secrets", map[string]any{"type": "in_process", "policy": "secrets", "config": map[string]any{"action": "deny"}},
+		subscription{events: []string{"model.request.before"}})
+	for path, body := range outsideMessages(defaultAWSKey) {
+		t.Run(path, func(t *testing.T) {
+			up := newUpstream(t, answerFor(path))
+			base := startInlineProxy(t, up.URL, registrationDoc(t, secrets))
+			status, b := postJSON(t, base+path, body)
+			if status != http.StatusForbidden || len(up.requests()) != 0 {
+				t.Fatalf("%d %s, upstream got %d requests", status, b, len(up.requests()))
+			}
+			mustContain(t, "refusal", string(b), "parameters")
+			// Control: the same request without the key is served.
+			if status, b := postJSON(t, base+path, strings.ReplaceAll(body, defaultAWSKey, "none")); status != 200 {
+				t.Errorf("control: %d %s", status, b)
+			}
+		})
+	}
+}
+
+// TestPersonalDataOutsideMessagesRedacted: the pii policy scans the params as well.
+func TestPersonalDataOutsideMessagesRedacted(t *testing.T) {
+	const email = "jane.doe@corp-mail.org"
+	pii := hookEntry("com.example.e2e.pii", map[string]any{"type": "in_process", "policy": "pii", "config": map[string]any{}},
+		subscription{events: []string{"model.request.before"}})
+	for path, body := range outsideMessages(email) {
+		t.Run(path, func(t *testing.T) {
+			up := newUpstream(t, answerFor(path))
+			status, b := postJSON(t, startInlineProxy(t, up.URL, registrationDoc(t, pii))+path, body)
+			if status != 200 {
+				t.Fatalf("%d %s", status, b)
+			}
+			got := string(up.only(t).Body)
+			if strings.Contains(got, email) {
+				t.Fatalf("the address reached the upstream:\n%s", got)
+			}
+			mustContain(t, "upstream body", got, "[REDACTED:email:")
+		})
+	}
+}
+
+// TestCredentialInDocumentsRedacted: text documents (plain and base64), Anthropic
+// custom-content documents and search results — at the top level and inside a tool
+// result — are text the model reads: the default chain redacts a key in each. Top-level
+// blocks stay the kind the client sent (base64 stays base64); a rewritten tool result is
+// rendered as text (README: what it does not do).
+func TestCredentialInDocumentsRedacted(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	doc := "deploy notes: key " + defaultAWSKey + " rotates monthly"
+	bodies := map[string]string{
+		"/anthropic/v1/messages": `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[` +
+			`{"role":"user","content":[{"type":"text","text":"read these"},` +
+			`{"type":"document","source":{"type":"base64","media_type":"text/plain","data":"` + b64(doc) + `"}},` +
+			`{"type":"document","source":{"type":"text","media_type":"text/plain","data":"` + doc + `"}},` +
+			`{"type":"document","source":{"type":"content","content":[{"type":"text","text":"` + doc + `"}]},"title":"t"},` +
+			`{"type":"search_result","source":"https://wiki.example/deploy","title":"Deploy","content":[{"type":"text","text":"` + doc + `"}],"citations":{"enabled":true}}]},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"search","input":{"q":"deploy"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[` +
+			`{"type":"search_result","source":"https://wiki.example/keys","title":"Keys","content":[{"type":"text","text":"` + doc + `"}]}]}]}]}`,
+		"/openai/v1/chat/completions": `{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"read this"},` +
+			`{"type":"file","file":{"filename":"notes.txt","file_data":"data:text/plain;base64,` + b64(doc) + `"}}]}]}`,
+		"/openai/v1/responses": `{"model":"gpt-5","input":[{"role":"user","content":[{"type":"input_text","text":"read this"},` +
+			`{"type":"input_file","filename":"notes.txt","file_data":"data:text/plain;base64,` + b64(doc) + `"}]}]}`,
+	}
+	for path, body := range bodies {
+		t.Run(path, func(t *testing.T) {
+			// Control: straight to the upstream, the key is in every document.
+			direct := newUpstream(t, answerFor(path))
+			postJSON(t, direct.URL+path[strings.Index(path[1:], "/")+1:], body)
+			if got := decodedText(direct.only(t).Body); !strings.Contains(got, defaultAWSKey) {
+				t.Fatal("control: the request does not carry the key")
+			}
+			up := newUpstream(t, answerFor(path))
+			status, b := postJSON(t, startDefaultProxy(t, up)+path, body)
+			if status != 200 {
+				t.Fatalf("%d %s", status, b)
+			}
+			sent := up.only(t).Body
+			if got := decodedText(sent); strings.Contains(got, defaultAWSKey) {
+				t.Fatalf("the key reached the upstream:\n%s\ndecoded: %s", sent, got)
+			}
+			mustContain(t, "upstream body", decodedText(sent), "deploy notes: key [REDACTED:aws_access_key_id:")
+			if strings.HasPrefix(path, "/anthropic") {
+				for _, typ := range []string{`"type":"base64"`, `"type":"content"`, `"type":"search_result"`, `"citations":{"enabled":true}`, `"source":"https://wiki.example/deploy"`} {
+					mustContain(t, "upstream body", string(sent), typ)
+				}
+			}
+		})
+	}
+}
+
+// decodedText is body with every base64 string (and data: URL payload) decoded in place,
+// so a test can look for text inside encoded documents.
+func decodedText(body []byte) string {
+	var out strings.Builder
+	out.Write(body)
+	var walk func(v gjson.Result)
+	walk = func(v gjson.Result) {
+		switch {
+		case v.Type == gjson.String:
+			s := v.Str
+			if i := strings.Index(s, ";base64,"); strings.HasPrefix(s, "data:") && i > 0 {
+				s = s[i+len(";base64,"):]
+			}
+			if raw, err := base64.StdEncoding.DecodeString(s); err == nil && len(s) >= 8 {
+				out.WriteString("\n")
+				out.Write(raw)
+			}
+		case v.IsArray() || v.IsObject():
+			v.ForEach(func(_, e gjson.Result) bool { walk(e); return true })
 		}
 	}
+	walk(gjson.ParseBytes(body))
+	return out.String()
 }

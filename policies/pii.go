@@ -100,11 +100,19 @@ func (p *PII) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.In
 		return results(), nil
 	}
 	if b.list {
+		// The request's params (tool descriptions, metadata, ...): params.go.
+		var ext map[string]json.RawMessage
+		if ev.Type == ahp.EventModelRequestBefore {
+			var refuse *ahp.Effect
+			if refuse, ext = paramsResult(scanParams(ev.Params, p.scan), action, "personal data", "hookproxy.pii.", caps); refuse != nil {
+				return results(*refuse), nil
+			}
+		}
 		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
 		if len(ls.hits) == 0 {
-			return results(), nil
+			return withExtensions(results(), ext), nil
 		}
-		return decideContent(ev, caps, b, p.scan, piiDecision(ev, action, ls.kinds()), &ls, nil), nil
+		return withExtensions(decideContent(ev, caps, b, p.scan, piiDecision(ev, action, ls.kinds()), &ls, nil), ext), nil
 	}
 	if ev.Tool == nil || len(ev.Tool.Input) == 0 {
 		return results(), nil

@@ -121,15 +121,12 @@ func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ah
 		return results(), nil
 	}
 	if b.list {
-		// Text the model reads outside the messages (tool descriptions, metadata, user,
-		// prompt variables: the request's params) is scanned too; no modify target covers
-		// it, so a credential there refuses the request (issue 13 §4).
-		if ev.Type == ahp.EventModelRequestBefore && len(ev.Params) > 0 {
-			if ps := scanInput(ev.Params, p.scan, redactPlaceholder); len(ps.kinds) > 0 {
-				reason := "The request's parameters (tool descriptions, metadata, ...) contain a credential (" + strings.Join(ps.kinds, ", ") + ")."
-				if e, ok := block(caps, reason, "hookproxy.secrets."+ps.kinds[0]); ok {
-					return results(e), nil
-				}
+		// The request's params (tool descriptions, metadata, ...): params.go.
+		var ext map[string]json.RawMessage
+		if ev.Type == ahp.EventModelRequestBefore {
+			var refuse *ahp.Effect
+			if refuse, ext = paramsResult(scanParams(ev.Params, p.scan), p.action, "a credential", "hookproxy.secrets.", caps); refuse != nil {
+				return results(*refuse), nil
 			}
 		}
 		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
@@ -140,9 +137,9 @@ func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ah
 			}
 		}
 		if len(ls.hits) == 0 {
-			return results(), nil
+			return withExtensions(results(), ext), nil
 		}
-		return decideContent(ev, caps, b, p.scan, p.decision(ev, ls.kinds()), &ls, nil), nil
+		return withExtensions(decideContent(ev, caps, b, p.scan, p.decision(ev, ls.kinds()), &ls, nil), ext), nil
 	}
 	if ev.Tool == nil || len(ev.Tool.Input) == 0 {
 		return results(), nil

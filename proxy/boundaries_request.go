@@ -117,15 +117,20 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 	}
 
 	// Render edits only when something changed; otherwise the original bytes go out.
-	if !x.changed {
-		x.outBody = x.req.Original
-		return requestOutcome{kind: outcomeForward}
+	body := x.req.Original
+	if x.changed {
+		var err error
+		if body, err = x.tr.EncodeRequest(x.req, x.items); err != nil {
+			// An accepted edit that cannot be rendered must not fall back to the original
+			// bytes: those are exactly what a policy changed (fail closed).
+			return requestOutcome{kind: outcomeRefused, err: x.rt.internalError(fmt.Errorf("render request: %w", err))}
+		}
 	}
-	body, err := x.tr.EncodeRequest(x.req, x.items)
-	if err != nil {
-		// An accepted edit that cannot be rendered must not fall back to the original
-		// bytes: those are exactly what a policy changed (fail closed).
-		return requestOutcome{kind: outcomeRefused, err: x.rt.internalError(fmt.Errorf("render request: %w", err))}
+	if len(x.paramReds) > 0 {
+		var err error
+		if body, _, err = mapping.RedactParams(body, x.req.Params, x.paramReds); err != nil {
+			return requestOutcome{kind: outcomeRefused, err: x.rt.internalError(fmt.Errorf("redact request params: %w", err))}
+		}
 	}
 	x.outBody = body
 	return requestOutcome{kind: outcomeForward}
@@ -269,7 +274,11 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	if n := len(x.req.Gaps) + len(x.modelGaps); n > 0 {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}
-	st := x.settle(ev, capsModelRequest(listHasGaps(x.req.Gaps)))
+	caps := capsModelRequest(listHasGaps(x.req.Gaps))
+	if mapping.IsOpaque(x.tr) {
+		caps = capsOpaqueRequest()
+	}
+	st := x.settle(ev, caps)
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
@@ -287,6 +296,9 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 		return requestOutcome{kind: outcomeSupplied, supplied: msgs}, true
 	}
 	enforcement := EnforceForwarded
+	if x.paramReds = x.paramsRedactions(st); len(x.paramReds) > 0 {
+		enforcement = EnforceRewritten
+	}
 	if st.Modified && st.Event != nil {
 		// modify(request): the effective list is what the model sees.
 		x.items = cloneMessages(st.Event.Items)

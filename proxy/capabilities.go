@@ -56,6 +56,13 @@ func capsModelRequest(hasGaps bool) ahp.Capabilities {
 	}
 }
 
+// capsOpaqueRequest: an unmapped endpoint forwarded as it is (mapping.OpaqueJSON) has no
+// message list to edit or answer: it can be refused or stopped, and its params redacted
+// (hookproxy.redact_params), nothing else.
+func capsOpaqueRequest() ahp.Capabilities {
+	return ahp.Capabilities{Effects: []string{ahp.EffectDeny, ahp.EffectFlow}, Flow: stopOnly()}
+}
+
 // capsModelResponse: modify(response) re-renders the native response; stop strips every
 // pending tool call. Tool calls added by an edit still pass tool.before.
 func capsModelResponse() ahp.Capabilities {

@@ -33,9 +33,10 @@ type exchange struct {
 	subs subscriptions
 
 	req       *mapping.Request
-	items     []ahp.Message // effective request list
-	changed   bool          // items differ from req.Items: render with EncodeRequest
-	outBody   []byte        // the body sent upstream
+	items     []ahp.Message         // effective request list
+	changed   bool                  // items differ from req.Items: render with EncodeRequest
+	paramReds []ahp.ParamsRedaction // settled redactions of the request's params (params_redact.go)
+	outBody   []byte                // the body sent upstream
 	session   ahp.Session
 	turn      ahp.Turn
 	model     ahp.Model

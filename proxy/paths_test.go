@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
 )
 
 func TestPathVariantsAreExaminedOrRefused(t *testing.T) {
@@ -115,5 +117,58 @@ func TestUpstreamDuplicateKeysNeverReachTheClient(t *testing.T) {
 	_, _, got := post(t, px.URL+chatPath, chatStreamReq, nil)
 	if strings.Contains(string(got), "rm -rf") || !strings.Contains(string(got), "hookproxy.stream_failed") {
 		t.Errorf("streamed duplicate keys: %s", got)
+	}
+}
+
+// TestUnmappedForwardedJSONSeenAsParams: with unmapped: forward, a JSON body of an
+// endpoint the route does not map still reaches model.request.before whole, as params
+// with no message list, so a policy on the model it names (or on its strings) refuses it;
+// a body that is not JSON is forwarded unexamined.
+func TestUnmappedForwardedJSONSeenAsParams(t *testing.T) {
+	up := newUpstream(t, jsonResponder(200, `{"id":"modr-1","results":[]}`))
+	cfg := testConfig(up.URL)
+	cfg.Routes[0].Unmapped = "forward"
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Model != nil && ev.Model.ID == "omni-moderation-forbidden" {
+			return []ahp.Effect{{Type: ahp.EffectDeny, Reason: "model not allowed", Code: "com.example.models"}}
+		}
+		return nil
+	}}
+	px := startProxy(t, cfg, newTestChain(t, pol, intercept("model.request.before")), Options{})
+
+	allowed := `{"model":"omni-moderation-latest","input":"hello"}`
+	status, _, got := post(t, px.URL+"/openai/v1/moderations", allowed, nil)
+	if status != 200 || string(up.only(t).Body) != allowed {
+		t.Fatalf("allowed model: %d %s; upstream got %q", status, got, up.only(t).Body)
+	}
+	calls := pol.callsOf("model.request.before")
+	if len(calls) != 1 {
+		t.Fatalf("%d model.request.before calls", len(calls))
+	}
+	ev := calls[0].Event
+	if ev.Model == nil || ev.Model.ID != "omni-moderation-latest" || string(ev.Params) != allowed || len(ev.Items) != 0 || len(ev.Gaps) != 1 {
+		t.Errorf("event: model %+v params %s items %d gaps %+v", ev.Model, ev.Params, len(ev.Items), ev.Gaps)
+	}
+	if caps := calls[0].Capabilities; caps.Has(ahp.EffectModify) || caps.Has(ahp.EffectReturn) || !caps.Has(ahp.EffectDeny) {
+		t.Errorf("advertised %v: an unmapped body can only be refused or stopped", caps.Effects)
+	}
+	assertValidIntercepts(t, pol)
+
+	// The same endpoint naming a model the policy refuses never reaches the upstream.
+	status, _, got = post(t, px.URL+"/openai/v1/moderations", `{"model":"omni-moderation-forbidden","input":"hello"}`, nil)
+	if status != 403 || !strings.Contains(string(got), "model not allowed") || len(up.requests()) != 1 {
+		t.Errorf("refused model: %d %s, upstream got %d", status, got, len(up.requests()))
+	}
+
+	// A multipart upload carries no JSON to examine: forwarded unexamined, as configured.
+	req, _ := http.NewRequest(http.MethodPost, px.URL+"/openai/v1/audio/transcriptions", strings.NewReader("--b\r\n\r\nx\r\n--b--\r\n"))
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || len(up.requests()) != 2 || len(pol.callsOf("model.request.before")) != 2 {
+		t.Errorf("multipart: %d, upstream %d, events %d", res.StatusCode, len(up.requests()), len(pol.callsOf("model.request.before")))
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -181,6 +182,15 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			rt.s.unexamined(r.Context(), rt, r.Method, key)
+			// A JSON body still names its model and holds strings the model may read:
+			// model.request.before sees it whole, as params, and may refuse it (the
+			// models policy applies to every endpoint that names a model).
+			if r.Method == http.MethodPost && isJSONContent(r.Header) {
+				if subs := rt.s.subscriptions().requestOnly(); subs != nil {
+					rt.serveBoundaries(w, r, mapping.OpaqueJSON(rt.errT), subs, true)
+					return
+				}
+			}
 		}
 		if tr != nil && r.Method == http.MethodPost {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
@@ -196,6 +206,12 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rt.forward(w, r)
+}
+
+// isJSONContent reports whether the request says its body is JSON.
+func isJSONContent(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // carriesInput reports whether a request of this method carries input to the upstream.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
@@ -26,6 +27,7 @@ const (
 	blockRedactedThinking = "redacted_thinking"
 	blockToolUse          = "tool_use"
 	blockToolResult       = "tool_result"
+	blockSearchResult     = "search_result"
 )
 
 const mediaOctetStream = "application/octet-stream"
@@ -186,18 +188,93 @@ func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decoded
 				return d, fmt.Errorf("document source: %w", err)
 			}
 			d.part = r.textPart(id, s)
-		case "base64", "url", "file":
+		case "base64":
+			// A text/* document in base64 is text the model reads: decoded, it is a text
+			// part like a plain-text source (rendered back in base64; issue 13 §4).
+			if s, ok := base64Text(src[sMediaType].String(), src[sData].String()); ok {
+				d.part = r.textPart(id, s)
+				break
+			}
 			d.part = sourceAttachment(id, &src, "application/pdf")
 			if d.part.SHA256 == "" {
 				d.fingerprint = fingerprint(b, f)
 			}
+		case "url", "file":
+			d.part = sourceAttachment(id, &src, "application/pdf")
+			if d.part.SHA256 == "" {
+				d.fingerprint = fingerprint(b, f)
+			}
+		case "content":
+			// A custom-content document: its text blocks, joined, as one text part.
+			if s, ok := subTexts(b.Get("source.content")); ok {
+				d.part = r.textPart(id, s)
+				break
+			}
+			d = gapBlock(b, f, id, t.Str+" with a content source that is not text blocks")
 		default:
 			d = gapBlock(b, f, id, t.Str+" with a "+quoteOr(src[sType].String(), "missing")+" source")
 		}
+	case blockSearchResult:
+		// Search results are text the model reads (and cites): their text blocks, joined,
+		// as one text part; source and title stay native.
+		if s, ok := subTexts(f[bContent]); ok {
+			d.part = r.textPart(id, s)
+			break
+		}
+		d = gapBlock(b, f, id, t.Str)
 	default:
 		d = gapBlock(b, f, id, t.Str)
 	}
 	return d, nil
+}
+
+// base64Text decodes a text/* document's base64 data; ok is false for another media type
+// or data that is not base64 of UTF-8 text.
+func base64Text(mediaType, data string) (string, bool) {
+	if !strings.HasPrefix(strings.ToLower(strings.TrimSpace(mediaType)), "text/") {
+		return "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil || !utf8.Valid(raw) {
+		return "", false
+	}
+	return string(raw), true
+}
+
+// subTexts joins the text of a content array made only of text blocks (search_result and
+// custom-content document content). ok is false when it holds anything else.
+func subTexts(c gjson.Result) (string, bool) {
+	if !c.IsArray() {
+		return "", false
+	}
+	var b strings.Builder
+	ok, n := true, 0
+	c.ForEach(func(_, e gjson.Result) bool {
+		t := e.Get("text")
+		if e.Get("type").String() != blockText || t.Type != gjson.String {
+			ok = false
+			return false
+		}
+		if n > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(t.Str)
+		n++
+		return true
+	})
+	return b.String(), ok && n > 0
+}
+
+// renderSubTexts renders an edited text onto a content array of text blocks (path in
+// raw): the first block takes the whole text, the others are dropped, so every other
+// member of the block (source, title, citations settings) survives.
+func renderSubTexts(raw, path, text string) (string, error) {
+	first := gjson.Get(raw, path+".0")
+	blk, err := setRaw(first.Raw, "text", quote(text))
+	if err != nil {
+		return "", err
+	}
+	return setRaw(raw, path, "["+blk+"]")
 }
 
 // gapBlock is a block the canonical model cannot carry (server tool blocks, search
@@ -350,8 +427,22 @@ func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
 			b, err := setRaw(o.raw, "text", quote(text))
 			return b, err == nil, err
 		case blockDocument:
-			if o.part.Kind == ahp.KindText { // text-source document
-				b, err := setRaw(o.raw, "source.data", quote(text))
+			if o.part.Kind == ahp.KindText { // a text document: plain, base64 or content
+				var b string
+				var err error
+				switch gjson.Get(o.raw, "source.type").String() {
+				case "base64":
+					b, err = setRaw(o.raw, "source.data", quote(base64.StdEncoding.EncodeToString([]byte(text))))
+				case "content":
+					b, err = renderSubTexts(o.raw, "source.content", text)
+				default:
+					b, err = setRaw(o.raw, "source.data", quote(text))
+				}
+				return b, err == nil, err
+			}
+		case blockSearchResult:
+			if o.part.Kind == ahp.KindText && o.part.Gap == nil {
+				b, err := renderSubTexts(o.raw, "content", text)
 				return b, err == nil, err
 			}
 		}

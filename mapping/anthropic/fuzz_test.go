@@ -20,6 +20,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"system":"s","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"a"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}}]}]}]}`,
 		`{"messages":[{"role":"assistant","content":[{"type":"redacted_thinking","data":"x"},{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}]}`,
 		`{"messages":[],"messages":[]}`,
+		`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"text/plain","data":"aGVsbG8="}},{"type":"document","source":{"type":"content","content":[{"type":"text","text":"a"}]}},{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"b"},{"type":"text","text":"c"}]},{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"d"}]}]}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}

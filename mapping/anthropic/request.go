@@ -629,7 +629,7 @@ func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) 
 				d.textBlocks = append(d.textBlocks, sb.Raw)
 				d.order = append(d.order, toolSub{raw: sb.Raw})
 				return true
-			case blockImage, blockDocument:
+			case blockImage, blockDocument, blockSearchResult:
 				if db, err = d.decode(sb, &sf, ""); err != nil {
 					return false
 				}

@@ -113,6 +113,18 @@ func TestDecodeRequestBlocks(t *testing.T) {
 			promptStart: 1,
 			gaps:        3,
 		},
+		{
+			// "aGVsbG8=" is "hello"; "/w==" is the byte 0xff, not UTF-8.
+			desc: "text documents and search results are text; other documents attachments",
+			body: `{"messages":[{"role":"user","content":[` +
+				`{"type":"document","source":{"type":"base64","media_type":"text/markdown","data":"aGVsbG8="}},` +
+				`{"type":"document","source":{"type":"base64","media_type":"text/plain","data":"/w=="}},` +
+				`{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"aGVsbG8="}},` +
+				`{"type":"document","source":{"type":"content","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}},` +
+				`{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"c"}]}]}]}`,
+			want:        `user{text "hello"; attachment application/octet-stream metadata size=1 sha=a8100ae6; attachment application/pdf metadata size=5 sha=2cf24dba; text "a\n\nb"; text "c"}`,
+			promptStart: 0,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
