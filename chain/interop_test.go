@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,6 +55,8 @@ type interopScenario struct {
 	rawSteps json.RawMessage
 	Chain    json.RawMessage `json:"chain"`
 	Tags     []string        `json:"tags"`
+
+	httpStatus int // adapter controls only: the HTTP backend answers this status instead
 }
 
 // UnmarshalJSON keeps the raw steps beside their ops.
@@ -403,6 +406,10 @@ func runInteropOnce(t *testing.T, file string, sc *interopScenario, req *interop
 			_ = json.Unmarshal(body, &m)
 			if m.ID == nil {
 				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			if sc.httpStatus != 0 {
+				w.WriteHeader(sc.httpStatus)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -757,5 +764,89 @@ func runInteropBackend(args []string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
+	}
+}
+
+// TestInteropAdapterCanFail is the control of the adapter: the same machinery reports a
+// failure when the settlement differs from the expectation, when an expectError
+// scenario's reply is accepted, when the "rejection" is really a transport failure, and
+// when the advertisement hookproxy sends differs from the scenario's.
+func TestInteropAdapterCanFail(t *testing.T) {
+	src := filepath.Join(ahptest.AHPDir(t), "interop", "scenarios.json")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf interopFile
+	if err := json.Unmarshal(data, &sf); err != nil {
+		t.Fatal(err)
+	}
+	byID := func(id string) interopScenario {
+		for _, s := range sf.Scenarios {
+			if s.ID == id {
+				return s
+			}
+		}
+		t.Fatalf("scenario %s not found", id)
+		return interopScenario{}
+	}
+	tests := []struct {
+		desc   string
+		id     string
+		mutate func(sc *interopScenario)
+		want   string // in the reported problem
+		stdio  bool   // also over stdio
+	}{
+		{desc: "a different expected decision", id: "allow-executes", stdio: true, want: "decision",
+			mutate: func(sc *interopScenario) { sc.Expected["decision"] = json.RawMessage(`"deny"`) }},
+		{desc: "an accepted reply where rejection is expected", id: "deny-missing-reason", stdio: true, want: "want it rejected",
+			mutate: func(sc *interopScenario) {
+				sc.Response = json.RawMessage(`{"jsonrpc":"2.0","id":"deny-missing-reason","result":{"protocolVersion":"draft","effects":[]}}`)
+			}},
+		{desc: "a transport failure never satisfies expectError", id: "deny-missing-reason", want: "want a protocol rejection",
+			mutate: func(sc *interopScenario) { sc.httpStatus = http.StatusInternalServerError }},
+		{desc: "a rejected reply where acceptance is expected", id: "allow-executes", stdio: true, want: "reply rejected",
+			mutate: func(sc *interopScenario) {
+				sc.Response = json.RawMessage(`{"jsonrpc":"2.0","id":"allow-executes","result":{"protocolVersion":"draft","effects":[{"type":"allow"},{"type":"nope"}]}}`)
+			}},
+		{desc: "an advertisement that differs from the scenario's", id: "allow-executes", want: "capabilities",
+			mutate: func(sc *interopScenario) {
+				// A modify target that is not tool.before's: the chain never advertises it.
+				var r map[string]any
+				_ = json.Unmarshal(sc.Request, &r)
+				caps := r["params"].(map[string]any)["capabilities"].(map[string]any)
+				caps["modify"].(map[string]any)["output"] = map[string]any{"replace": true, "merge": true}
+				sc.Request, _ = json.Marshal(r)
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			sc := byID(tc.id)
+			sc.Expected = maps.Clone(sc.Expected)
+			tc.mutate(&sc)
+			// The stdio child reads the (mutated) response from a file of its own.
+			file := filepath.Join(t.TempDir(), "scenarios.json")
+			b, err := json.Marshal(map[string]any{"version": 1, "scenarios": []any{map[string]any{"id": sc.ID, "response": sc.Response}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var req interopRequest
+			if err := json.Unmarshal(sc.Request, &req); err != nil {
+				t.Fatal(err)
+			}
+			transports := []string{registration.TransportHTTP}
+			if tc.stdio {
+				transports = append(transports, registration.TransportStdio)
+			}
+			for _, tr := range transports {
+				got := runInteropOnce(t, file, &sc, &req, tr)
+				if got == "" || !strings.Contains(got, tc.want) {
+					t.Errorf("%s: reported %q, want a failure mentioning %q", tr, got, tc.want)
+				}
+			}
+		})
 	}
 }
