@@ -55,6 +55,10 @@ type interopScenario struct {
 	rawSteps json.RawMessage
 	Chain    json.RawMessage `json:"chain"`
 	Tags     []string        `json:"tags"`
+	// Lifecycle scenarios: requests and responses by key, and the bindings they apply to.
+	Requests   map[string]json.RawMessage `json:"requests"`
+	Responses  map[string]json.RawMessage `json:"responses"`
+	Transports []string                   `json:"transports"`
 
 	httpStatus int // adapter controls only: the HTTP backend answers this status instead
 }
@@ -246,6 +250,8 @@ func runInteropScenario(t *testing.T, file string, sc *interopScenario) interopV
 		return runRegistrationScenario(sc)
 	case len(sc.Steps) > 0 && (sc.Steps[0].Op == "notify" || sc.Steps[0].Op == "rawNotify"):
 		return interopVerdict{"inapplicable", reasonCatalogueNotify}
+	case len(sc.Steps) > 0 && slices.Equal(sc.Transports, []string{registration.TransportStdio}) && onlyOps(sc, "send", "wait", "emit", "release", "receive", "accept"):
+		return runStdioFramingScenario(t, file, sc)
 	case len(sc.Steps) > 0:
 		return interopVerdict{"inapplicable", reasonLifecycle}
 	default:
