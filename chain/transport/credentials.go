@@ -106,9 +106,9 @@ func (c *credentials) authorization(ctx context.Context) (header string, cached 
 // rejected is called when the backend answered 401: a cached oauth token is dropped so
 // the next delivery acquires a fresh one (a rotated or revoked token). A bearer secret
 // is re-read at every delivery anyway, and a 401 never selects another secret.
-func (c *credentials) rejected() {
+func (c *credentials) rejected(ctx context.Context) {
 	if c != nil && c.oauth != nil {
-		c.oauth.drop()
+		c.oauth.drop(ctx)
 	}
 }
 
@@ -181,8 +181,12 @@ func (o *oauthClient) lock(ctx context.Context) error {
 
 func (o *oauthClient) unlock() { <-o.sem }
 
-func (o *oauthClient) drop() {
-	o.sem <- struct{}{}
+// drop forgets the cached token. It waits for a concurrent acquisition no longer than
+// ctx allows; if that ends first the token stays, and the next 401 drops it.
+func (o *oauthClient) drop(ctx context.Context) {
+	if o.lock(ctx) != nil {
+		return
+	}
 	o.tok = nil
 	o.unlock()
 }
