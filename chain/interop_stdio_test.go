@@ -37,6 +37,15 @@ type framingStep struct {
 	Response json.RawMessage `json:"response"`
 }
 
+func hasOp(sc *interopScenario, op string) bool {
+	for _, s := range sc.Steps {
+		if s.Op == op {
+			return true
+		}
+	}
+	return false
+}
+
 func onlyOps(sc *interopScenario, ops ...string) bool {
 	for _, s := range sc.Steps {
 		if !slices.Contains(ops, s.Op) {

@@ -179,8 +179,11 @@ func TestInteropScenarios(t *testing.T) {
 const (
 	reasonCatalogueNotify = "drives a harness SDK's observation API (notify steps): hookproxy emits events only from native traffic it proxies, and it never emits " +
 		"events outside its mapping, so there is no API through which a test can make it send an arbitrary catalogue event"
-	reasonLifecycle = "drives a harness SDK's request lifecycle API (send/wait/cancel/accept/release steps, content uploads): hookproxy has no client API " +
-		"that hands a pending interception to its caller, and it implements no content-upload binding"
+	reasonLifecycle = "drives a harness SDK's staged-acceptance lifecycle (a received reply held until the application accepts it, cancel and " +
+		"fail-open applied from outside): hookproxy's chain publishes a reply atomically when it is received, and an interruption is its " +
+		"caller's context ending, after which no new delivery or observation starts (seed: \"it MUST NOT initiate further best-effort observations\")"
+	reasonUpload = "uses the content-upload binding, which hookproxy does not implement (attachments reach backends as metadata; README, " +
+		"what it does not do)"
 	reasonMissingCredential = "SPEC-DIGEST §10.3 rule 12 lets a harness either reject an unresolvable credential at load or fail the delivery " +
 		"under the failure policy; hookproxy accepts with a warning at the credential's path (checked) and fails each delivery as credentials, " +
 		"so a registration loaded before its secret exists still starts"
@@ -210,18 +213,25 @@ func contradiction(t *testing.T, sc *interopScenario) string {
 		return "golden fixture " + fixture + " is valid and effect.schema.json makes flow continue's instruction optional " +
 			"(seed: \"flow.continue may carry an instruction\")"
 	}
-	if sc.ExpectError || len(sc.Response) == 0 {
+	if sc.ExpectError {
 		return ""
 	}
-	var resp struct {
-		Result struct {
-			Effects []json.RawMessage `json:"effects"`
-		} `json:"result"`
+	replies := []json.RawMessage{sc.Response}
+	for _, k := range slices.Sorted(maps.Keys(sc.Responses)) {
+		replies = append(replies, sc.Responses[k])
 	}
-	if json.Unmarshal(sc.Response, &resp) != nil {
-		return ""
+	var effects []json.RawMessage
+	for _, raw := range replies {
+		var resp struct {
+			Result struct {
+				Effects []json.RawMessage `json:"effects"`
+			} `json:"result"`
+		}
+		if len(raw) > 0 && json.Unmarshal(raw, &resp) == nil {
+			effects = append(effects, resp.Result.Effects...)
+		}
 	}
-	for _, e := range resp.Result.Effects {
+	for _, e := range effects {
 		if ahptest.Validate(t, "effect.schema.json", e) == nil {
 			continue
 		}
@@ -259,6 +269,13 @@ func runInteropScenario(t *testing.T, file string, sc *interopScenario) interopV
 		return interopVerdict{"inapplicable", reasonCatalogueNotify}
 	case len(sc.Steps) > 0 && slices.Equal(sc.Transports, []string{registration.TransportStdio}) && onlyOps(sc, "send", "wait", "emit", "release", "receive", "accept"):
 		return runStdioFramingScenario(t, file, sc)
+	case len(sc.Steps) > 0 && onlyOps(sc, "send", "wait", "release", "receive", "accept", "observe") && hasOp(sc, "observe"):
+		if reason := contradiction(t, sc); reason != "" {
+			return interopVerdict{"inapplicable", "contradicts the protocol's own normative texts, which hookproxy follows: " + reason}
+		}
+		return runObservedScenario(t, sc)
+	case hasOp(sc, "upload"):
+		return interopVerdict{"inapplicable", reasonUpload}
 	case len(sc.Steps) > 0:
 		return interopVerdict{"inapplicable", reasonLifecycle}
 	default:
@@ -862,4 +879,38 @@ func TestInteropAdapterCanFail(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInteropObservedCanFail is the control of the boundary-observation runner: a wrong
+// expected observation or state is reported.
+func TestInteropObservedCanFail(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(ahptest.AHPDir(t), "interop", "lifecycle-scenarios.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf interopFile
+	if err := json.Unmarshal(data, &sf); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sf.Scenarios {
+		if s.ID != "denied-boundary-observed" {
+			continue
+		}
+		if v := runObservedScenario(t, &s); v.status != "passed" {
+			t.Fatalf("unmodified scenario: %+v", v)
+		}
+		for key, bad := range map[string]string{
+			"observations": `[{"eventId":"denied-boundary-observed:a","subscription":"metadata","input":{"value":"settled"}}]`,
+			"states":       `{"denied-boundary-observed:a":{"decision":"allow"}}`,
+		} {
+			sc := s
+			sc.Expected = maps.Clone(s.Expected)
+			sc.Expected[key] = json.RawMessage(bad)
+			if v := runObservedScenario(t, &sc); v.status != "failed" || !strings.Contains(v.reason, key) {
+				t.Errorf("expected %s altered: %+v, want a failure naming it", key, v)
+			}
+		}
+		return
+	}
+	t.Fatal("denied-boundary-observed not found")
 }
