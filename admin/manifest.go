@@ -54,6 +54,7 @@ const (
 	ToolPathOpenAIChat        = "hookproxy.openai.chat"
 	ToolPathOpenAIResponses   = "hookproxy.openai.responses"
 	ToolPathAnthropicMessages = "hookproxy.anthropic.messages"
+	ToolPathGemini            = "hookproxy.gemini.generate_content"
 	ToolPathMCP               = "hookproxy.mcp"
 )
 
@@ -170,7 +171,7 @@ func Manifest() CapabilityManifest {
 		},
 		Transports:     []string{"http", "stdio", "in_process"},
 		Authentication: []string{"bearer"},
-		ToolPaths:      []string{ToolPathOpenAIChat, ToolPathOpenAIResponses, ToolPathAnthropicMessages, ToolPathMCP},
+		ToolPaths:      []string{ToolPathOpenAIChat, ToolPathOpenAIResponses, ToolPathAnthropicMessages, ToolPathGemini, ToolPathMCP},
 		ContentCategories: []string{
 			"text", "images", ahp.CategoryReasoning, ahp.CategoryToolCall, ahp.CategoryToolResult,
 		},

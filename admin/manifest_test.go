@@ -166,7 +166,7 @@ func TestManifestIsHonest(t *testing.T) {
 	if m.Limits.MaxContinuations == nil || *m.Limits.MaxContinuations != 0 {
 		t.Error("maxContinuations must be stated as 0: no continue is advertised")
 	}
-	if !slices.Equal(m.ToolPaths, []string{ToolPathOpenAIChat, ToolPathOpenAIResponses, ToolPathAnthropicMessages, ToolPathMCP}) {
+	if !slices.Equal(m.ToolPaths, []string{ToolPathOpenAIChat, ToolPathOpenAIResponses, ToolPathAnthropicMessages, ToolPathGemini, ToolPathMCP}) {
 		t.Errorf("toolPaths %v", m.ToolPaths)
 	}
 	if !slices.Equal(m.Transports, []string{"http", "stdio", "in_process"}) || !slices.Equal(m.Authentication, []string{"bearer"}) {

@@ -47,6 +47,10 @@ type Record struct {
 	// Reapplied counts the rewrites settled on earlier requests of the conversation that
 	// were put back into this request (model.request.before records only).
 	Reapplied int `json:"reapplied,omitempty"`
+	// Resettled marks a tool.after or turn.start record of earlier content that the state
+	// store did not know (another replica, a restart, an eviction, an outage): the boundary
+	// was settled again rather than trusted to have been (at-least-once delivery).
+	Resettled bool `json:"resettled,omitempty"`
 	// Held says, on a response-side record, how much of the response the proxy held from
 	// the client while the chain settled: "whole", "tool_calls" (a stream whose text
 	// flowed while each tool call was held until decided) or "none".

@@ -8,6 +8,7 @@ import "time"
 const (
 	APIOpenAI      = "openai"
 	APIAnthropic   = "anthropic"
+	APIGemini      = "gemini"
 	APIMCP         = "mcp"
 	APIPassthrough = "passthrough"
 )
@@ -32,6 +33,9 @@ type Config struct {
 	// UpstreamProxy is the outbound HTTP(S) proxy for upstream calls ("" = connect
 	// directly; HTTPS_PROXY and the like in the environment are not used).
 	UpstreamProxy string `yaml:"upstreamProxy" json:"upstreamProxy"`
+	// State is where conversation state lives across requests (settled tool results and
+	// prompts, deferred injections): memory by default, Redis for several replicas.
+	State State `yaml:"state" json:"state"`
 
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.
@@ -51,7 +55,7 @@ type Route struct {
 	// AllowRedirects passes the upstream's 3xx redirects to the client. Off by default: a
 	// client that follows one re-sends its original, unexamined body elsewhere.
 	AllowRedirects bool `yaml:"allowRedirects" json:"allowRedirects"`
-	// Unmapped says what an openai or anthropic route does with a POST, PUT or PATCH to an
+	// Unmapped says what an openai, anthropic or gemini route does with a POST, PUT or PATCH to an
 	// endpoint it does not map (files, batches, audio, moderations, ...):
 	// "refuse" (default: the input would reach the model unexamined) or "forward".
 	Unmapped string `yaml:"unmapped" json:"unmapped"`
@@ -108,3 +112,50 @@ type Tracing struct {
 	ServiceName string  `yaml:"serviceName" json:"serviceName"`
 	SampleRatio float64 `yaml:"sampleRatio" json:"sampleRatio"`
 }
+
+// State configures the conversation state store (package state). Whatever the backend,
+// a tool result or prompt the store does not know is settled again as new: forgetting
+// costs a repeated hook call, never a leak.
+type State struct {
+	Backend string `yaml:"backend" json:"backend"` // memory (default) | redis
+	// OnStoreFailure says what a request does when the store cannot be read or written
+	// (Redis down or slower than redis.timeoutMs): "re-settle" (default: treat every tool
+	// result and prompt as unknown and run their hooks again) or "fail-closed" (refuse the
+	// request with 503 hookproxy.state_unavailable).
+	OnStoreFailure string      `yaml:"onStoreFailure" json:"onStoreFailure"`
+	Memory         StateMemory `yaml:"memory" json:"memory"`
+	Redis          StateRedis  `yaml:"redis" json:"redis"`
+}
+
+// StateMemory bounds the in-memory store.
+type StateMemory struct {
+	MaxSessions int           `yaml:"maxSessions" json:"maxSessions"` // default 10000; the least recently used goes
+	TTL         time.Duration `yaml:"ttl" json:"ttl"`                 // from a session's last request, default 24h
+}
+
+// StateRedis configures the Redis store.
+type StateRedis struct {
+	URL string `yaml:"url" json:"url"` // redis://host:port/db or rediss:// (TLS); no password in it
+	// PasswordEnv names the environment variable holding the Redis password (or ACL
+	// user's password; the user goes in the URL). The password is never a literal.
+	PasswordEnv string        `yaml:"passwordEnv" json:"passwordEnv"`
+	KeyPrefix   string        `yaml:"keyPrefix" json:"keyPrefix"` // default "hookproxy:"
+	TTL         time.Duration `yaml:"ttl" json:"ttl"`             // from a session's last request, default 24h
+	TimeoutMs   int           `yaml:"timeoutMs" json:"timeoutMs"` // per store round trip, default 250
+	TLS         StateTLS      `yaml:"tls" json:"tls"`
+}
+
+// StateTLS configures TLS to Redis (a rediss:// URL turns it on too).
+type StateTLS struct {
+	Enabled    bool   `yaml:"enabled" json:"enabled"`
+	CAFile     string `yaml:"caFile" json:"caFile"`         // PEM CAs to trust ("" = system roots)
+	ServerName string `yaml:"serverName" json:"serverName"` // expected certificate name ("" = the URL's host)
+}
+
+// Values of State.Backend and State.OnStoreFailure.
+const (
+	StateMemoryBackend = "memory"
+	StateRedisBackend  = "redis"
+	StateReSettle      = "re-settle"
+	StateFailClosed    = "fail-closed"
+)

@@ -26,6 +26,10 @@ const (
 	DefaultLogFormat             = "json"
 	DefaultServiceName           = "hookproxy"
 	DefaultSampleRatio           = 1.0
+	DefaultStateMaxSessions      = 10000
+	DefaultStateTTL              = 24 * time.Hour
+	DefaultStateKeyPrefix        = "hookproxy:"
+	DefaultStateTimeoutMs        = 250
 
 	AuditStdout  = "-"
 	AuditOnWait  = "wait"
@@ -75,6 +79,24 @@ func applyDefaults(c *Config) {
 	if c.Tracing.SampleRatio == 0 {
 		// Tracing is switched off by leaving endpoint empty, not by a zero ratio.
 		c.Tracing.SampleRatio = DefaultSampleRatio
+	}
+	st := &c.State
+	if st.Backend == "" {
+		st.Backend = StateMemoryBackend
+	}
+	if st.OnStoreFailure == "" {
+		st.OnStoreFailure = StateReSettle
+	}
+	if st.Memory.MaxSessions == 0 {
+		st.Memory.MaxSessions = DefaultStateMaxSessions
+	}
+	setDuration(&st.Memory.TTL, DefaultStateTTL)
+	setDuration(&st.Redis.TTL, DefaultStateTTL)
+	if st.Redis.KeyPrefix == "" {
+		st.Redis.KeyPrefix = DefaultStateKeyPrefix
+	}
+	if st.Redis.TimeoutMs == 0 {
+		st.Redis.TimeoutMs = DefaultStateTimeoutMs
 	}
 	for i := range c.Routes {
 		r := &c.Routes[i]

@@ -104,7 +104,7 @@ func TestLoadProblems(t *testing.T) {
 		{desc: "prefix root", text: "routes:\n  - {prefix: /, api: openai, upstream: https://a.example}\n", paths: []string{"routes[0].prefix"}},
 		{desc: "prefix duplicate", text: "routes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n  - {prefix: /a, api: anthropic, upstream: https://b.example}\n", paths: []string{"routes[1].prefix"}, msg: "routes[0]"},
 		{desc: "prefix missing", text: "routes:\n  - {api: openai, upstream: https://a.example}\n", paths: []string{"routes[0]"}},
-		{desc: "api unknown", text: "routes:\n  - {prefix: /a, api: gemini, upstream: https://a.example}\n", paths: []string{"routes[0].api"}},
+		{desc: "api unknown", text: "routes:\n  - {prefix: /a, api: vertex, upstream: https://a.example}\n", paths: []string{"routes[0].api"}},
 		{desc: "api missing", text: "routes:\n  - {prefix: /a, upstream: https://a.example}\n", paths: []string{"routes[0]"}},
 		{desc: "upstream relative", text: "routes:\n  - {prefix: /a, api: openai, upstream: /v1}\n", paths: []string{"routes[0].upstream"}},
 		{desc: "upstream ftp", text: "routes:\n  - {prefix: /a, api: openai, upstream: \"ftp://a.example\"}\n", paths: []string{"routes[0].upstream"}},
@@ -118,6 +118,13 @@ func TestLoadProblems(t *testing.T) {
 		{desc: "negative limit", text: "limits: {maxRequestBytes: -1}\n" + route, paths: []string{"limits.maxRequestBytes"}},
 		{desc: "sample ratio", text: "tracing: {sampleRatio: 2}\n" + route, paths: []string{"tracing.sampleRatio"}},
 		{desc: "source", text: "source: not a uri\n" + route, paths: []string{"source"}},
+		{desc: "state backend", text: "state: {backend: etcd}\n" + route, paths: []string{"state.backend"}},
+		{desc: "state onStoreFailure", text: "state: {onStoreFailure: ignore}\n" + route, paths: []string{"state.onStoreFailure"}},
+		{desc: "state redis without url", text: "state: {backend: redis}\n" + route, paths: []string{"state.redis.url"}},
+		{desc: "state redis scheme", text: "state: {backend: redis, redis: {url: \"http://r:6379\"}}\n" + route, paths: []string{"state.redis.url"}},
+		{desc: "state redis literal password", text: "state: {backend: redis, redis: {url: \"redis://u:hunter2@r:6379/0\"}}\n" + route, paths: []string{"state.redis.url"}, msg: "passwordEnv"},
+		{desc: "state redis password variable unset", text: "state: {backend: redis, redis: {url: \"redis://r:6379/0\", passwordEnv: HOOKPROXY_TEST_UNSET_REDIS_PW}}\n" + route, paths: []string{"state.redis.passwordEnv"}},
+		{desc: "state unknown key", text: "state: {redis: {password: x}}\n" + route, paths: []string{"state.redis.password"}},
 		{desc: "several at once", text: "listn: x\nroutes:\n  - {prefix: a/, api: x, upstream: y}\n", paths: []string{"listn"}},
 		{desc: "several validation problems", text: "routes:\n  - {prefix: a/, api: x, upstream: y}\n", paths: []string{"routes[0].prefix", "routes[0].api", "routes[0].upstream"}},
 	}
@@ -135,6 +142,9 @@ func TestLoadProblems(t *testing.T) {
 			}
 			if strings.Join(got, "|") != strings.Join(tc.paths, "|") {
 				t.Fatalf("paths = %q, want %q\n%v", got, tc.paths, err)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error repeats a password: %v", err)
 			}
 			if tc.msg != "" && !strings.Contains(err.Error(), tc.msg) {
 				t.Errorf("error %q lacks %q", err, tc.msg)
@@ -168,8 +178,8 @@ func TestDefault(t *testing.T) {
 	if cfg.Listen != "127.0.0.1:8080" || cfg.Admin != "127.0.0.1:9090" || cfg.Path != "" || cfg.Registration != "" {
 		t.Fatalf("default = %+v", cfg)
 	}
-	want := map[string]string{"/openai": "https://api.openai.com", "/anthropic": "https://api.anthropic.com"}
-	if len(cfg.Routes) != 2 {
+	want := map[string]string{"/openai": "https://api.openai.com", "/anthropic": "https://api.anthropic.com", "/gemini": "https://generativelanguage.googleapis.com"}
+	if len(cfg.Routes) != 3 {
 		t.Fatalf("routes = %+v", cfg.Routes)
 	}
 	for _, r := range cfg.Routes {
@@ -209,5 +219,28 @@ func TestResolve(t *testing.T) {
 	cfg, err = config.Resolve("")
 	if err != nil || cfg.Path != "" || cfg.Listen != "127.0.0.1:8080" {
 		t.Fatalf("Resolve(none) = %+v, %v", cfg, err)
+	}
+}
+
+// TestStateDefaults: without a state block the store is memory, re-settle, with the
+// documented bounds; a redis block gets its documented defaults.
+func TestStateDefaults(t *testing.T) {
+	route := "routes:\n  - prefix: /openai\n    api: openai\n    upstream: https://api.openai.com\n"
+	cfg, err := config.Load(write(t, "c.yaml", route))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.State
+	if st.Backend != "memory" || st.OnStoreFailure != "re-settle" || st.Memory.MaxSessions != 10000 || st.Memory.TTL != 24*time.Hour {
+		t.Fatalf("defaults %+v", st)
+	}
+	t.Setenv("HOOKPROXY_TEST_REDIS_PW", "s3cret")
+	cfg, err = config.Load(write(t, "c.yaml", route+"state:\n  backend: redis\n  onStoreFailure: fail-closed\n  redis:\n    url: redis://127.0.0.1:6379/0\n    passwordEnv: HOOKPROXY_TEST_REDIS_PW\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.State.Redis
+	if cfg.State.OnStoreFailure != "fail-closed" || r.KeyPrefix != "hookproxy:" || r.TTL != 24*time.Hour || r.TimeoutMs != 250 {
+		t.Fatalf("redis defaults %+v", cfg.State)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -56,11 +57,11 @@ func validate(c *Config) []Problem {
 			}
 		}
 		switch r.API {
-		case APIOpenAI, APIAnthropic, APIMCP, APIPassthrough:
+		case APIOpenAI, APIAnthropic, APIGemini, APIMCP, APIPassthrough:
 		case "":
-			add(path, "\"api\" is required (openai, anthropic, mcp or passthrough)")
+			add(path, "\"api\" is required (openai, anthropic, gemini, mcp or passthrough)")
 		default:
-			add(path+".api", "%q is not openai, anthropic, mcp or passthrough", r.API)
+			add(path+".api", "%q is not openai, anthropic, gemini, mcp or passthrough", r.API)
 		}
 		switch r.Unmapped {
 		case "", UnmappedRefuse, UnmappedForward:
@@ -124,7 +125,67 @@ func validate(c *Config) []Problem {
 	if c.Tracing.SampleRatio < 0 || c.Tracing.SampleRatio > 1 {
 		add("tracing.sampleRatio", "must be between 0 and 1")
 	}
+	validateState(&c.State, add)
 	return ps
+}
+
+// validateState checks the state block. The Redis password must come from the
+// environment: a literal one in the URL would end up in files, diffs and logs.
+func validateState(st *State, add func(key, format string, args ...any)) {
+	switch st.OnStoreFailure {
+	case StateReSettle, StateFailClosed:
+	default:
+		add("state.onStoreFailure", "%q is not re-settle or fail-closed", st.OnStoreFailure)
+	}
+	if st.Memory.MaxSessions < 0 {
+		add("state.memory.maxSessions", "must not be negative")
+	}
+	if st.Memory.TTL < 0 {
+		add("state.memory.ttl", "must not be negative")
+	}
+	r := &st.Redis
+	if r.TTL < 0 {
+		add("state.redis.ttl", "must not be negative")
+	}
+	if r.TimeoutMs < 0 {
+		add("state.redis.timeoutMs", "must not be negative")
+	}
+	switch st.Backend {
+	case StateMemoryBackend:
+		return
+	case StateRedisBackend:
+	default:
+		add("state.backend", "%q is not memory or redis", st.Backend)
+		return
+	}
+	if r.URL == "" {
+		add("state.redis.url", "is required with backend redis")
+		return
+	}
+	u, err := url.Parse(r.URL)
+	switch {
+	case err != nil:
+		add("state.redis.url", "does not parse as a URL")
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		add("state.redis.url", "scheme %q is not redis or rediss", u.Scheme)
+	case u.Host == "":
+		add("state.redis.url", "names no host")
+	}
+	if err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			add("state.redis.url", "carries a password: name an environment variable in state.redis.passwordEnv instead")
+		}
+	}
+	if r.PasswordEnv != "" {
+		if _, ok := os.LookupEnv(r.PasswordEnv); !ok {
+			add("state.redis.passwordEnv", "environment variable %s is not set", r.PasswordEnv)
+		}
+	}
+	if r.TLS.CAFile != "" {
+		if _, err := os.Stat(r.TLS.CAFile); err != nil {
+			add("state.redis.tls.caFile", "%v", err)
+		}
+	}
 }
 
 // checkHostPort accepts host:port with a numeric port (":8080" listens on every interface).

@@ -50,8 +50,9 @@ func NotFoundType(provider string) string {
 }
 
 // UpstreamErrorFromBody reads the provider error carried by an upstream HTTP error body.
-// Both OpenAI ({"error":{"message","type","code"}}) and Anthropic
-// ({"type":"error","error":{"type","message"}}) keep the details under "error"; a body
+// OpenAI ({"error":{"message","type","code"}}), Anthropic
+// ({"type":"error","error":{"type","message"}}) and Gemini ({"error":{"code","message",
+// "status"}}) keep the details under "error"; a body
 // that is not JSON yields only the status.
 func UpstreamErrorFromBody(status int, body []byte) *UpstreamError {
 	e := &UpstreamError{Status: status}
@@ -64,6 +65,9 @@ func UpstreamErrorFromBody(status int, body []byte) *UpstreamError {
 	case eo.IsObject():
 		e.Message = eo.Get("message").String()
 		e.Type = eo.Get("type").String()
+		if e.Type == "" && eo.Get("status").Type == gjson.String {
+			e.Type = eo.Get("status").Str // Gemini: {"error":{"code":400,"message","status":"INVALID_ARGUMENT"}}
+		}
 		if e.Type == "" {
 			e.Type = eo.Get("code").String()
 		}

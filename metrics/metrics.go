@@ -64,6 +64,7 @@ type Metrics struct {
 	streamsActive       *prometheus.GaugeVec
 	configReloads       *prometheus.CounterVec
 	unexamined          *prometheus.CounterVec
+	storeFailures       *prometheus.CounterVec
 
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
@@ -112,6 +113,10 @@ func New() *Metrics {
 		Name: "hookproxy_forwarded_unexamined_total",
 		Help: "Requests with input forwarded to an endpoint the route does not map (routes[].unmapped: forward).",
 	}, []string{"route"})
+	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_state_store_failures_total",
+		Help: "Failed operations of the conversation state store (op: load, record, defer), by the state.onStoreFailure mode that handled them.",
+	}, []string{"op", "mode"})
 	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hookproxy_config_reloads_total",
 		Help: "Configuration reload attempts, by result (success or failure).",
@@ -144,6 +149,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures, m.invalidReplies,
 		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
+		m.storeFailures,
 		auditDepth, auditDropped,
 	)
 	return m
@@ -261,6 +267,14 @@ func (m *Metrics) StreamStarted(route, mode string) func() {
 	g.Inc()
 	var once sync.Once
 	return func() { once.Do(g.Dec) }
+}
+
+// StoreFailure counts one failed state store operation (proxy.StoreMetrics).
+func (m *Metrics) StoreFailure(op, mode string) {
+	if m == nil {
+		return
+	}
+	m.storeFailures.WithLabelValues(op, mode).Inc()
 }
 
 // ReloadResult counts one configuration reload attempt.

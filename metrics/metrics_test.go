@@ -97,6 +97,9 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 	m.ReloadResult(true)
 	m.ReloadResult(false)
 	m.ReloadResult(false)
+	m.StoreFailure("load", "re-settle")
+	m.StoreFailure("load", "re-settle")
+	m.StoreFailure("record", "fail-closed")
 	depth, dropped := 7, uint64(3)
 	m.RegisterAudit(func() int { return depth }, func() uint64 { return dropped })
 
@@ -118,6 +121,8 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 		`hookproxy_config_reloads_total{result="success"}`:                                     1,
 		`hookproxy_config_reloads_total{result="failure"}`:                                     2,
 		`hookproxy_audit_queue_depth`:                                                          7,
+		`hookproxy_state_store_failures_total{mode="re-settle",op="load"}`:                     2,
+		`hookproxy_state_store_failures_total{mode="fail-closed",op="record"}`:                 1,
 		`hookproxy_audit_dropped_total`:                                                        3,
 	}
 	for name, v := range want {

@@ -66,6 +66,10 @@ type BoundaryRecord struct {
 	// is above zero and the request is forwarded, Enforcement is "rewritten": the body
 	// sent upstream differs from the client's.
 	Reapplied int
+	// Resettled is set on a tool.after or turn.start record of content from before the
+	// request's last assistant message that no settlement record covered: it was settled
+	// again (fail-safe, rewrites.go).
+	Resettled bool
 	// Held is set on response-side records (model.response.after, tool.before,
 	// turn.finish.before): HeldWhole, HeldToolCalls or HeldNone.
 	Held string

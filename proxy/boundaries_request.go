@@ -9,6 +9,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/state"
 )
 
 // Request side of a model boundary (DESIGN §2, SPEC-DIGEST §15.3 A): tool.after for each
@@ -36,37 +37,47 @@ func (x *exchange) requestSide() requestOutcome {
 	// Deferred injections are taken before this request's boundaries run, so that a
 	// next_turn effect accepted now is not delivered in this same request: "now" effects
 	// accepted at the previous response's tool.before belong to this model call, next_turn
-	// effects to the first call of a new prompt.
+	// effects to the first call of a new prompt. The records of the conversation come in
+	// the same store round trip.
 	if x.requestOnly {
 		return x.requestOnlySide()
 	}
 	ps := x.req.PromptStart
-	deliveries := x.s.store.Take(x.storeKey(deliverNextCall))
-	var turnDeliveries []ahp.Message
+	take := []state.Deferral{state.NextCall}
 	if ps >= 0 {
-		turnDeliveries = x.s.store.Take(x.storeKey(deliverNextTurn))
+		take = append(take, state.NextTurn)
+	}
+	snap, stop := x.loadState(take...)
+	if stop != nil {
+		return *stop
 	}
 	// Rewrites settled at earlier requests of the conversation hold again before any
 	// boundary sees the list (rewrites.go).
-	x.recallRewrites()
-	out := x.requestBoundaries(ps, append(deliveries, turnDeliveries...))
-	x.commitRewrites(out.kind)
+	x.applyRecords(snap.Records)
+	out := x.requestBoundaries(ps, append(snap.NextCall, snap.NextTurn...))
+	if err := x.commitRecords(out.kind); err != nil {
+		out = requestOutcome{kind: outcomeRefused, err: err}
+	}
 	if out.kind != outcomeForward && out.kind != outcomeSupplied {
 		// Refused, stopped or interrupted: the model did not get them; keep them pending.
-		x.s.store.Put(x.storeKey(deliverNextCall), deliveries)
-		x.s.store.Put(x.storeKey(deliverNextTurn), turnDeliveries)
+		x.deferInjections(state.NextCall, snap.NextCall)
+		x.deferInjections(state.NextTurn, snap.NextTurn)
 	}
 	return out
 }
 
 // requestOnlySide settles a request-only endpoint (count_tokens, embeddings, legacy
-// completions): rewrites settled earlier in the
-// conversation are put back (a redacted tool result stays redacted), then
+// completions): rewrites settled earlier in the conversation are put back (a redacted
+// tool result stays redacted), what the store does not know is settled again, then
 // model.request.before runs over the prompt. Injections waiting for the next model call
-// stay waiting, and nothing this request settles is remembered: it is not a model call.
+// stay waiting, and nothing this request settles is recorded: it is not a model call.
 // A policy that answers or stops it refuses it (there is no answer to supply).
 func (x *exchange) requestOnlySide() requestOutcome {
-	x.recallRewrites()
+	snap, stop := x.loadState()
+	if stop != nil {
+		return *stop
+	}
+	x.applyRecords(snap.Records)
 	out := x.requestBoundaries(-1, nil)
 	if out.kind == outcomeSupplied || out.kind == outcomeStopped {
 		reason := "Refused: the policy answered or stopped this request, and this endpoint has no answer to supply."
@@ -82,26 +93,45 @@ func (x *exchange) requestOnlySide() requestOutcome {
 func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOutcome {
 	var now []ahp.Message // "now" injections, appended before model.request.before
 
-	// (a) tool.after — one per tool result the model has not seen yet.
-	if x.subs.any(ahp.EventToolAfter) {
-		for _, tr := range newToolResults(x.req) {
-			if x.rw.isSettled(tr.ItemIndex) {
-				continue // a retried request: decided before, its rewrite re-applied
+	// (a) tool.after for each tool result and (b) turn.start for each prompt that the
+	// conversation's records do not cover, in history order: the new ones (the results
+	// after the last assistant message, the trailing prompt) and any older one the store
+	// does not know (rewrites.go: fail-safe). A retried request's new content is known
+	// already and not settled twice.
+	toolAfter, turnStart := x.subs.any(ahp.EventToolAfter), x.subs.any(ahp.EventTurnStart)
+	if toolAfter || turnStart {
+		// A partial list (a Responses delta on server-held history) carries only new
+		// content, with ids derived from positions that repeat from one delta to the next:
+		// there a record cannot tell a retry from an identical new prompt or result, so the
+		// new content is always settled, and not recorded (the provider keeps what the
+		// model saw; the client does not re-send it).
+		newFrom := len(x.req.Items)
+		if listHasGaps(x.req.Gaps) {
+			newFrom = lastRole(x.req.Items, ahp.RoleAssistant) + 1
+			x.rw.partial, x.rw.newFrom = true, newFrom
+		}
+		lastAnswer := lastRole(x.req.Items, ahp.RoleAssistant)
+		for _, u := range settlementUnits(x.req, ps) {
+			if u.start < newFrom && x.rw.knownRun(u.start, u.end) {
+				continue
 			}
-			if out, done := x.toolAfter(tr, &now); done {
+			// Content the model answered already that no record covers: forgotten, or
+			// settled elsewhere (audited as resettled).
+			x.rw.resettling = u.start < lastAnswer
+			var out requestOutcome
+			var done bool
+			switch {
+			case u.result != nil && toolAfter:
+				out, done = x.toolAfter(*u.result, &now)
+			case u.result == nil && turnStart:
+				out, done = x.turnStart(u.start, u.end, &now)
+			}
+			if done {
+				x.rw.resettling = false
 				return out
 			}
 		}
-	}
-
-	// (b) turn.start — the request ends with a new user prompt (not one whose turn.start
-	// was settled and remembered already: a retried request).
-	if ps >= 0 && x.subs.any(ahp.EventTurnStart) && !x.rw.settledFrom(ps, len(x.req.Items)) {
-		if eps := x.rw.at(ps); eps <= len(x.items) {
-			if out, done := x.turnStart(eps, &now); done {
-				return out
-			}
-		}
+		x.rw.resettling = false
 	}
 
 	if n := len(deliveries) + len(now); n > 0 {
@@ -136,24 +166,14 @@ func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOu
 	return requestOutcome{kind: outcomeForward}
 }
 
-// newToolResults returns the tool results the model has not answered yet: those after
-// the last assistant message. Earlier results were resolved by an earlier request of the
-// loop; a tool.after is emitted once per resolved call (SPEC-DIGEST §3.2, §15.3 A.2).
-func newToolResults(req *mapping.Request) []mapping.ToolResult {
-	last := -1
-	for i := len(req.Items) - 1; i >= 0; i-- {
-		if req.Items[i].Role == ahp.RoleAssistant {
-			last = i
-			break
+// lastRole is the index of the last message with role, or -1.
+func lastRole(items []ahp.Message, role string) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role == role {
+			return i
 		}
 	}
-	var out []mapping.ToolResult
-	for _, tr := range req.ToolResults {
-		if tr.ItemIndex > last && tr.ItemIndex < len(req.Items) {
-			out = append(out, tr)
-		}
-	}
-	return out
+	return -1
 }
 
 // settledRefusalOrStop enforces the outcomes shared by every request-side boundary:
@@ -223,37 +243,58 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 		x.changed = true
 		enforcement = EnforceRewritten
 		// The agent re-sends the original with every later request: hold the decision.
-		x.noteRewrite(r.ItemIndex, 1, x.items[idx:idx+1], ahp.EventToolAfter)
+		x.noteSettled(r.ItemIndex, 1, x.items[idx:idx+1], ahp.EventToolAfter)
+	} else {
+		x.noteSettled(r.ItemIndex, 1, nil, ahp.EventToolAfter)
 	}
-	if x.takeInjections(st, ev.ID, now, deliverNextTurn) {
+	if x.takeInjections(st, ev.ID, now, state.NextTurn) {
 		enforcement = EnforceRewritten
 	}
 	x.audit(ev, st, DeliveryIntercept, enforcement, call.ID, name)
 	return requestOutcome{}, false
 }
 
-// turnStart builds and settles turn.start over the trailing prompt (items[ps:], ps an
-// index of the effective list).
-func (x *exchange) turnStart(ps int, now *[]ahp.Message) (requestOutcome, bool) {
+// turnStart builds and settles turn.start over the prompt req.Items[start:end] (the
+// trailing prompt, or an earlier one the store does not know), as it stands in the
+// effective list.
+func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome, bool) {
+	es, ee := x.rw.at(start), x.rw.at(end)
+	if es > ee || ee > len(x.items) {
+		return requestOutcome{}, false
+	}
 	ev := x.newEvent(ahp.EventTurnStart)
+	// The same prompt settled again (a retry, or content the store forgot) is the same
+	// event: its id is derived from the prompt's messages, so a backend can treat it as a
+	// duplicate (AHP-CORE-004).
+	ids := make([]string, 0, 4+end-start)
+	ids = append(ids, x.s.source, ahp.EventTurnStart, x.session.ID)
+	for _, m := range x.req.Items[start:end] {
+		ids = append(ids, m.ID)
+	}
+	ev.ID = derive("evt_", ids...)
+	if end < len(x.req.Items) {
+		// An earlier prompt: its own turn, as its requests named it.
+		turn := turnFor(x.session.ID, x.req.Items[:end])
+		ev.Turn = &turn
+	}
 	ev.Trigger = "user"
-	ev.Items = shareMessages(x.items[ps:])
+	ev.Items = shareMessages(x.items[es:ee])
 	st := x.settle(ev, capsTurnStart())
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
 	enforcement := EnforceForwarded
 	if st.Modified && st.Event != nil {
-		// modify(prompt): the effective prompt replaces the trailing prompt messages.
-		x.items = append(x.items[:ps:ps], cloneMessages(st.Event.Items)...)
-		x.changed = true
+		// modify(prompt): the effective prompt replaces the prompt's messages, and is
+		// held for the rest of the conversation, keyed by the client's prompt messages.
+		effective := cloneMessages(st.Event.Items)
+		x.splice(start, end-start, effective)
 		enforcement = EnforceRewritten
-		// Held for the rest of the conversation, keyed by the client's prompt messages.
-		if ops := x.req.PromptStart; ops >= 0 {
-			x.noteRewrite(ops, len(x.req.Items)-ops, x.items[ps:], ahp.EventTurnStart)
-		}
+		x.noteSettled(start, end-start, effective, ahp.EventTurnStart)
+	} else {
+		x.noteSettled(start, end-start, nil, ahp.EventTurnStart)
 	}
-	if x.takeInjections(st, ev.ID, now, deliverNextTurn) {
+	if x.takeInjections(st, ev.ID, now, state.NextTurn) {
 		enforcement = EnforceRewritten
 	}
 	x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
@@ -291,7 +332,7 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 			return requestOutcome{kind: outcomeRefused, err: x.rt.internalError(fmt.Errorf("supplied result: %w", err))}, true
 		}
 		var discard []ahp.Message
-		x.takeInjections(st, ev.ID, &discard, deliverNextTurn) // next_turn still applies
+		x.takeInjections(st, ev.ID, &discard, state.NextTurn) // next_turn still applies
 		x.audit(ev, st, DeliveryIntercept, EnforceSupplied, "", "")
 		return requestOutcome{kind: outcomeSupplied, supplied: msgs}, true
 	}
@@ -306,7 +347,7 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 		enforcement = EnforceRewritten
 	}
 	var now []ahp.Message
-	if x.takeInjections(st, ev.ID, &now, deliverNextTurn) {
+	if x.takeInjections(st, ev.ID, &now, state.NextTurn) {
 		enforcement = EnforceRewritten
 	}
 	if len(now) > 0 {
@@ -324,15 +365,13 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 
 // takeInjections appends a settlement's "now" injections to now and stores its
 // next_turn injections under the given delivery kind. It reports whether any was taken.
-func (x *exchange) takeInjections(st *chain.Settlement, eventID string, now *[]ahp.Message, later string) bool {
+func (x *exchange) takeInjections(st *chain.Settlement, eventID string, now *[]ahp.Message, later state.Deferral) bool {
 	if len(st.Injections) == 0 {
 		return false
 	}
 	n, next := x.injections(st, eventID)
 	*now = append(*now, n...)
-	if len(next) > 0 {
-		x.s.store.Put(x.storeKey(later), next)
-	}
+	x.deferInjections(later, next)
 	return len(n)+len(next) > 0
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/state"
 )
 
 // Response side of a model boundary (DESIGN §2, SPEC-DIGEST §15.3 B): model.response.after,
@@ -395,12 +396,8 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 		// Both delivery times lie in a later request: "now" is the next model call
 		// (the one carrying this call's result), next_turn the next prompt.
 		now, next := x.injections(st, ev.ID)
-		if len(now) > 0 {
-			x.s.store.Put(x.storeKey(deliverNextCall), now)
-		}
-		if len(next) > 0 {
-			x.s.store.Put(x.storeKey(deliverNextTurn), next)
-		}
+		x.deferInjections(state.NextCall, now)
+		x.deferInjections(state.NextTurn, next)
 	}
 	x.audit(ev, st, DeliveryIntercept, enforcement, c.ID, c.Name)
 	return v, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 )
 
 const (
@@ -63,7 +63,7 @@ type chatMessage struct {
 func decodeChat(t *testing.T, h http.Header, body []byte) chatMessage {
 	t.Helper()
 	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
-		asm := openai.NewChat().NewAssembler()
+		asm := chat.NewChat().NewAssembler()
 		_, _ = asm.Write(body)
 		b, err := asm.Body()
 		if err != nil {
@@ -556,11 +556,17 @@ func TestTurnStartModifyPromptAndDeny(t *testing.T) {
 	if status != 403 || !strings.Contains(string(body), "topic not allowed") || len(up.requests()) != 1 {
 		t.Fatalf("turn.start deny: %d %s", status, body)
 	}
-	// A tool loop does not end with a prompt: no turn.start.
+	// A tool loop does not end with a prompt: its only turn.start is for the earlier
+	// prompt this proxy never settled (fail-safe, at least once), and the next request of
+	// the loop, whose prompt is now known, emits none.
 	n := len(pol.callsOf("turn.start"))
 	post(t, px.URL+chatPath, chatToolLoop, nil)
-	if len(pol.callsOf("turn.start")) != n {
-		t.Fatal("turn.start emitted for a request ending with tool results")
+	if got := len(pol.callsOf("turn.start")); got != n+1 {
+		t.Fatalf("turn.start for an unknown earlier prompt: %d calls, want %d", got-n, 1)
+	}
+	post(t, px.URL+chatPath, chatToolLoop, nil)
+	if got := len(pol.callsOf("turn.start")); got != n+1 {
+		t.Fatal("turn.start emitted again for a request ending with tool results whose prompt was settled")
 	}
 	assertValidIntercepts(t, pol)
 }

@@ -44,7 +44,7 @@ type exchange struct {
 	attempt   ahp.Attempt
 	principal string       // hash of the client's credentials; scopes store keys, never sent
 	secrets   []string     // the client's credential values, to scrub provider error text
-	rw        rewriteState // remembered rewrites re-applied and accepted (rewrites.go)
+	rw        rewriteState // settlement records re-applied and made (rewrites.go)
 
 	settlements []*chain.Settlement
 	observing   sync.WaitGroup // observe-only deliveries started by this request
@@ -71,13 +71,13 @@ type finalResponse struct {
 }
 
 // serveBoundaries is the boundary pipeline of one translated request (DESIGN §2).
-func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapping.Translator, subs subscriptions, requestOnly bool) {
-	x, err := rt.newExchange(r, tr, subs)
+func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
+	x, err := rt.newExchange(r, ep.tr, subs, ep.pathModel)
 	if err != nil {
 		rt.s.writeError(w, r, rt, err)
 		return
 	}
-	x.requestOnly = requestOnly
+	x.requestOnly = ep.requestOnly
 	// The decoded request is held until the exchange ends: it counts against the
 	// server-wide budget (issue 13 §6).
 	n := int64(len(x.req.Original))
@@ -104,7 +104,9 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, tr mapp
 	x.afterDelivery()
 }
 
-func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions) (*exchange, error) {
+// pathModel is the model the path names (an Azure deployment), used when the body names
+// none.
+func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*exchange, error) {
 	limit := rt.s.limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		return nil, rt.tooLarge(limit)
@@ -136,6 +138,9 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
+	if req.Model == "" {
+		req.Model = pathModel
+	}
 	x.model = ahp.Model{ID: req.Model, Provider: tr.Provider()}
 	if x.model.ID == "" {
 		x.model.ID = "unknown"
@@ -144,19 +149,26 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	x.attempt = ahp.Attempt{ID: "att_" + randomHex() + "-1", Number: 1, Synthesized: true}
 	x.principal, x.secrets = credentialsOf(r.Header)
 	if r.URL.RawQuery != "" {
+		n := len(x.secrets)
 		x.secrets = querySecrets(r.URL.Query(), x.secrets)
+		if len(x.secrets) > n {
+			// a ?key= credential (Gemini) scopes the store like a header credential
+			x.principal = derive("", append([]string{x.principal}, x.secrets[n:]...)...)
+		}
 	}
 	return x, nil
 }
 
 // credentialHeaders carry client credentials. Their values are forwarded untouched and
 // otherwise only hashed (store scoping) or used to scrub error text; never logged.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization"}
+// X-Goog-Api-Key is Gemini's (and Azure's api-key is Api-Key): they scope the store as the
+// others do, so two Gemini tenants never share remembered rewrites or injections.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"}
 
 // echoedHeaders carry values an upstream may echo in an error body and that must not
-// reach events either (issue 13 §7): Gemini's key, cookies, OpenAI organization and
-// project ids. They do not scope the store.
-var echoedHeaders = []string{"X-Goog-Api-Key", "Cookie", "Openai-Organization", "Openai-Project", "Anthropic-Admin-Key"}
+// reach events either (issue 13 §7): cookies, OpenAI organization and project ids. They do
+// not scope the store.
+var echoedHeaders = []string{"Cookie", "Openai-Organization", "Openai-Project", "Anthropic-Admin-Key"}
 
 // credentialQueryKeys are query parameters that carry a key (?key= for Gemini).
 var credentialQueryKeys = []string{"key", "api_key", "api-key"}
@@ -221,18 +233,6 @@ func (x *exchange) scrub(s string) string {
 	return keyLike.ReplaceAllString(s, "[redacted]")
 }
 
-// Store keys: deferred injections are scoped to the session and to the client's
-// credentials, so that two tenants whose synthesized session ids collide (same opening
-// prompt) never receive each other's context.
-const (
-	deliverNextCall = "next_call" // "now" accepted at tool.before: the next model call
-	deliverNextTurn = "next_turn"
-)
-
-func (x *exchange) storeKey(kind string) string {
-	return kind + "\x00" + x.session.ID + "\x00" + x.principal
-}
-
 // newEvent starts an event of this exchange with a fresh identity.
 func (x *exchange) newEvent(typ string) *ahp.Event {
 	sess, turn := x.session, x.turn
@@ -290,6 +290,8 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 	switch ev.Type {
 	case ahp.EventModelRequestBefore:
 		rec.Reapplied = x.rw.applied
+	case ahp.EventToolAfter, ahp.EventTurnStart:
+		rec.Resettled = x.rw.resettling
 	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
 		rec.Held = x.held
 		if rec.Held == "" {

@@ -14,7 +14,8 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/anthropic"
-	"github.com/hookproxy/hookproxy/mapping/openai"
+	"github.com/hookproxy/hookproxy/mapping/gemini"
+	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 	"github.com/hookproxy/hookproxy/mapping/openai/responses"
 )
 
@@ -24,16 +25,20 @@ import (
 func translatorTable(api string) (table map[string]mapping.Translator, errT mapping.Translator) {
 	switch api {
 	case config.APIOpenAI:
-		chat := openai.NewChat()
+		cc := chat.NewChat()
 		return map[string]mapping.Translator{
-			"/v1/chat/completions": chat,
+			"/v1/chat/completions": cc,
 			"/v1/responses":        responses.New(),
-			"/v1/embeddings":       openai.NewEmbeddings(),
-			"/v1/completions":      openai.NewCompletions(),
-		}, chat
+			"/v1/embeddings":       chat.NewEmbeddings(),
+			"/v1/completions":      chat.NewCompletions(),
+		}, cc
 	case config.APIAnthropic:
 		msgs := anthropic.NewMessages()
 		return map[string]mapping.Translator{"/v1/messages": msgs, countTokensPath: msgs}, msgs
+	case config.APIGemini:
+		// Gemini names the model and the call in the path: endpoints are parsed per
+		// request (route.lookup); the table stays empty but marks a model route.
+		return map[string]mapping.Translator{}, gemini.New()
 	}
 	return nil, nil
 }
@@ -66,7 +71,7 @@ func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
 	rt := &route{s: s, prefix: prefix, api: rc.API, upstream: up, allowRedirects: rc.AllowRedirects,
 		unmappedForward: rc.Unmapped == config.UnmappedForward}
 	switch rc.API {
-	case config.APIOpenAI, config.APIAnthropic:
+	case config.APIOpenAI, config.APIAnthropic, config.APIGemini:
 		rt.translators, rt.errT = translatorTable(rc.API)
 	case config.APIPassthrough:
 	case config.APIMCP:
@@ -80,9 +85,9 @@ func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
 		}
 		rt.mcp = h
 	case "":
-		return nil, errors.New("api is required (openai | anthropic | mcp | passthrough)")
+		return nil, errors.New("api is required (openai | anthropic | gemini | mcp | passthrough)")
 	default:
-		return nil, fmt.Errorf("unknown api %q (want openai | anthropic | mcp | passthrough)", rc.API)
+		return nil, fmt.Errorf("unknown api %q (want openai | anthropic | gemini | mcp | passthrough)", rc.API)
 	}
 	rt.rp = rt.newReverseProxy()
 	return rt, nil
@@ -165,8 +170,8 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rt.translators != nil {
-		key := endpointKey(rest)
-		tr := rt.translators[key]
+		ep := rt.lookup(rest, r.URL)
+		key, tr := ep.key, ep.tr
 		if tr != nil && r.Method != http.MethodPost && r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodOptions {
 			// A mapped endpoint takes its input by POST only; another method with a
 			// body would reach the upstream unexamined.
@@ -187,7 +192,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// models policy applies to every endpoint that names a model).
 			if r.Method == http.MethodPost && isJSONContent(r.Header) {
 				if subs := rt.s.subscriptions().requestOnly(); subs != nil {
-					rt.serveBoundaries(w, r, mapping.OpaqueJSON(rt.errT), subs, true)
+					rt.serveBoundaries(w, r, endpoint{key: key, tr: mapping.OpaqueJSON(rt.errT), requestOnly: true}, subs)
 					return
 				}
 			}
@@ -196,16 +201,78 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
 			// hookproxy adds no decoding either (DESIGN §1 fast path).
 			subs := rt.s.subscriptions()
-			if requestOnly[key] {
+			if ep.requestOnly {
 				subs = subs.requestOnly()
 			}
 			if subs != nil {
-				rt.serveBoundaries(w, r, tr, subs, requestOnly[key])
+				rt.serveBoundaries(w, r, ep, subs)
 				return
 			}
 		}
 	}
 	rt.forward(w, r)
+}
+
+// endpoint is the mapped endpoint a request reaches: its key (for refusals and metrics),
+// its translator (nil when the route does not map it), whether it is examined at
+// model.request.before only, and the model its path names (Azure deployments; "" when
+// the body names it).
+type endpoint struct {
+	key         string
+	tr          mapping.Translator
+	requestOnly bool
+	pathModel   string
+}
+
+// lookup finds the endpoint of rest (the path after the route prefix).
+func (rt *route) lookup(rest string, u *url.URL) endpoint {
+	key := endpointKey(rest)
+	switch rt.api {
+	case config.APIGemini:
+		alt := ""
+		if strings.Contains(u.RawQuery, "alt") {
+			alt = u.Query().Get("alt")
+		}
+		if gep, ok := gemini.ParseEndpoint(rest, alt); ok {
+			return endpoint{key: key, tr: gemini.For(gep), requestOnly: gep.RequestOnly()}
+		}
+		return endpoint{key: key}
+	case config.APIOpenAI:
+		if k, model, ok := azureEndpoint(rest); ok && rt.translators[k] != nil {
+			return endpoint{key: k, tr: rt.translators[k], requestOnly: requestOnly[k], pathModel: model}
+		}
+	}
+	return endpoint{key: key, tr: rt.translators[key], requestOnly: requestOnly[key]}
+}
+
+// azureEndpoint reads the Azure OpenAI forms of an OpenAI endpoint:
+// /openai/deployments/{deployment}/chat/completions (the deployment is the model),
+// /openai/v1/chat/completions and /openai/responses (with ?api-version=). key is the
+// OpenAI endpoint they are ("/v1/chat/completions").
+func azureEndpoint(rest string) (key, deployment string, ok bool) {
+	p, found := strings.CutPrefix(rest, "/")
+	if !found {
+		return "", "", false
+	}
+	first, p, found := strings.Cut(p, "/")
+	if !found || !strings.EqualFold(first, "openai") {
+		return "", "", false
+	}
+	seg, tail, _ := strings.Cut(p, "/")
+	switch {
+	case strings.EqualFold(seg, "deployments"):
+		deployment, tail, found = strings.Cut(tail, "/")
+		if !found || deployment == "" {
+			return "", "", false
+		}
+		if u, err := url.PathUnescape(deployment); err == nil {
+			deployment = u
+		}
+		return endpointKey("/v1/" + tail), deployment, true
+	case strings.EqualFold(seg, "v1"):
+		return endpointKey("/v1/" + tail), "", true
+	}
+	return endpointKey("/v1/" + p), "", true
 }
 
 // isJSONContent reports whether the request says its body is JSON.
@@ -221,6 +288,9 @@ func carriesInput(method string) bool {
 
 // enforced lists the endpoints a model route maps, for the refusal of the others.
 func (rt *route) enforced() string {
+	if rt.api == config.APIGemini {
+		return "POST /{v1,v1beta}/models/{model}:generateContent, :streamGenerateContent and :countTokens (and their Vertex AI forms)"
+	}
 	var eps []string
 	for k := range rt.translators {
 		eps = append(eps, "POST "+k)
@@ -323,7 +393,7 @@ func (m subscriptions) any(t string) bool { s := m[t]; return s.intercept || s.o
 // (system, messages, tools) to the upstream without a model call (issue 12).
 const countTokensPath = "/v1/messages/count_tokens"
 
-// requestOnly are the mapped endpoints whose input is examined at model.request.before
+// requestOnly are the mapped endpoints (of the table) whose input is examined at model.request.before
 // only: token counting, embeddings and legacy completions carry model input but no turn
 // and no response the chain maps (issue 12, issue 13 §2).
 var requestOnly = map[string]bool{countTokensPath: true, "/v1/embeddings": true, "/v1/completions": true}

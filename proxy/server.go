@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/state"
 )
 
 // Options configure a Server. Zero values take the documented defaults.
@@ -29,12 +30,14 @@ type Options struct {
 	Logger *zap.Logger
 	// Auditor receives one record per settled boundary (default: none).
 	Auditor Auditor
-	// Store holds deferred injections (default: NewMemoryStore(0, 0)).
-	Store Store
-	// Rewrites remembers the rewrites settled in each conversation, to re-apply them to
-	// its later requests; share it when several replicas run (default: Store when it
-	// implements RewriteStore, as MemoryStore does, else NewMemoryRewriteStore(0, 0)).
-	Rewrites RewriteStore
+	// State holds the conversation state across requests: settlement records and
+	// deferred injections (default: state.NewMemory(0, 0)). Share one Redis store when
+	// several replicas run; keep one store across configuration reloads. The Server does
+	// not close it.
+	State state.Store
+	// StoreHealth tracks outages of State, so that one is logged once; share it across
+	// the servers of consecutive reloads (default: one per Server).
+	StoreHealth *StoreHealth
 	// Transport overrides the upstream round tripper (default: one shared
 	// *http.Transport built from cfg.Limits).
 	Transport http.RoundTripper
@@ -72,8 +75,8 @@ type Server struct {
 	chain     *chain.Chain
 	log       *zap.Logger
 	auditor   Auditor
-	store     Store
-	rewrites  RewriteStore
+	state     state.Store
+	health    *StoreHealth
 	transport http.RoundTripper
 	source    string
 	limits    config.Limits
@@ -99,8 +102,8 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 		chain:     ch,
 		log:       opts.Logger,
 		auditor:   opts.Auditor,
-		store:     opts.Store,
-		rewrites:  opts.Rewrites,
+		state:     opts.State,
+		health:    opts.StoreHealth,
 		transport: opts.Transport,
 		source:    cfg.Source,
 		limits:    withDefaultLimits(cfg.Limits),
@@ -110,15 +113,11 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	if s.store == nil {
-		s.store = NewMemoryStore(0, 0)
+	if s.state == nil {
+		s.state = state.NewMemory(0, 0)
 	}
-	if s.rewrites == nil {
-		if rs, ok := s.store.(RewriteStore); ok {
-			s.rewrites = rs // one store for all conversation state; it survives reloads
-		} else {
-			s.rewrites = NewMemoryRewriteStore(0, 0)
-		}
+	if s.health == nil {
+		s.health = &StoreHealth{}
 	}
 	if s.source == "" {
 		s.source = config.DefaultSource()

@@ -1,138 +1,133 @@
 package proxy
 
 import (
-	"sync"
-	"time"
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/state"
 )
 
-// Store holds the little state hookproxy needs across requests: injected context whose
-// delivery is deferred to a later model call (SPEC-DIGEST §5.2 inject deliverAt
-// next_turn, and "now" injections accepted at tool.before, whose next model call is the
-// next request). Keys are session-scoped and opaque to the store. Implementations must
-// be safe for concurrent use; a shared implementation lets several replicas serve one
-// session. The other piece of conversation state, settled rewrites, has its own
-// interface (RewriteStore) so that existing Store implementations keep compiling;
-// MemoryStore implements both.
-type Store interface {
-	// Put appends msgs to the messages pending under key.
-	Put(key string, msgs []ahp.Message)
-	// Take removes and returns the messages pending under key, oldest first.
-	Take(key string) []ahp.Message
+// The proxy's side of the conversation state (package state): which scope a request
+// belongs to, and what a request does when the store fails. A failure is never a silent
+// pass: it is counted (StoreMetrics), logged once per outage (StoreHealth), and then
+// either everything the request carries is treated as unknown and settled again
+// (state.onStoreFailure re-settle, the default; see rewrites.go for why that is safe), or
+// the request is refused (fail-closed).
+
+// StoreMetrics is the optional Metrics capability that counts store failures.
+type StoreMetrics interface {
+	// StoreFailure counts one failed store operation (op: load, record, defer) handled
+	// under mode (re-settle or fail-closed).
+	StoreFailure(op, mode string)
 }
 
-// Defaults of the in-memory store.
+// StoreHealth tracks whether the state store is in an outage, so that an outage is
+// logged once when it starts and once when it ends, not once per request. Share one
+// across the servers of consecutive configuration generations.
+type StoreHealth struct{ down atomic.Bool }
+
+// Down reports whether the last store operation failed.
+func (h *StoreHealth) Down() bool { return h.down.Load() }
+
+// Store operations, as counted and logged.
 const (
-	DefaultStoreKeys = 10000
-	DefaultStoreTTL  = time.Hour
-	// maxPendingPerKey bounds one key; the oldest messages are dropped beyond it.
-	maxPendingPerKey = 256
+	storeOpLoad   = "load"
+	storeOpRecord = "record"
+	storeOpDefer  = "defer"
 )
 
-// MemoryStore is the in-memory Store: bounded in keys (the oldest key is evicted when
-// full) and in time (entries expire TTL after their last Put).
-type MemoryStore struct {
-	mu      sync.Mutex
-	maxKeys int
-	ttl     time.Duration
-	now     func() time.Time
-	entries map[string]*pending
-	order   []string // keys in first-Put order, for eviction; may hold stale keys
-	// rewrites is the rewrite memory (rewrites.go), kept here so that the one store a
-	// deployment shares across reloads carries it too.
-	rewrites *MemoryRewriteStore
+// scope is the exchange's state scope: its session under its tenant (the client's
+// credential hash), so that two tenants whose synthesized session ids collide (same
+// opening prompt) never receive each other's state.
+func (x *exchange) scope() state.Scope {
+	return state.Scope{Tenant: x.principal, Session: x.session.ID}
 }
 
-type pending struct {
-	msgs    []ahp.Message
-	expires time.Time
-}
+// failClosed reports whether a store failure refuses the request.
+func (s *Server) failClosed() bool { return s.cfg.State.OnStoreFailure == config.StateFailClosed }
 
-var _ Store = (*MemoryStore)(nil)
-
-// NewMemoryStore returns an in-memory store; zero arguments take the defaults.
-func NewMemoryStore(maxKeys int, ttl time.Duration) *MemoryStore {
-	if maxKeys <= 0 {
-		maxKeys = DefaultStoreKeys
+// storeFailed counts and (once per outage) logs a failed store operation.
+func (s *Server) storeFailed(ctx context.Context, op string, err error) {
+	mode := s.cfg.State.OnStoreFailure
+	if mode == "" {
+		mode = config.StateReSettle
 	}
-	if ttl <= 0 {
-		ttl = DefaultStoreTTL
+	if m, ok := s.metrics.(StoreMetrics); ok {
+		m.StoreFailure(op, mode)
 	}
-	return &MemoryStore{maxKeys: maxKeys, ttl: ttl, now: time.Now, entries: map[string]*pending{},
-		rewrites: NewMemoryRewriteStore(maxKeys, 0)}
+	if s.health.down.CompareAndSwap(false, true) {
+		what := "every tool result and prompt is settled again until it returns"
+		if mode == config.StateFailClosed {
+			what = "requests are refused until it returns"
+		}
+		s.logAt(ctx, zapcore.ErrorLevel, "state store unavailable: "+what,
+			zap.String("op", op), zap.String("onStoreFailure", mode), zap.Error(err))
+	}
 }
 
-// Put implements Store.
-func (s *MemoryStore) Put(key string, msgs []ahp.Message) {
+// storeOK ends an outage.
+func (s *Server) storeOK(ctx context.Context) {
+	if s.health.down.Load() && s.health.down.CompareAndSwap(true, false) {
+		s.logAt(ctx, zapcore.InfoLevel, "state store available again")
+	}
+}
+
+// storeUnavailable is the fail-closed refusal: 503 in the provider's error format.
+func (rt *route) storeUnavailable() *httpError {
+	return &httpError{status: http.StatusServiceUnavailable, body: rt.errorBody(http.StatusServiceUnavailable,
+		mapping.UpstreamFailureType(rt.provider()), "hookproxy.state_unavailable",
+		"hookproxy cannot reach its conversation state store; retry later")}
+}
+
+// loadState reads the records of the conversation and takes its deferred injections, in
+// one store round trip. When the store fails, the request either goes on with an empty
+// snapshot (re-settle: everything is unknown, so every hook runs again) or is refused.
+// A non-nil outcome ends the request.
+func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOutcome) {
+	// Records are keyed by the id of the first message they cover: only the request's own
+	// messages can have one that matters.
+	ids := make([]string, len(x.req.Items))
+	for i := range x.req.Items {
+		ids[i] = x.req.Items[i].ID
+	}
+	snap, err := x.s.state.Load(x.ctx, x.scope(), ids, take...)
+	if err != nil {
+		if x.ctx.Err() != nil {
+			return state.Snapshot{}, &requestOutcome{kind: outcomeInterrupted}
+		}
+		x.s.storeFailed(x.ctx, storeOpLoad, err)
+		if x.s.failClosed() {
+			return state.Snapshot{}, &requestOutcome{kind: outcomeRefused, err: x.rt.storeUnavailable()}
+		}
+		return state.Snapshot{}, nil
+	}
+	x.s.storeOK(x.ctx)
+	return snap, nil
+}
+
+// deferInjections queues msgs for a later model call of the conversation. A failure is
+// counted and logged: the injection is lost (never delivered twice), which is what an
+// outage of the store can cost.
+func (x *exchange) deferInjections(kind state.Deferral, msgs []ahp.Message) {
 	if len(msgs) == 0 {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	e, ok := s.entries[key]
-	if ok && now.After(e.expires) {
-		e.msgs = nil
+	// A deferral outlives the client's request: it is written even if the client left.
+	err := x.s.state.Defer(context.WithoutCancel(x.ctx), x.scope(), kind, msgs)
+	switch {
+	case err == nil:
+		x.s.storeOK(x.ctx)
+	case errors.Is(err, state.ErrTooLarge):
+		x.s.logAt(x.ctx, zapcore.WarnLevel, "deferred injection too large for the state store; not delivered", zap.String("deliverAt", string(kind)))
+	default:
+		x.s.storeFailed(x.ctx, storeOpDefer, err)
 	}
-	if !ok {
-		if len(s.order) >= 2*s.maxKeys {
-			s.compact(now)
-		}
-		s.evict(now)
-		e = &pending{}
-		s.entries[key] = e
-		s.order = append(s.order, key)
-	}
-	e.msgs = append(e.msgs, msgs...)
-	if n := len(e.msgs); n > maxPendingPerKey {
-		e.msgs = append([]ahp.Message(nil), e.msgs[n-maxPendingPerKey:]...)
-	}
-	e.expires = now.Add(s.ttl)
-}
-
-// Take implements Store.
-func (s *MemoryStore) Take(key string) []ahp.Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.entries[key]
-	if !ok {
-		return nil
-	}
-	delete(s.entries, key)
-	if s.now().After(e.expires) {
-		return nil
-	}
-	return e.msgs
-}
-
-// evict makes room for one more key: expired entries first, then the oldest keys.
-func (s *MemoryStore) evict(now time.Time) {
-	if len(s.entries) < s.maxKeys {
-		return
-	}
-	s.compact(now)
-	for len(s.entries) >= s.maxKeys && len(s.order) > 0 {
-		delete(s.entries, s.order[0])
-		s.order = s.order[1:]
-	}
-}
-
-// compact drops expired entries and order slots of keys that were taken or repeated.
-func (s *MemoryStore) compact(now time.Time) {
-	seen := make(map[string]bool, len(s.entries))
-	live := s.order[:0]
-	for _, k := range s.order {
-		e, ok := s.entries[k]
-		if !ok || seen[k] {
-			continue
-		}
-		if now.After(e.expires) {
-			delete(s.entries, k)
-			continue
-		}
-		seen[k] = true
-		live = append(live, k)
-	}
-	s.order = live
 }

@@ -278,3 +278,62 @@ func TestComposeTopology(t *testing.T) {
 		checkToolCallRemoved(t, status, body)
 	})
 }
+
+// TestComposeHAProfile: the `ha` profile is Redis, two replicas (each with its policy
+// server sidecar) whose configuration puts the conversation state on that Redis, and a
+// load balancer that sends to both; the replicas' configuration passes validate.
+func TestComposeHAProfile(t *testing.T) {
+	c := loadCompose(t)
+	for _, name := range []string{"redis", "hookproxy-a", "policy-server-a", "hookproxy-b", "policy-server-b", "lb"} {
+		s, ok := c.Services[name]
+		if !ok {
+			t.Fatalf("service %s is missing", name)
+		}
+		if !slices.Equal(s.Profiles, []string{"ha"}) {
+			t.Errorf("%s: profiles %v, want [ha]", name, s.Profiles)
+		}
+		for _, v := range s.Volumes {
+			if src := strings.Split(v, ":")[0]; src != "" {
+				if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
+					t.Errorf("%s: mounts %s, which does not exist", name, src)
+				}
+			}
+		}
+	}
+	if !strings.HasPrefix(c.Services["redis"].Image, "redis:") {
+		t.Errorf("redis image %q", c.Services["redis"].Image)
+	}
+	for _, r := range []string{"a", "b"} {
+		hp, ps := c.Services["hookproxy-"+r], c.Services["policy-server-"+r]
+		if hp.Command[0] != "serve" || flagValue(hp.Command, "--config") != "/etc/hookproxy/compose/hookproxy-ha.yaml" ||
+			!slices.Contains(hp.DependsOn, "redis") {
+			t.Errorf("hookproxy-%s: command %q, depends_on %v", r, hp.Command, hp.DependsOn)
+		}
+		if ps.NetworkMode != "service:hookproxy-"+r {
+			t.Errorf("policy-server-%s: network_mode %q", r, ps.NetworkMode)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(repoRoot, "deploy/compose/nginx-ha.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"server hookproxy-a:8080;", "server hookproxy-b:8080;", "proxy_buffering off;"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("nginx-ha.conf lacks %q", want)
+		}
+	}
+	if lb := c.Services["lb"]; !slices.Contains(lb.Ports, "127.0.0.1:8088:8080") {
+		t.Errorf("lb ports %v", lb.Ports)
+	}
+	cfg, err := config.Load(filepath.Join(repoRoot, "deploy/compose/hookproxy-ha.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.State.Backend != config.StateRedisBackend || cfg.State.Redis.URL != "redis://redis:6379/0" {
+		t.Errorf("hookproxy-ha.yaml state %+v", cfg.State)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"validate", "--config", filepath.Join(repoRoot, "deploy/compose/hookproxy-ha.yaml")}, &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+		t.Errorf("hookproxy validate hookproxy-ha.yaml: exit %d\n%s", code, stderr.String())
+	}
+}

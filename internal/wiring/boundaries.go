@@ -42,6 +42,7 @@ func AuditRecord(rec proxy.BoundaryRecord) audit.Record {
 	out.Tool = audit.Text(rec.ToolName)
 	out.Enforcement = audit.Enforcement(rec.Enforcement)
 	out.Reapplied = rec.Reapplied
+	out.Resettled = rec.Resettled
 	out.Held = audit.Held(rec.Held)
 	return out
 }

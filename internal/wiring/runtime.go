@@ -21,6 +21,7 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/proxy"
+	"github.com/hookproxy/hookproxy/state"
 )
 
 // retireFlushTimeout bounds the audit flush of a configuration generation retired by a
@@ -34,11 +35,12 @@ const retireFlushTimeout = 10 * time.Second
 // longer shared, chain with its backend processes) only when its last request finished.
 type Runtime struct {
 	log        *zap.Logger
-	metrics    *metrics.Metrics // nil without an admin listener
-	tracer     trace.Tracer     // nil when tracing is off
-	store      proxy.Store      // shared by every generation: deferred injections survive reloads
-	configPath string           // "" = the embedded default
-	level      *zap.AtomicLevel // nil: the level is fixed (set by flag)
+	metrics    *metrics.Metrics   // nil without an admin listener
+	tracer     trace.Tracer       // nil when tracing is off
+	store      state.Store        // shared by every generation: conversation state survives reloads
+	health     *proxy.StoreHealth // the store's outage state, shared by every generation
+	configPath string             // "" = the embedded default
+	level      *zap.AtomicLevel   // nil: the level is fixed (set by flag)
 	load       func(path string) (*config.Config, error)
 
 	cur      atomic.Pointer[generation]
@@ -92,7 +94,7 @@ func newRuntime(o runtimeOptions) *Runtime {
 		log:        o.Logger,
 		metrics:    o.Metrics,
 		tracer:     o.Tracer,
-		store:      proxy.NewMemoryStore(0, 0),
+		health:     &proxy.StoreHealth{},
 		configPath: o.ConfigPath,
 		level:      o.Level,
 		load:       o.Load,
@@ -111,6 +113,13 @@ func newRuntime(o runtimeOptions) *Runtime {
 func (rt *Runtime) start(cfg *config.Config) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	if rt.store == nil {
+		st, err := NewStateStore(cfg.State, rt.log)
+		if err != nil {
+			return err
+		}
+		rt.store = st
+	}
 	g, err := rt.build(cfg, nil)
 	if err != nil {
 		return err
@@ -271,11 +280,12 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 		al.refs.Store(1)
 	}
 	opts := proxy.Options{
-		Logger:     rt.log,
-		Auditor:    &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log},
-		Store:      rt.store,
-		Tracer:     rt.tracer,
-		MCPHandler: proxy.NewMCPHandler,
+		Logger:      rt.log,
+		Auditor:     &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log},
+		State:       rt.store,
+		StoreHealth: rt.health,
+		Tracer:      rt.tracer,
+		MCPHandler:  proxy.NewMCPHandler,
 	}
 	if rt.metrics != nil { // a nil *Metrics in the interface would still cost a call per hook
 		opts.Metrics = rt.metrics
@@ -386,6 +396,13 @@ func (rt *Runtime) restartNotes(old, cfg *config.Config) {
 	if old.Log.Format != cfg.Log.Format {
 		note("log.format", old.Log.Format, cfg.Log.Format)
 	}
+	// The store is opened once: conversation state must outlive reloads. Only
+	// state.onStoreFailure is read per request.
+	was, now := old.State, cfg.State
+	was.OnStoreFailure, now.OnStoreFailure = "", ""
+	if was != now {
+		note("state", was.Backend, now.Backend)
+	}
 }
 
 // digest fingerprints the files cfg was loaded from.
@@ -456,6 +473,11 @@ func (rt *Runtime) Close(ctx context.Context) error {
 				d = time.Until(dl)
 			}
 			g.close(d)
+		}
+	}
+	if rt.store != nil {
+		if err := rt.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("state store: %w", err))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,235 @@
+// Package gemini translates the Google Gemini API (generateContent, streamGenerateContent
+// and countTokens, in its v1 and v1beta versions, and the same calls on Vertex AI) to
+// canonical AHP content and back (SPEC-DIGEST §4, §15.3–15.5).
+//
+// Gemini names the model and the call in the path
+// (/v1beta/models/{model}:streamGenerateContent), not in the body, so a translator is
+// bound to one endpoint (ParseEndpoint, For); the translators themselves are stateless.
+//
+// Request side: systemInstruction becomes one system message; each native content becomes
+// a canonical message (role "model" is assistant, "user" or no role is user), except that
+// every functionResponse part is split out into its own role-tool message, so a native
+// user content [functionResponse, functionResponse, text] becomes canonical
+// [tool, tool, user]. Encoding walks the effective canonical list back onto the original
+// body: unchanged contents and parts are copied byte for byte, split user contents are
+// regrouped, and only what changed is re-rendered.
+//
+// Response side: each candidate becomes one assistant message; functionCall parts are
+// tool_call parts (mapping.ToolCallPart), thought parts are reasoning. A streamed response
+// is assembled from its chunks (the SSE form with alt=sse, or the JSON array without it).
+//
+// Choices the API leaves open, made here:
+//   - a functionCall without a native id gets a derived one from its name and arguments
+//     (numbered when the same call repeats in one message), so the call keeps its id from
+//     the response to every later request that replays it, whatever else was removed;
+//   - a functionResponse is joined to the call it answers by id, else by name in the
+//     model content before it, in order;
+//   - inlineData and fileData parts are attachment metadata (type and size, never the
+//     bytes); parts the canonical model has no place for (executableCode,
+//     codeExecutionResult, videoMetadata, ...) become text parts with a gap and are
+//     carried natively, byte for byte, while their part is present;
+//   - a system or developer message that is not at the head of the list (an injection
+//     mid-conversation) is rendered as a user text part wrapped in
+//     <system-message>…</system-message>, as Gemini has only user and model contents;
+//   - the JSON-array stream (no alt=sse) is held whole and answered as a one-element array
+//     when it was edited; only the SSE stream is edited call by call.
+package gemini
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/hookproxy/hookproxy/internal/jsontext"
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Provider and tool path of this API (SPEC-DIGEST §15.6 toolPaths).
+const (
+	ProviderName = "gemini"
+	ToolPath     = "hookproxy.gemini.generate_content"
+)
+
+// Methods of the model resource that the translator maps.
+const (
+	MethodGenerate       = "generateContent"
+	MethodStreamGenerate = "streamGenerateContent"
+	MethodCountTokens    = "countTokens"
+)
+
+// Endpoint is one mapped Gemini call: the model resource and the method named in the path,
+// and whether a stream is asked for as server-sent events (alt=sse).
+type Endpoint struct {
+	Version string // v1, v1beta, v1alpha; v1beta1 on Vertex AI
+	Model   string // the model id, without "models/"
+	Method  string // one of the Method* constants
+	SSE     bool   // streamGenerateContent with alt=sse
+}
+
+// Stream reports whether the endpoint streams its answer.
+func (e Endpoint) Stream() bool { return e.Method == MethodStreamGenerate }
+
+// RequestOnly reports whether the endpoint carries model input but no model answer the
+// chain maps (token counting): it is examined at model.request.before only.
+func (e Endpoint) RequestOnly() bool { return e.Method == MethodCountTokens }
+
+// ParseEndpoint reads a mapped Gemini endpoint from a path (after the route prefix) and
+// the request's alt query parameter. The Gemini API serves /{version}/models/{model}:{method}
+// and /{version}/tunedModels/{model}:{method}; Vertex AI serves the same calls under
+// /{version}/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}
+// (and /{version}/publishers/{publisher}/models/{model} in express mode). The method is
+// matched without regard to case, as an endpoint examined too often is safe and one
+// examined too rarely is not.
+func ParseEndpoint(path string, alt string) (Endpoint, bool) {
+	rest, ok := strings.CutPrefix(path, "/")
+	if !ok {
+		return Endpoint{}, false
+	}
+	segs := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	if len(segs) < 3 {
+		return Endpoint{}, false
+	}
+	version := strings.ToLower(segs[0])
+	switch version {
+	case "v1", "v1beta", "v1alpha", "v1beta1":
+	default:
+		return Endpoint{}, false
+	}
+	coll := segs[1 : len(segs)-1]
+	switch {
+	case len(coll) == 1 && (strings.EqualFold(coll[0], "models") || strings.EqualFold(coll[0], "tunedModels")):
+	case len(coll) == 3 && strings.EqualFold(coll[0], "publishers") && strings.EqualFold(coll[2], "models"):
+	case len(coll) == 7 && strings.EqualFold(coll[0], "projects") && strings.EqualFold(coll[2], "locations") &&
+		strings.EqualFold(coll[4], "publishers") && strings.EqualFold(coll[6], "models"):
+	default:
+		return Endpoint{}, false
+	}
+	model, method, ok := strings.Cut(segs[len(segs)-1], ":")
+	if !ok || model == "" {
+		return Endpoint{}, false
+	}
+	for _, s := range coll {
+		if s == "" {
+			return Endpoint{}, false
+		}
+	}
+	e := Endpoint{Version: version, Model: model}
+	switch strings.ToLower(method) {
+	case strings.ToLower(MethodGenerate):
+		e.Method = MethodGenerate
+	case strings.ToLower(MethodStreamGenerate):
+		e.Method = MethodStreamGenerate
+		e.SSE = strings.EqualFold(alt, "sse")
+	case strings.ToLower(MethodCountTokens):
+		e.Method = MethodCountTokens
+	default:
+		return Endpoint{}, false
+	}
+	if strings.EqualFold(coll[0], "tunedModels") {
+		e.Model = "tunedModels/" + model
+	}
+	return e, true
+}
+
+// Translator is the translator of one Gemini endpoint. It is stateless and safe for
+// concurrent use.
+type Translator struct {
+	ep Endpoint
+}
+
+var (
+	_ mapping.Translator    = (*Translator)(nil)
+	_ mapping.StreamEditing = (*Translator)(nil)
+)
+
+// For returns the translator of an endpoint.
+func For(ep Endpoint) *Translator { return &Translator{ep: ep} }
+
+// New returns a translator for plain generateContent calls of no particular model: it
+// renders the route's own errors.
+func New() *Translator { return &Translator{ep: Endpoint{Method: MethodGenerate}} }
+
+// Endpoint is the endpoint the translator is bound to.
+func (t *Translator) Endpoint() Endpoint { return t.ep }
+
+// Provider is the model.provider value.
+func (*Translator) Provider() string { return ProviderName }
+
+// ToolPath is the event path of tool calls seen through this API.
+func (*Translator) ToolPath() string { return ToolPath }
+
+// TerminalFinishReason is the finish reason of a turn that ended without pending calls:
+// Gemini reports STOP for a final answer and for function calls alike.
+func (*Translator) TerminalFinishReason() string { return "STOP" }
+
+// arrayStream reports whether the answer is the JSON-array stream (no alt=sse).
+func (t *Translator) arrayStream() bool { return t.ep.Stream() && !t.ep.SSE }
+
+// statusNames are the google.rpc status names of the HTTP statuses hookproxy answers with.
+var statusNames = map[int]string{
+	http.StatusBadRequest:            "INVALID_ARGUMENT",
+	http.StatusUnauthorized:          "UNAUTHENTICATED",
+	http.StatusForbidden:             "PERMISSION_DENIED",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusMethodNotAllowed:      "UNIMPLEMENTED",
+	http.StatusRequestTimeout:        "DEADLINE_EXCEEDED",
+	http.StatusUpgradeRequired:       "FAILED_PRECONDITION",
+	http.StatusConflict:              "ABORTED",
+	http.StatusRequestEntityTooLarge: "INVALID_ARGUMENT",
+	http.StatusTooManyRequests:       "RESOURCE_EXHAUSTED",
+	http.StatusInternalServerError:   "INTERNAL",
+	http.StatusNotImplemented:        "UNIMPLEMENTED",
+	http.StatusBadGateway:            "UNAVAILABLE",
+	http.StatusServiceUnavailable:    "UNAVAILABLE",
+	http.StatusGatewayTimeout:        "DEADLINE_EXCEEDED",
+}
+
+// ErrorBody renders an error as Gemini does (DESIGN §3):
+// {"error":{"code":403,"message":"...","status":"PERMISSION_DENIED"}}. Gemini's status is
+// the google.rpc code name of the HTTP status; errType does not fit there, so a non-empty
+// code travels in an ErrorInfo detail, where Google's own errors put their reason.
+func (*Translator) ErrorBody(status int, errType, code, message string) []byte {
+	name := statusNames[status]
+	if name == "" {
+		name = "UNKNOWN"
+		if status >= 500 {
+			name = "INTERNAL"
+		}
+	}
+	b := append([]byte(`{"error":{"code":`), strconv.Itoa(status)...)
+	b = append(b, `,"message":`...)
+	b = jsontext.AppendString(b, message)
+	b = append(b, `,"status":`...)
+	b = jsontext.AppendString(b, name)
+	if code != "" {
+		b = append(b, `,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":`...)
+		b = jsontext.AppendString(b, code)
+		b = append(b, `,"domain":"hookproxy"}]`...)
+	}
+	return append(b, "}}"...)
+}
+
+// statusForName is the HTTP status of a google.rpc status name (in-stream errors).
+var statusForName = map[string]int{
+	"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400,
+	"UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "NOT_FOUND": 404, "ABORTED": 409,
+	"ALREADY_EXISTS": 409, "RESOURCE_EXHAUSTED": 429, "CANCELLED": 499, "INTERNAL": 500,
+	"UNKNOWN": 500, "DATA_LOSS": 500, "UNIMPLEMENTED": 501, "UNAVAILABLE": 503, "DEADLINE_EXCEEDED": 504,
+}
+
+// derive hashes parts (NUL-separated) into a short hex id with a prefix.
+func derive(prefix string, parts ...string) string {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return prefix + hex.EncodeToString(h.Sum(nil)[:10])
+}
+
+// partID is the id of the n-th part of message msgID.
+func partID(msgID string, n int) string { return msgID + ".p" + strconv.Itoa(n) }

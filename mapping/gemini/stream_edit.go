@@ -1,0 +1,288 @@
+package gemini
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/mapping"
+)
+
+// Incremental editing of a Gemini SSE stream (issue 11, mapping.StreamEditing). Gemini
+// sends each functionCall whole inside one chunk, so no call spans events: a chunk
+// without a functionCall is relayed byte for byte as it arrives; a chunk with calls is
+// held only while its calls are decided (in stream order), then re-emitted without the
+// removed calls and with rewritten arguments. The notes of removed calls become a text
+// part at the end of the candidate's chunk that carries its finishReason (or, when no
+// chunk does, an event of their own at the stream's end), and a finish reason keeps
+// STOP, which Gemini reports for calls and answers alike.
+
+// NewStreamEditor implements mapping.StreamEditing.
+func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
+	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{}, openHosted: -1}
+	e.sse.Dispatch = e.event
+	e.sse.MaxEvent = 16 << 20
+	return e
+}
+
+type editor struct {
+	t      *Translator
+	out    io.Writer
+	sse    mapping.SSESplitter
+	settle mapping.CallSettler
+	err    error
+	done   bool             // an error event was relayed: nothing more goes out
+	seen   map[int]callIDs  // per candidate index: derived call ids so far
+	notes  map[int][]string // per candidate index: notes not yet emitted
+	// kept and removed count the calls so far: when every call was removed, the finish
+	// reason is STOP, as the held path makes it
+	kept, removed int
+	hosted        []mapping.HostedCall // code Gemini ran, as relayed
+	openHosted    int                  // index in hosted of the code awaiting its result, -1 none
+}
+
+var _ mapping.HostedCallReporter = (*editor)(nil)
+
+// HostedCalls are the code executions the stream carried (executableCode parts, each with
+// the codeExecutionResult that followed it), for observation after the stream.
+func (e *editor) HostedCalls() []mapping.HostedCall { return e.hosted }
+
+// noteHosted records the code executions of a chunk. Only a chunk that names one is read.
+func (e *editor) noteHosted(data []byte, cands gjson.Result) {
+	if !bytes.Contains(data, []byte("xecutableCode")) && !bytes.Contains(data, []byte("odeExecutionResult")) &&
+		!bytes.Contains(data, []byte("xecutable_code")) && !bytes.Contains(data, []byte("ode_execution_result")) {
+		return
+	}
+	cands.ForEach(func(_, c gjson.Result) bool {
+		c.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
+			if ec, _, _ := field(p, "executableCode"); ec.IsObject() {
+				e.hosted = append(e.hosted, mapping.HostedCall{Name: "code_execution", Input: []byte(compactJSON(ec.Raw))})
+				e.openHosted = len(e.hosted) - 1
+				return true
+			}
+			if r, _, _ := field(p, "codeExecutionResult"); r.IsObject() && e.openHosted >= 0 {
+				h := &e.hosted[e.openHosted]
+				h.Result = compactJSON(r.Raw)
+				out := r.Get("outcome").String()
+				h.IsError = out != "" && out != "OUTCOME_OK"
+				e.openHosted = -1
+			}
+			return true
+		})
+		return true
+	})
+}
+
+func (e *editor) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	if e.done {
+		return len(p), nil
+	}
+	if err := e.sse.Write(p); err != nil {
+		e.err = err
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close ends the stream: a partial event is an error (never sent undecided); notes not yet
+// emitted go out in an event of their own.
+func (e *editor) Close() error {
+	if e.err != nil {
+		return e.err
+	}
+	if e.done {
+		return nil
+	}
+	if e.sse.Buffered() > 0 {
+		// A last event without its blank line: complete it, as a client would read it.
+		if err := e.sse.Write([]byte("\n\n")); err != nil {
+			e.err = err
+			return err
+		}
+	}
+	for idx, notes := range e.notes {
+		if len(notes) == 0 {
+			continue
+		}
+		finish := ""
+		if e.kept == 0 {
+			finish = `,"finishReason":"STOP"`
+		}
+		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + quote(strings.Join(notes, "\n")) + `}]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
+		delete(e.notes, idx)
+		if err := writeEvent(e.out, []byte(chunk)); err != nil {
+			e.err = err
+			return err
+		}
+	}
+	return nil
+}
+
+// Fail writes an in-stream Gemini error event.
+func (e *editor) Fail(errType, code, message string) error {
+	e.done = true
+	return writeEvent(e.out, e.t.ErrorBody(statusOfErrType(errType), errType, code, message))
+}
+
+// Held is the size of the event being read: calls are held only inside their own chunk.
+func (e *editor) Held() int { return e.sse.Buffered() }
+
+func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
+	if e.done {
+		return nil
+	}
+	if !hasData || len(bytes.TrimSpace(data)) == 0 {
+		_, err := e.out.Write(raw)
+		return err
+	}
+	if err := strictJSON.Check(data); err != nil {
+		return fmt.Errorf("%w: a stream event is not JSON: %v", mapping.ErrMalformed, err)
+	}
+	chunk := gjson.ParseBytes(data)
+	if !chunk.IsObject() {
+		return fmt.Errorf("%w: a stream chunk is not a JSON object", mapping.ErrMalformed)
+	}
+	if chunk.Get("error").IsObject() {
+		e.done = true
+		_, err := e.out.Write(raw)
+		return err
+	}
+	cands := chunk.Get("candidates")
+	e.noteHosted(data, cands)
+	if !cands.IsArray() || !e.touches(cands) {
+		_, err := e.out.Write(raw)
+		return err
+	}
+	var out []string
+	changed := false
+	var err error
+	cands.ForEach(func(_, c gjson.Result) bool {
+		var r string
+		var ch bool
+		r, ch, err = e.candidate(c)
+		out = append(out, r)
+		changed = changed || ch
+		return err == nil
+	})
+	if err != nil {
+		return err
+	}
+	if !changed {
+		_, err := e.out.Write(raw)
+		return err
+	}
+	obj, err := setRaw(chunk.Raw, "candidates", joinArray(out))
+	if err != nil {
+		return err
+	}
+	return writeEvent(e.out, []byte(obj))
+}
+
+// touches reports whether a chunk has a call to decide or a finish that notes wait for.
+func (e *editor) touches(cands gjson.Result) bool {
+	found := false
+	cands.ForEach(func(_, c gjson.Result) bool {
+		if len(e.notes[int(c.Get("index").Int())]) > 0 && c.Get("finishReason").Exists() {
+			found = true
+			return false
+		}
+		c.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
+			found = isCall(p)
+			return !found
+		})
+		return !found
+	})
+	return found
+}
+
+// candidate decides the calls of one candidate of a chunk and renders what is kept.
+func (e *editor) candidate(c gjson.Result) (string, bool, error) {
+	idx := int(c.Get("index").Int())
+	seen := e.seen[idx]
+	if seen == nil {
+		seen = callIDs{}
+		e.seen[idx] = seen
+	}
+	var parts []string
+	changed := false
+	var err error
+	c.Get("content.parts").ForEach(func(_, p gjson.Result) bool {
+		if !isCall(p) {
+			parts = append(parts, p.Raw)
+			return true
+		}
+		pm := readPart(p) // isCall: one spelling only
+		fc, key := pm.vals[dCall], pm.keys[dCall]
+		var kept bool
+		var r string
+		kept, r, err = e.call(p, fc, key, seen, idx)
+		if err != nil {
+			return false
+		}
+		if kept {
+			parts = append(parts, r)
+		}
+		changed = changed || !kept || r != p.Raw
+		return true
+	})
+	if err != nil {
+		return "", false, err
+	}
+	finishing := c.Get("finishReason").Exists()
+	if notes := e.notes[idx]; len(notes) > 0 && finishing {
+		parts = append(parts, `{"text":`+quote(strings.Join(notes, "\n"))+`}`)
+		delete(e.notes, idx)
+		changed = true
+	}
+	if !changed {
+		return c.Raw, false, nil
+	}
+	r, err := setRaw(c.Raw, "content.parts", joinArray(parts))
+	if err == nil && finishing && e.kept == 0 && e.removed > 0 {
+		r, err = setRaw(r, "finishReason", `"STOP"`)
+	}
+	return r, true, err
+}
+
+// call settles one functionCall part before anything after it is written: a denied call
+// never reaches the client (AHP-DEC-002, AHP-TB-001). The call is decided as the decoder of the assembled
+// response names it: its id (derived ones included) is written into the one-call response
+// the settler reads, and taken out again of what goes to the client.
+func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (kept bool, rendered string, err error) {
+	name := fc.Get("name").String()
+	id := seen.callID(fc, name, callInput(fc))
+	single := p.Raw
+	if !fc.Get("id").Exists() {
+		if single, err = setRaw(single, key+".id", quote(id)); err != nil {
+			return false, "", err
+		}
+	}
+	body := `{"candidates":[{"content":{"role":"model","parts":[` + single + `]},"index":0}]}`
+	kept, out, note, err := e.settle.Settle(e.t, []byte(body))
+	if err != nil {
+		return false, "", err
+	}
+	if !kept {
+		e.removed++
+		if note != "" {
+			e.notes[idx] = append(e.notes[idx], note)
+		}
+		return false, "", nil
+	}
+	e.kept++
+	if string(out) == body {
+		return true, p.Raw, nil
+	}
+	args := gjson.GetBytes(out, "candidates.0.content.parts.0."+key+".args")
+	if !args.Exists() {
+		return false, "", fmt.Errorf("gemini: a rewritten call has no arguments")
+	}
+	r, err := setRaw(p.Raw, key+".args", args.Raw)
+	return true, r, err
+}
