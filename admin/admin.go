@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/conformance"
 )
 
 // Options configure the admin handler. Zero values are usable.
@@ -219,10 +220,13 @@ func (h *handler) dispatch(body []byte) *rpcResponse {
 		return fail(id, ahp.CodeInvalidParams, "Invalid params: hooks/capabilities params admit only protocolVersion", nil)
 	}
 
+	// The conformance claim (AHP-CORE-001) travels as a reverse-DNS extension of the
+	// result (AHP-EXT-001): discovery clients that do not know it ignore it.
 	result, err := json.Marshal(struct {
-		ProtocolVersion string          `json:"protocolVersion"`
-		Manifest        json.RawMessage `json:"manifest"`
-	}{ahp.ProtocolVersion, h.manifest})
+		ProtocolVersion string                       `json:"protocolVersion"`
+		Manifest        json.RawMessage              `json:"manifest"`
+		Extensions      map[string]conformance.Claim `json:"extensions"`
+	}{ahp.ProtocolVersion, h.manifest, map[string]conformance.Claim{conformance.ExtensionKey: conformance.Harness()}})
 	if err != nil {
 		return fail(id, ahp.CodeBackendInternalError, "Internal error", nil)
 	}

@@ -185,7 +185,8 @@ func TestCapabilities(t *testing.T) {
 }
 
 func TestCapabilitiesFixtureRequest(t *testing.T) {
-	// The protocol's own golden discovery request gets a schema-valid answer.
+	// The protocol's own golden discovery request gets a schema-valid answer, which states
+	// the conformance claim (AHP-CORE-001).
 	req, err := os.ReadFile(filepath.Join(ahptest.FixturesDir(t), "http", "capabilities-request.valid.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +197,24 @@ func TestCapabilitiesFixtureRequest(t *testing.T) {
 	}
 	if err := ahptest.Validate(t, "capabilities-response.schema.json", body); err != nil {
 		t.Fatalf("%v\n%s", err, body)
+	}
+	// The answer states the conformance claim (AHP-CORE-001) under a reverse-DNS key.
+	var got struct {
+		Result struct {
+			Extensions map[string]struct {
+				Role     string   `json:"role"`
+				Bindings []string `json:"bindings"`
+				Profiles []string `json:"profiles"`
+			} `json:"extensions"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := got.Result.Extensions["dev.hookproxy.conformance"]
+	if !ok || c.Role != "harness" || strings.Join(c.Bindings, ",") != "http,stdio" ||
+		strings.Join(c.Profiles, ",") != "base,tool-interception,http,stdio" {
+		t.Fatalf("conformance claim %+v in %s", c, body)
 	}
 }
 

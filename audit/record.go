@@ -62,13 +62,18 @@ type Record struct {
 
 // Interceptor is what happened to one matching subscription at the boundary.
 type Interceptor struct {
-	BackendID     Text          `json:"backendId"`
-	Subscription  int           `json:"subscription"` // index in the backend's subscriptions
-	LatencyMs     float64       `json:"latencyMs"`
-	Outcome       Outcome       `json:"outcome"`
-	Effects       []EffectType  `json:"effects"` // accepted effect types, in order; [] when none
-	FailureKind   FailureKind   `json:"failureKind,omitempty"`
-	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	BackendID    Text         `json:"backendId"`
+	Subscription int          `json:"subscription"` // index in the backend's subscriptions
+	LatencyMs    float64      `json:"latencyMs"`
+	Outcome      Outcome      `json:"outcome"`
+	Effects      []EffectType `json:"effects"` // accepted effect types, in order; [] when none
+	FailureKind  FailureKind  `json:"failureKind,omitempty"`
+	// Violation and OffendingEffect say why a reply the backend did send was refused:
+	// the protocol rule broken and the type of the effect to blame ("unknown" for a type
+	// outside the draft: backend-supplied text is never written).
+	Violation       Violation     `json:"violation,omitempty"`
+	OffendingEffect EffectType    `json:"offendingEffect,omitempty"`
+	FailurePolicy   FailurePolicy `json:"failurePolicy,omitempty"`
 }
 
 // Denial says why the operation was refused. Synthetic is true for a fail-closed
@@ -314,6 +319,15 @@ func (k FailureKind) MarshalText() ([]byte, error) {
 		transport.KindRedirect, transport.KindOversized, transport.KindCredentials, transport.KindProcess,
 		transport.KindMalformed, transport.KindRPCError, transport.KindInvalid, transport.KindPolicy,
 		transport.KindCancelled), nil
+}
+
+// Violation is the protocol rule a refused reply broke (transport.Violation*).
+type Violation string
+
+// MarshalText implements encoding.TextMarshaler.
+func (v Violation) MarshalText() ([]byte, error) {
+	return closed(string(v), transport.ViolationMalformed, transport.ViolationWrongID, transport.ViolationInvalidResult,
+		transport.ViolationUnknownEffect, transport.ViolationUnadvertisedEffect, transport.ViolationInvalidEffect), nil
 }
 
 // FailurePolicy is the subscription's failure policy.

@@ -62,13 +62,15 @@ func Interceptors(recs []chain.Record) []Interceptor {
 			effects[i] = EffectType(e)
 		}
 		out = append(out, Interceptor{
-			BackendID:     Text(r.BackendID),
-			Subscription:  r.Subscription,
-			LatencyMs:     Millis(r.Latency),
-			Outcome:       Outcome(r.Outcome),
-			Effects:       effects,
-			FailureKind:   FailureKind(r.FailureKind),
-			FailurePolicy: FailurePolicy(r.Policy),
+			BackendID:       Text(r.BackendID),
+			Subscription:    r.Subscription,
+			LatencyMs:       Millis(r.Latency),
+			Outcome:         Outcome(r.Outcome),
+			Effects:         effects,
+			FailureKind:     FailureKind(r.FailureKind),
+			Violation:       Violation(r.Violation),
+			OffendingEffect: EffectType(r.OffendingEffect),
+			FailurePolicy:   FailurePolicy(r.Policy),
 		})
 	}
 	return out

@@ -31,6 +31,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/conformance"
 )
 
 // DefaultMaxFrameBytes caps one incoming message (HTTP body or stdio line). It matches the
@@ -199,7 +200,11 @@ func (s *Server) respond(ctx context.Context, frame []byte) outcome {
 	case ahp.MethodCapabilities:
 		// hooks/capabilities returns the harness manifest (SPEC-DIGEST §1.2, §6.5): it is
 		// asked of the harness, and a backend owns no manifest to return.
-		return replyError(id, ahp.CodeMethodNotFound, "Method not found: hooks/capabilities is answered by the harness, not by a backend", nil)
+		// The backend's own conformance claim (AHP-CORE-001) rides in error.data, under
+		// its reverse-DNS key, so a caller learns what it reached without mistaking it
+		// for a harness.
+		return replyError(id, ahp.CodeMethodNotFound, "Method not found: hooks/capabilities is answered by the harness, not by a backend",
+			map[string]conformance.Claim{conformance.ExtensionKey: conformance.Backend()})
 	default:
 		return replyError(id, ahp.CodeMethodNotFound, "Method not found", nil)
 	}

@@ -116,8 +116,14 @@ func TestErrorCodes(t *testing.T) {
 		{desc: "id differs from event id", body: valid(func(m map[string]any) { m["id"] = "other" }), code: ahp.CodeInvalidRequest, id: `"other"`},
 		{desc: "observe with an id", body: `{"jsonrpc":"2.0","id":"o","method":"hooks/observe","params":{}}`, code: ahp.CodeInvalidRequest, id: `"o"`},
 		{desc: "unknown method", body: `{"jsonrpc":"2.0","id":"u","method":"hooks/evaluate","params":{}}`, code: ahp.CodeMethodNotFound, id: `"u"`},
-		{desc: "capabilities are the harness's", body: `{"jsonrpc":"2.0","id":"c","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`,
-			code: ahp.CodeMethodNotFound, id: `"c"`},
+		{desc: "capabilities are the harness's; the backend states its own claim", body: `{"jsonrpc":"2.0","id":"c","method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`,
+			code: ahp.CodeMethodNotFound, id: `"c"`, verify: func(t *testing.T, data json.RawMessage) {
+				want := `{"dev.hookproxy.conformance":{"protocolVersion":"draft","role":"backend","bindings":["http","stdio"],` +
+					`"profiles":["base","tool-interception","http","stdio"]}}`
+				if !jsonEq(data, want) {
+					t.Errorf("data %s, want %s", data, want)
+				}
+			}},
 		{desc: "old protocol version", body: valid(func(m map[string]any) { params(m)["protocolVersion"] = "0.1" }),
 			code: ahp.CodeUnsupportedProtocolVersion, id: `"evt_hand_1"`, verify: func(t *testing.T, data json.RawMessage) {
 				if !jsonEq(data, `{"supported":["draft"]}`) {

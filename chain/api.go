@@ -8,6 +8,7 @@ package chain
 // observers.go (owned observation delivery, hook.failure).
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"time"
 
@@ -27,10 +28,14 @@ const (
 )
 
 // Denial codes of settlements (DESIGN §3): an explicit deny without its own code gets
-// CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed.
+// CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed,
+// except when the backend did answer and its reply was refused for a protocol reason
+// (unadvertised effect, schema violation, wrong id): that is CodeBackendInvalidReply, so an
+// operator can tell a protocol fault of the backend from an outage.
 const (
-	CodeDenied     = "hookproxy.denied"
-	CodeFailClosed = "hookproxy.fail_closed"
+	CodeDenied              = "hookproxy.denied"
+	CodeFailClosed          = "hookproxy.fail_closed"
+	CodeBackendInvalidReply = "hookproxy.backend_invalid_reply"
 )
 
 // Defaults of Options.
@@ -41,15 +46,19 @@ const (
 
 // Record is what happened to one matching subscription.
 type Record struct {
-	BackendID    string        `json:"backendId"`
-	Subscription int           `json:"subscription"` // index in the backend's subscriptions
-	Mode         string        `json:"mode"`
-	Outcome      string        `json:"outcome"`
-	Effects      []string      `json:"effects,omitempty"`     // accepted effect types, in order
-	FailureKind  string        `json:"failureKind,omitempty"` // transport.Kind*
-	Policy       string        `json:"failurePolicy,omitempty"`
-	Latency      time.Duration `json:"latency"`
-	Detail       string        `json:"-"` // local diagnostic; never sent to models or clients
+	BackendID    string   `json:"backendId"`
+	Subscription int      `json:"subscription"` // index in the backend's subscriptions
+	Mode         string   `json:"mode"`
+	Outcome      string   `json:"outcome"`
+	Effects      []string `json:"effects,omitempty"`     // accepted effect types, in order
+	FailureKind  string   `json:"failureKind,omitempty"` // transport.Kind*
+	// Violation and OffendingEffect say why a reply the backend did send was refused
+	// (transport.Violation*, and the type of the effect to blame, if one is).
+	Violation       string        `json:"violation,omitempty"`
+	OffendingEffect string        `json:"offendingEffect,omitempty"`
+	Policy          string        `json:"failurePolicy,omitempty"`
+	Latency         time.Duration `json:"latency"`
+	Detail          string        `json:"-"` // local diagnostic; never sent to models or clients
 }
 
 // ReplyExtension is one member of an accepted reply's result.extensions.
@@ -70,12 +79,15 @@ type Denial struct {
 // Settlement is the single result of one boundary's interceptor chain: what the host must
 // enforce (SPEC-DIGEST §8.4). Event is the effective event (accepted modifications applied).
 type Settlement struct {
-	Event        *ahp.Event
-	Permission   string // ahp.Permission*
-	Denial       *Denial
-	Flow         string // ahp.Flow*
-	StopReason   string
-	Candidate    *ahp.Candidate
+	Event      *ahp.Event
+	Permission string // ahp.Permission*
+	Denial     *Denial
+	Flow       string // ahp.Flow*
+	StopReason string
+	Candidate  *ahp.Candidate
+	// Instructions are the accepted continuation instructions, in order. They take effect
+	// only when Flow is continue: a later stop wins and the agent is not continued, but
+	// the record of what was asked survives (interop scenario flow-stop-wins-over-continue).
 	Instructions []string
 	Injections   []ahp.Effect // accepted inject effects, in order
 	Messages     []string     // user-facing message effects, in order
@@ -119,4 +131,7 @@ type Options struct {
 	MaxReplyBytes int64
 	// Logger receives operational diagnostics (default: no-op).
 	Logger *zap.Logger
+	// RootCAs replaces the platform trust for HTTPS backends and OAuth issuers (nil: the
+	// platform's roots; tests pass their loopback TLS servers' certificates).
+	RootCAs *x509.CertPool
 }

@@ -89,11 +89,12 @@ func targetEqual(a, b *ahp.Event, loc targetLoc) bool {
 //     parts or gaps) — and, as our conservative choice, attachments — because a
 //     replacement could not carry what the subscriber never saw (AHP-EDIT-001);
 //     modify disappears when no operation remains;
-//   - flow keeps the bound's operations; continue needs a remaining allowance (or a
-//     continue already accepted in this chain) and carries the counters;
+//   - flow keeps the bound's operations; continue needs the host's allowance counters and
+//     carries them, even when none is left (staging then rejects a continue unless one
+//     was already accepted in this chain);
 //   - inject needs append and at least one deliverAt;
 //   - at elicitation boundaries only message is offered (the mode is unknown here).
-func narrow(host *ahp.Capabilities, ev *ahp.Event, target string, loc targetLoc, w withheld, continueAccepted bool) *ahp.Capabilities {
+func narrow(host *ahp.Capabilities, ev *ahp.Event, target string, loc targetLoc, w withheld) *ahp.Capabilities {
 	bound := ahp.EventBounds[ev.Type]
 	out := &ahp.Capabilities{Effects: make([]string, 0, len(host.Effects))}
 	for _, e := range host.Effects {
@@ -119,7 +120,7 @@ func narrow(host *ahp.Capabilities, ev *ahp.Event, target string, loc targetLoc,
 			}
 			out.Modify = map[string]ahp.ModifyOps{target: ops}
 		case ahp.EffectFlow:
-			f := narrowFlow(host.Flow, bound.FlowOps, ev, continueAccepted)
+			f := narrowFlow(host.Flow, bound.FlowOps, ev)
 			if f == nil {
 				continue
 			}
@@ -148,7 +149,7 @@ func narrow(host *ahp.Capabilities, ev *ahp.Event, target string, loc targetLoc,
 	return out
 }
 
-func narrowFlow(host *ahp.FlowCaps, boundOps []string, ev *ahp.Event, continueAccepted bool) *ahp.FlowCaps {
+func narrowFlow(host *ahp.FlowCaps, boundOps []string, ev *ahp.Event) *ahp.FlowCaps {
 	if host == nil {
 		return nil
 	}
@@ -158,8 +159,12 @@ func narrowFlow(host *ahp.FlowCaps, boundOps []string, ev *ahp.Event, continueAc
 			continue
 		}
 		if op == ahp.OpContinue {
+			// An exhausted allowance (0) is still advertised, with its count: the backend
+			// learns there is none left, and a continue is then rejected whole unless an
+			// earlier response of this chain already asked for one (SPEC-DIGEST §5.4; the
+			// interop scenario flow-exhausted-allowance-rejects-message).
 			rem := host.RemainingContinuations
-			if rem == nil || (*rem <= 0 && !continueAccepted) {
+			if rem == nil {
 				continue
 			}
 			count := host.ContinuationCount

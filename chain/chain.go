@@ -20,6 +20,7 @@ var newTransport = func(b registration.Backend, opts Options) (transport.Transpo
 		Policies:      opts.Policies,
 		MaxReplyBytes: opts.MaxReplyBytes,
 		Logger:        opts.Logger,
+		RootCAs:       opts.RootCAs,
 	})
 }
 

@@ -21,6 +21,13 @@ func failClosedReason(backendID string) string {
 	return fmt.Sprintf("Required policy backend %s unavailable.", backendID)
 }
 
+// invalidReplyReason is the model-safe reason of a fail-closed denial caused by a reply
+// the backend did send but that was refused for a protocol reason: it names the backend
+// and says its reply was refused, never what the reply held.
+func invalidReplyReason(backendID string) string {
+	return fmt.Sprintf("Required policy backend %s sent a reply that violates the hook protocol; it was refused.", backendID)
+}
+
 // hookFailure is one operational failure to report through hook.failure (SPEC-DIGEST §9.6).
 type hookFailure struct {
 	backendID string
@@ -86,7 +93,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		params := &ahp.InterceptParams{
 			ProtocolVersion: ahp.ProtocolVersion,
 			Event:           view,
-			Capabilities:    narrow(&caps, eff, target, loc, w, state.Flow == ahp.FlowContinue),
+			Capabilities:    narrow(&caps, eff, target, loc, w),
 		}
 		if called > 0 {
 			// Later interceptors learn the settled decision so far (SPEC-DIGEST §2.5).
@@ -110,6 +117,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 			// AHP-FAIL-001: the subscription's failure policy, applied exactly once.
 			kind := transport.KindOf(err)
 			rec.Outcome, rec.FailureKind, rec.Detail = OutcomeFailed, kind, err.Error()
+			rec.Violation, rec.OffendingEffect = transport.ViolationOf(err)
 			st.Records = append(st.Records, rec)
 			failures = append(failures, hookFailure{backendID: s.backend.id, kind: kind, policy: s.policy})
 			// Debug only: the host logs each failed call from the settlement's records at
@@ -123,6 +131,10 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 				state.Permission = ahp.PermissionDeny
 				state.Candidate = nil
 				st.Denial = &Denial{Reason: failClosedReason(s.backend.id), Code: CodeFailClosed, BackendID: s.backend.id, Synthetic: true}
+				if transport.InvalidReply(err) {
+					// The backend answered, wrongly: a protocol fault, not an outage.
+					st.Denial.Reason, st.Denial.Code = invalidReplyReason(s.backend.id), CodeBackendInvalidReply
+				}
 				settled = true
 			}
 			// fail-open: continue with the previously accepted event and state.
@@ -184,9 +196,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 	st.Candidate = state.Candidate
 	st.Injections = state.Injections
 	st.Interrupted = interrupted
-	if state.Flow == ahp.FlowContinue {
-		st.Instructions = state.Instructions
-	}
+	st.Instructions = state.Instructions
 	if state.Flow == ahp.FlowStop {
 		st.StopReason = stopReason
 	}

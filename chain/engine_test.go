@@ -444,15 +444,18 @@ func TestContinueAllowance(t *testing.T) {
 			wantAdvert: [2]bool{true, true}, wantOutcomes: [2]string{OutcomeAccepted, OutcomeAccepted},
 		},
 		{
-			desc: "exhausted allowance: continue is neither advertised nor accepted", remaining: 0,
+			// The exhausted allowance is advertised (remainingContinuations 0) so the backend
+			// knows; a continue is then rejected whole.
+			desc: "exhausted allowance: continue is advertised with 0 left and not accepted", remaining: 0,
 			answers:  [2]string{cont("again"), ""},
-			wantFlow: ahp.FlowNone, wantAdvert: [2]bool{false, false},
+			wantFlow: ahp.FlowNone, wantAdvert: [2]bool{true, true},
 			wantOutcomes: [2]string{OutcomeFailed, OutcomeNoEffect},
 		},
 		{
+			// Stop wins; the accepted instruction is still reported, and unused.
 			desc: "stop wins over continue", remaining: 2,
 			answers:  [2]string{cont("again"), `{"type":"flow","operation":"stop","reason":"enough"}`},
-			wantFlow: ahp.FlowStop, wantAdvert: [2]bool{true, true},
+			wantFlow: ahp.FlowStop, wantIns: []string{"again"}, wantAdvert: [2]bool{true, true},
 			wantOutcomes: [2]string{OutcomeAccepted, OutcomeAccepted},
 		},
 	}

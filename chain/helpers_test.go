@@ -22,6 +22,12 @@ import (
 const childBackendArg = "hookproxy-chain-test-backend"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) >= 2 && os.Args[1] == interopBackendArg {
+		os.Exit(runInteropBackend(os.Args[2:]))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == interopFramingArg {
+		os.Exit(runInteropFraming(os.Args[2:]))
+	}
 	if len(os.Args) >= 3 && os.Args[1] == childBackendArg {
 		os.Exit(runChildBackend(os.Args[2], os.Args[3:]))
 	}

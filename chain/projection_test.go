@@ -120,12 +120,11 @@ func TestNarrow(t *testing.T) {
 		return &c
 	}
 	tests := []struct {
-		desc     string
-		ev       *ahp.Event
-		host     *ahp.Capabilities
-		hidden   withheld
-		accepted bool // continue already accepted
-		want     string
+		desc   string
+		ev     *ahp.Event
+		host   *ahp.Capabilities
+		hidden withheld
+		want   string
 	}{
 		{desc: "full view keeps whole-list replace", ev: modelRequest("e"), host: full(ahp.EventModelRequestBefore),
 			want: `{"effects":["deny","modify","inject","return","flow","message"],"modify":{"request":{"replace":true,"merge":true}},"flow":{"operations":["stop"]},"inject":{"context":{"append":true,"deliverAt":["now","next_turn"]}}}`},
@@ -146,10 +145,10 @@ func TestNarrow(t *testing.T) {
 			want: `{"effects":[]}`},
 		{desc: "continue carries its counters", ev: turnFinish("e", 2), host: full(ahp.EventTurnFinishBefore),
 			want: `{"effects":["modify","flow","message"],"modify":{"response":{"replace":true,"merge":true}},"flow":{"operations":["stop","continue"],"remainingContinuations":1,"continuationCount":0}}`},
-		{desc: "exhausted allowance drops continue", ev: turnFinish("e", 2),
+		{desc: "exhausted allowance keeps continue, with 0 left", ev: turnFinish("e", 2),
 			host: &ahp.Capabilities{Effects: []string{"flow"}, Flow: &ahp.FlowCaps{Operations: []string{"continue"}, RemainingContinuations: intPtr(0), ContinuationCount: intPtr(2)}},
-			want: `{"effects":[]}`},
-		{desc: "an accepted continue keeps continue advertised", ev: turnFinish("e", 2), accepted: true,
+			want: `{"effects":["flow"],"flow":{"operations":["continue"],"remainingContinuations":0,"continuationCount":2}}`},
+		{desc: "the continuation count falls back to the event's", ev: turnFinish("e", 2),
 			host: &ahp.Capabilities{Effects: []string{"flow"}, Flow: &ahp.FlowCaps{Operations: []string{"continue"}, RemainingContinuations: intPtr(0)}},
 			want: `{"effects":["flow"],"flow":{"operations":["continue"],"remainingContinuations":0,"continuationCount":2}}`},
 		{desc: "elicitation control is not offered without the elicitation mode", ev: &ahp.Event{ID: "e", Type: "user.elicitation.request"},
@@ -162,7 +161,7 @@ func TestNarrow(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
 			target, loc := locate(tc.ev)
-			got := narrow(tc.host, tc.ev, target, loc, tc.hidden, tc.accepted)
+			got := narrow(tc.host, tc.ev, target, loc, tc.hidden)
 			b, _ := json.Marshal(got)
 			if string(b) != tc.want {
 				t.Fatalf("narrowed =\n %s\nwant\n %s", b, tc.want)

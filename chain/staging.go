@@ -136,12 +136,44 @@ func isElicitation(t string) bool {
 	return t == "user.elicitation.request" || t == ahp.EventUserElicitationResult
 }
 
+func wrongIDf(format string, a ...any) error {
+	return &transport.Error{Kind: transport.KindMalformed, Err: fmt.Errorf(format, a...), Violation: transport.ViolationWrongID}
+}
+
 func malformedf(format string, a ...any) error {
 	return &transport.Error{Kind: transport.KindMalformed, Err: fmt.Errorf(format, a...)}
 }
 
 func invalidf(format string, a ...any) error {
 	return &transport.Error{Kind: transport.KindInvalid, Err: fmt.Errorf(format, a...)}
+}
+
+// effectViolation is the reason one effect was refused, before it is placed in the list.
+type effectViolation struct {
+	violation string // transport.Violation*
+	err       error
+}
+
+func (e *effectViolation) Error() string { return e.err.Error() }
+func (e *effectViolation) Unwrap() error { return e.err }
+
+// invalidEffect rejects the whole reply because of effects[i] of type effectType.
+func invalidEffect(i int, effectType string, err error) error {
+	v := transport.ViolationInvalidEffect
+	var ev *effectViolation
+	if errors.As(err, &ev) {
+		v = ev.violation
+	}
+	return &transport.Error{Kind: transport.KindInvalid, Err: fmt.Errorf("effects[%d]: %v", i, err), Violation: v, Effect: effectType}
+}
+
+// effectTypeOf is the type member of a raw effect, for reporting ("" when absent).
+func effectTypeOf(raw []byte) string {
+	var e struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	return e.Type
 }
 
 // valueKind is the value type of a modification target (SPEC-DIGEST §5.3).
@@ -275,7 +307,7 @@ func (s *stager) stage(frame []byte) (*Staged, error) {
 		pe, err := s.effect(raw)
 		if err != nil {
 			// AHP-EDIT-001 / AHP-DEC-001: one bad member rejects the whole response.
-			return nil, invalidf("effects[%d]: %v", i, err)
+			return nil, invalidEffect(i, effectTypeOf(raw), err)
 		}
 		parsed = append(parsed, pe)
 	}
@@ -350,7 +382,7 @@ func (s *stager) envelope(frame []byte) ([]byte, error) {
 	switch firstByte(rawID) {
 	case '"':
 		if s.requestID != "" && !jsonString(rawID, s.requestID) {
-			return nil, malformedf("reply id does not match the request id")
+			return nil, wrongIDf("reply id does not match the request id")
 		}
 		if jsonString(rawID, "") {
 			return nil, malformedf("reply id is empty")
@@ -358,7 +390,7 @@ func (s *stager) envelope(frame []byte) ([]byte, error) {
 	case 'n':
 		// A null id answers a request the backend could not parse; never ours.
 		if s.requestID != "" {
-			return nil, malformedf("reply id does not match the request id")
+			return nil, wrongIDf("reply id does not match the request id")
 		}
 	default:
 		if !isJSONInteger(rawID) {
@@ -367,7 +399,7 @@ func (s *stager) envelope(frame []byte) ([]byte, error) {
 		// The request id is the event id, a string: a number never equals it (JSON value
 		// equality, not textual).
 		if s.requestID != "" {
-			return nil, malformedf("reply id does not match the request id")
+			return nil, wrongIDf("reply id does not match the request id")
 		}
 	}
 	switch {
@@ -623,10 +655,11 @@ func (s *stager) effect(raw json.RawMessage) (parsedEffect, error) {
 	default:
 		// Only the eight core effects exist in this draft; no per-event bound admits an
 		// extension effect (SPEC-DIGEST §5.1).
-		return pe, fmt.Errorf("unsupported effect type %q", t)
+		return pe, &effectViolation{transport.ViolationUnknownEffect, fmt.Errorf("unsupported effect type %q", t)}
 	}
 	if err := s.allowed(t); err != nil {
-		return pe, err
+		// AHP-CAP-001: a backend returns only advertised effects.
+		return pe, &effectViolation{transport.ViolationUnadvertisedEffect, err}
 	}
 	switch t {
 	case ahp.EffectFlow:
@@ -778,7 +811,7 @@ func (s *stager) apply(parsed []parsedEffect) (*Staged, error) {
 		}
 		next, changed, err := s.modify(cur, pe)
 		if err != nil {
-			return nil, invalidf("effects[%d]: %v", i, err)
+			return nil, invalidEffect(i, pe.eff.Type, err)
 		}
 		st.values[pe.eff.Target] = next
 		st.Changed = st.Changed || changed

@@ -129,6 +129,9 @@ func jsonAnswer(body func(id string) []byte) httpAnswer {
 	}
 }
 
+// TestHTTPBackendFailures: every kind of HTTP backend failure under both policies
+// (AHP-FAIL-001): fail-open continues with the next interceptor, fail-closed denies naming
+// the backend — as hookproxy.backend_invalid_reply when the reply itself was refused.
 func TestHTTPBackendFailures(t *testing.T) {
 	reset := func(w http.ResponseWriter, _ *http.Request, _ string) {
 		hj, ok := w.(http.Hijacker)
@@ -149,9 +152,15 @@ func TestHTTPBackendFailures(t *testing.T) {
 		answer   httpAnswer
 		maxReply int64
 		wantKind string
+		// wantViolation/wantEffect: a reply refused for a protocol reason is a protocol
+		// fault (CodeBackendInvalidReply), not an outage (CodeFailClosed).
+		wantViolation, wantEffect string
+		effects                   []string // advertised effects (nil: the full bound)
 	}{
-		{desc: "garbage JSON", answer: jsonAnswer(func(string) []byte { return []byte(`{"jsonrpc":"2.0",`) }), wantKind: transport.KindMalformed},
-		{desc: "wrong id", answer: jsonAnswer(func(string) []byte { return reply("evt_someone_else", `{"type":"allow"}`) }), wantKind: transport.KindMalformed},
+		{desc: "garbage JSON", answer: jsonAnswer(func(string) []byte { return []byte(`{"jsonrpc":"2.0",`) }), wantKind: transport.KindMalformed,
+			wantViolation: transport.ViolationMalformed},
+		{desc: "wrong id", answer: jsonAnswer(func(string) []byte { return reply("evt_someone_else", `{"type":"allow"}`) }), wantKind: transport.KindMalformed,
+			wantViolation: transport.ViolationWrongID},
 		{desc: "error object", answer: jsonAnswer(func(id string) []byte {
 			return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"error":{"code":-32003,"message":"db password is hunter2"}}`, id))
 		}), wantKind: transport.KindRPCError},
@@ -167,7 +176,11 @@ func TestHTTPBackendFailures(t *testing.T) {
 		{desc: "reset connection", answer: reset, wantKind: transport.KindConnection},
 		{desc: "invalid effect", answer: jsonAnswer(func(id string) []byte {
 			return reply(id, `{"type":"message","text":"must not display"}`, `{"type":"unknown"}`)
-		}), wantKind: transport.KindInvalid},
+		}), wantKind: transport.KindInvalid, wantViolation: transport.ViolationUnknownEffect, wantEffect: "unknown"},
+		// The Rust SDK's example policy answers allow to a harness that advertises only deny.
+		{desc: "unadvertised effect", effects: []string{"deny"}, answer: jsonAnswer(func(id string) []byte {
+			return reply(id, `{"type":"allow"}`)
+		}), wantKind: transport.KindInvalid, wantViolation: transport.ViolationUnadvertisedEffect, wantEffect: "allow"},
 	}
 	for _, tc := range tests {
 		for _, policy := range []string{registration.FailClosed, registration.FailOpen} {
@@ -181,17 +194,25 @@ func TestHTTPBackendFailures(t *testing.T) {
 						Subscriptions: []registration.Subscription{icpt(registration.FailOpen, 2000, "tool.before")}},
 				)
 				c := newRealChain(t, doc, Options{MaxReplyBytes: tc.maxReply})
-				st := c.Intercept(context.Background(), toolBefore("evt_http_fail"), hostCaps(ahp.EventToolBefore, 0))
+				caps := hostCaps(ahp.EventToolBefore, 0)
+				if tc.effects != nil {
+					caps = ahp.Capabilities{Effects: tc.effects}
+				}
+				st := c.Intercept(context.Background(), toolBefore("evt_http_fail"), caps)
 				st.Wait()
 				r := st.Records[0]
-				if r.Outcome != OutcomeFailed || r.FailureKind != tc.wantKind {
-					t.Fatalf("record = %+v, want failed with kind %s", r, tc.wantKind)
+				if r.Outcome != OutcomeFailed || r.FailureKind != tc.wantKind || r.Violation != tc.wantViolation || r.OffendingEffect != tc.wantEffect {
+					t.Fatalf("record = %+v, want failed with kind %s violation %q effect %q", r, tc.wantKind, tc.wantViolation, tc.wantEffect)
 				}
 				if len(st.Messages) != 0 {
 					t.Errorf("messages from a rejected reply were published: %q", st.Messages)
 				}
 				if policy == registration.FailClosed {
-					if !st.Refused() || st.Denial == nil || !st.Denial.Synthetic || st.Denial.Code != CodeFailClosed ||
+					wantCode := CodeFailClosed
+					if tc.wantViolation != "" {
+						wantCode = CodeBackendInvalidReply
+					}
+					if !st.Refused() || st.Denial == nil || !st.Denial.Synthetic || st.Denial.Code != wantCode ||
 						!strings.Contains(st.Denial.Reason, "com.example.flaky") || strings.Contains(st.Denial.Reason, "hunter2") {
 						t.Fatalf("fail-closed settlement: permission=%s denial=%+v", st.Permission, st.Denial)
 					}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 )
 
 // Boundary outcomes: how the proxy enforced a settled boundary (the audit log's
@@ -57,6 +58,7 @@ type Metrics struct {
 	boundaryDecisions   *prometheus.CounterVec
 	interceptorLatency  *prometheus.HistogramVec
 	interceptorFailures *prometheus.CounterVec
+	invalidReplies      *prometheus.CounterVec
 	upstreamLatency     *prometheus.HistogramVec
 	upstreamTTFB        *prometheus.HistogramVec
 	streamsActive       *prometheus.GaugeVec
@@ -89,6 +91,10 @@ func New() *Metrics {
 		Name: "hookproxy_interceptor_failures_total",
 		Help: "Operational failures of interceptor calls, by backend and failure kind.",
 	}, []string{"backend", "kind"})
+	m.invalidReplies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hookproxy_backend_invalid_replies_total",
+		Help: "Interceptor replies refused for a protocol reason (the backend answered, wrongly), by backend, violated rule and offending effect type.",
+	}, []string{"backend", "violation", "effect"})
 	m.upstreamLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "hookproxy_upstream_latency_seconds",
 		Help:    "Upstream call duration until the complete response was read.",
@@ -141,7 +147,7 @@ func New() *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures,
+		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures, m.invalidReplies,
 		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
 		m.storeFailures,
 		auditDepth, auditDropped,
@@ -204,6 +210,29 @@ func (m *Metrics) ObserveInterceptor(backend string, d time.Duration, failureKin
 	if failureKind != "" {
 		m.interceptorFailures.WithLabelValues(backend, failureKind).Inc()
 	}
+}
+
+// ObserveInvalidReply counts one reply refused for a protocol reason: violation is a
+// transport.Violation* value and effect the offending effect type ("" when no single effect
+// is to blame). Both come from closed vocabularies; anything else is "unknown", so a
+// backend cannot create series.
+func (m *Metrics) ObserveInvalidReply(backend, violation, effect string) {
+	if m == nil {
+		return
+	}
+	switch violation {
+	case transport.ViolationMalformed, transport.ViolationWrongID, transport.ViolationInvalidResult,
+		transport.ViolationUnknownEffect, transport.ViolationUnadvertisedEffect, transport.ViolationInvalidEffect:
+	default:
+		violation = unknown
+	}
+	switch effect {
+	case "", ahp.EffectDeny, ahp.EffectAllow, ahp.EffectAsk, ahp.EffectModify, ahp.EffectMessage,
+		ahp.EffectReturn, ahp.EffectFlow, ahp.EffectInject:
+	default:
+		effect = unknown
+	}
+	m.invalidReplies.WithLabelValues(backend, violation, effect).Inc()
 }
 
 // UpstreamLatency records the duration of one upstream call.

@@ -313,6 +313,8 @@ func denyTool(name string) func(ev *ahp.Event) []ahp.Effect {
 	}
 }
 
+// TestToolBeforeDenyRemovesOnlyThatCall: tool.before advertises deny (AHP-CAP-002) and an
+// accepted deny keeps that call from running (AHP-DEC-002).
 func TestToolBeforeDenyRemovesOnlyThatCall(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		up := newUpstream(t, jsonResponder(200, chatTwoCalls))

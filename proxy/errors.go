@@ -120,6 +120,10 @@ func denialText(d *chain.Denial) (reason, code string) {
 	switch {
 	case d == nil:
 		return "Request denied by policy.", chain.CodeDenied
+	case d.Synthetic && d.Code == chain.CodeBackendInvalidReply:
+		// The backend answered, but its reply broke the protocol: say so, so that the
+		// operator does not hunt for an outage (the code tells programs the same).
+		return invalidReplyReason(d.BackendID), chain.CodeBackendInvalidReply
 	case d.Synthetic:
 		return failClosedReason(d.BackendID), chain.CodeFailClosed
 	}
@@ -131,6 +135,13 @@ func denialText(d *chain.Denial) (reason, code string) {
 		code = chain.CodeDenied
 	}
 	return reason, code
+}
+
+func invalidReplyReason(backendID string) string {
+	if backendID == "" {
+		backendID = "(unnamed)"
+	}
+	return "Required policy backend " + backendID + " sent a reply that violates the hook protocol; it was refused."
 }
 
 func failClosedReason(backendID string) string {

@@ -337,6 +337,8 @@ func TestMCPEndToEndPassThrough(t *testing.T) {
 	})
 }
 
+// TestMCPEndToEndPolicies: every tool.before/tool.after event the proxy builds from MCP
+// traffic is valid against its own schema (AHP-TB-001).
 func TestMCPEndToEndPolicies(t *testing.T) {
 	type scenario struct {
 		desc    string

@@ -206,7 +206,7 @@ func (c *checker) backend(path string, v any) string {
 			// AHP-AUTH-001: stdio trust is process trust; in_process runs inside hookproxy.
 			c.errf(apath, "is only allowed with an http transport, not %s", ttype)
 		}
-		c.authentication(apath, av)
+		c.authentication(apath, av, true)
 	}
 
 	sv, present := b["subscriptions"]
@@ -471,8 +471,10 @@ func (c *checker) literalSecrets(path string, v any) {
 	}
 }
 
-// authentication checks a bearer or oauth binding (AHP-AUTH-001).
-func (c *checker) authentication(path string, v any) {
+// authentication checks a bearer or oauth binding (AHP-AUTH-001). delivered says whether
+// hookproxy will resolve it; only then are its references and flow checked against what
+// this deployment can do.
+func (c *checker) authentication(path string, v any, delivered bool) {
 	a, ok := c.object(path, v)
 	if !ok {
 		return
@@ -508,7 +510,11 @@ func (c *checker) authentication(path string, v any) {
 			}
 		}
 		if hasRef {
-			c.str(a, path, "tokenRef", false, true)
+			if ref, ok := c.str(a, path, "tokenRef", false, true); ok {
+				if delivered {
+					c.secretRef(jsonpath.Member(path, "tokenRef"), ref)
+				}
+			}
 		}
 		c.unknownMembers(a, path, append([]string{"type", "tokenEnv", "tokenRef"}, secretMembers(a)...)...)
 	case "oauth":
@@ -520,7 +526,21 @@ func (c *checker) authentication(path string, v any) {
 		if flow, ok := c.str(a, path, "flow", true, false); ok && flow != "authorization_code_pkce" && flow != "client_credentials" {
 			c.errf(jsonpath.Member(path, "flow"), "must be \"authorization_code_pkce\" or \"client_credentials\", not %q", flow)
 		}
-		c.str(a, path, "clientSecretRef", false, true)
+		flow, _ := a["flow"].(string)
+		secretRef, hasSecret := c.str(a, path, "clientSecretRef", false, true)
+		if hasSecret && delivered {
+			c.secretRef(jsonpath.Member(path, "clientSecretRef"), secretRef)
+		}
+		if delivered && !c.opts.NoEnvironmentChecks {
+			// What this deployment can do, beyond the portable document: hookproxy runs
+			// unattended, so only the client-credentials grant can obtain a token.
+			switch {
+			case flow == "authorization_code_pkce":
+				c.errf(jsonpath.Member(path, "flow"), "hookproxy runs unattended and cannot complete an interactive authorization_code_pkce login; use client_credentials")
+			case flow == "client_credentials" && !hasSecret:
+				c.errf(path, "client_credentials needs \"clientSecretRef\" (env:NAME or file:/absolute/path) for the client secret")
+			}
+		}
 		if sv, present := a["scopes"]; present {
 			c.uniqueStrings(jsonpath.Member(path, "scopes"), sv, false)
 		}
@@ -530,6 +550,39 @@ func (c *checker) authentication(path string, v any) {
 		// identity are deployment settings beneath AHP (AHP-AUTH-001).
 		c.errf(jsonpath.Member(path, "type"), "unknown authentication type %q (portable types are bearer and oauth)", typ)
 	}
+}
+
+// secretRef checks that hookproxy can resolve a tokenRef or clientSecretRef here: a scheme
+// it does not support is an error (every delivery would fail as "credentials"), an unset
+// variable or unreadable file a warning (it may appear before the first delivery).
+// Skipped with NoEnvironmentChecks: the portable format leaves references opaque.
+func (c *checker) secretRef(path, raw string) {
+	if c.opts.NoEnvironmentChecks {
+		return
+	}
+	ref, err := ParseSecretRef(raw)
+	if err != nil {
+		c.errf(path, "%v", err)
+		return
+	}
+	switch ref.Scheme {
+	case SecretRefEnv:
+		if val, set := c.opts.LookupEnv(ref.Target); !set || val == "" {
+			c.warnf(path, "environment variable %s is not set or empty; deliveries to this backend will fail until it is set", ref.Target)
+		}
+	case SecretRefFile:
+		if _, err := os.Stat(ref.Target); err != nil {
+			c.warnf(path, "secret file %s cannot be read (%v); deliveries to this backend will fail until it can", ref.Target, unwrapPathError(err))
+		}
+	}
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // secretMembers lists the keys already reported as literal secrets, so they are not also
@@ -632,6 +685,14 @@ func (c *checker) subscription(path string, v any) {
 		} else if disPresent && dis {
 			c.errf(jsonpath.Member(path, "disableable"), "must be false when scope is \"managed\"")
 		}
+	}
+	if disPresent && !dis && !c.opts.NoEnvironmentChecks {
+		// SPEC-DIGEST §10.3 rule 8: mandatory policy that the harness does not honour is
+		// rejected, never degraded. hookproxy's manifest advertises managedPolicy scopes
+		// user and project with disableable true (admin.Manifest), so a non-disableable
+		// (managed) subscription cannot be honoured as such.
+		c.errf(jsonpath.Member(path, "disableable"), "hookproxy does not enforce non-disableable (managed) policy: its manifest advertises "+
+			"managedPolicy scopes user and project, disableable true; register the subscription without scope \"managed\" and disableable")
 	}
 	// "id" is the conventional harness-local subscription identifier; it never goes on the wire.
 	c.unknownMembers(s, path, "events", "mode", "timeoutMs", "failurePolicy", "content", "includeNative",
@@ -780,7 +841,9 @@ func (c *checker) upload(path string, v any) {
 	c.integerMember(u, path, "timeoutMs", true, 1, math.MaxInt32)
 	c.integerMember(u, path, "maxBytes", true, 0, math.MaxInt64)
 	if av, present := u["auth"]; present {
-		c.authentication(jsonpath.Member(path, "auth"), av)
+		// hookproxy implements no upload binding: the upload credentials are never
+		// resolved, so only their portable form is checked.
+		c.authentication(jsonpath.Member(path, "auth"), av, false)
 	}
 	c.unknownMembers(u, path, "endpoint", "timeoutMs", "maxBytes", "auth")
 }

@@ -25,8 +25,10 @@ type Options struct {
 	// Emitted is the set of events the harness emits (intercept or observe). A subscription
 	// that selects none of them is reported as a warning. nil means Emitted.
 	Emitted map[string]bool
-	// NoEnvironmentChecks turns off the warnings that depend on the local machine (stdio
-	// command on PATH, tokenEnv variable set), e.g. when validating for another host.
+	// NoEnvironmentChecks turns off the checks that depend on the local machine (stdio
+	// command on PATH, tokenEnv variable set, secret files) and on what this hookproxy can
+	// honour beyond the portable format (secret-reference schemes, oauth flows, managed
+	// policy), e.g. when validating a portable document or for another host.
 	NoEnvironmentChecks bool
 	// LookPath and LookupEnv replace exec.LookPath and os.LookupEnv (tests).
 	LookPath  func(file string) (string, error)

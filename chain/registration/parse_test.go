@@ -161,6 +161,8 @@ func doc(backends ...string) string {
 
 func one(sub string) string { return doc(backend("com.example.a", httpT, "", sub)) }
 
+// TestParseTable covers the document shape (AHP-REG-001: protocolVersion and a non-empty,
+// ordered hooks array) and every other load-time rule.
 func TestParseTable(t *testing.T) {
 	tests := []struct {
 		desc string
@@ -215,21 +217,35 @@ func TestParseTable(t *testing.T) {
 		{desc: "in_process config refused by policy", doc: doc(backend("dev.hookproxy.x", `{"type":"in_process","policy":"tools","config":{"x":"bad"}}`, "", subI)), errs: []string{"hooks[0].transport.config"}, msg: "bad config", beyondSchema: true},
 		{desc: "in_process config problem path", doc: doc(backend("dev.hookproxy.x", `{"type":"in_process","policy":"tools","config":{"deny":["deep"]}}`, "", subI)), errs: []string{"hooks[0].transport.config.deny[0]"}, msg: "policy tools: deep problem", beyondSchema: true},
 		{desc: "in_process with authentication", doc: doc(backend("dev.hookproxy.x", `{"type":"in_process","policy":"secrets"}`, bearerE, subI)), errs: []string{"hooks[0].authentication"}, beyondSchema: true},
-		{desc: "bearer tokenRef", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"vault:ahp/token"}`, subI))},
-		{desc: "bearer both", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenEnv":"SET_TOKEN","tokenRef":"vault:x"}`, subI)), errs: []string{"hooks[0].authentication"}, msg: "not both"},
+		{desc: "bearer tokenRef env", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"env:SET_TOKEN"}`, subI))},
+		{desc: "bearer tokenRef file", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"file:/dev/null"}`, subI))},
+		{desc: "bearer tokenRef bare path", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"/dev/null"}`, subI))},
+		{desc: "bearer tokenRef of a secret provider hookproxy lacks", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"vault:ahp/token"}`, subI)),
+			errs: []string{"hooks[0].authentication.tokenRef"}, msg: "not supported by hookproxy", beyondSchema: true},
+		{desc: "bearer tokenRef relative file", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"file:token.txt"}`, subI)),
+			errs: []string{"hooks[0].authentication.tokenRef"}, msg: "absolute", beyondSchema: true},
+		{desc: "bearer tokenRef env unset warns", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"env:UNSET_TOKEN"}`, subI)), warns: []string{"hooks[0].authentication.tokenRef"}},
+		{desc: "bearer tokenRef file missing warns", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"file:/nonexistent/hookproxy/token"}`, subI)), warns: []string{"hooks[0].authentication.tokenRef"}},
+		{desc: "bearer both", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenEnv":"SET_TOKEN","tokenRef":"env:SET_TOKEN"}`, subI)), errs: []string{"hooks[0].authentication"}, msg: "not both"},
 		{desc: "bearer neither", doc: doc(backend("com.example.a", httpT, `{"type":"bearer"}`, subI)), errs: []string{"hooks[0].authentication"}},
 		{desc: "bearer bad env name", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenEnv":"1-TOKEN"}`, subI)), errs: []string{"hooks[0].authentication.tokenEnv"}},
 		{desc: "bearer env unset warns", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenEnv":"UNSET_TOKEN"}`, subI)), warns: []string{"hooks[0].authentication.tokenEnv"}},
 		{desc: "bearer env empty warns", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenEnv":"EMPTY_TOKEN"}`, subI)), warns: []string{"hooks[0].authentication.tokenEnv"}},
 		{desc: "literal token", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenEnv":"SET_TOKEN","token":"abc"}`, subI)), errs: []string{"hooks[0].authentication.token"}, msg: "literal secrets", beyondSchema: true},
-		{desc: "literal password", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"r","password":"abc"}`, subI)), errs: []string{"hooks[0].authentication.password"}, beyondSchema: true},
-		{desc: "literal clientSecret", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"client_credentials","clientSecret":"s"}`, subI)), errs: []string{"hooks[0].authentication.clientSecret"}, beyondSchema: true},
-		{desc: "nested literal secret", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"r","extra":{"api_key":"k"}}`, subI)), errs: []string{"hooks[0].authentication.extra.api_key"}, beyondSchema: true},
-		{desc: "oauth valid", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"authorization_code_pkce","scopes":["a","b"],"clientSecretRef":"vault:s"}`, subI))},
-		{desc: "oauth http issuer", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"http://login.example.com","resource":"r","clientId":"c","flow":"client_credentials"}`, subI)), errs: []string{"hooks[0].authentication.issuer"}},
+		{desc: "literal password", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"env:SET_TOKEN","password":"abc"}`, subI)), errs: []string{"hooks[0].authentication.password"}, beyondSchema: true},
+		{desc: "literal clientSecret", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"client_credentials","clientSecretRef":"env:SET_TOKEN","clientSecret":"s"}`, subI)), errs: []string{"hooks[0].authentication.clientSecret"}, beyondSchema: true},
+		{desc: "nested literal secret", doc: doc(backend("com.example.a", httpT, `{"type":"bearer","tokenRef":"env:SET_TOKEN","extra":{"api_key":"k"}}`, subI)), errs: []string{"hooks[0].authentication.extra.api_key"}, beyondSchema: true},
+		{desc: "oauth valid", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"client_credentials","scopes":["a","b"],"clientSecretRef":"env:SET_TOKEN"}`, subI))},
+		{desc: "oauth interactive flow unsupported", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"authorization_code_pkce"}`, subI)),
+			errs: []string{"hooks[0].authentication.flow"}, msg: "unattended", beyondSchema: true},
+		{desc: "oauth client_credentials without secret", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"client_credentials"}`, subI)),
+			errs: []string{"hooks[0].authentication"}, msg: "clientSecretRef", beyondSchema: true},
+		{desc: "oauth clientSecretRef of a secret provider hookproxy lacks", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com","resource":"https://x","clientId":"c","flow":"client_credentials","clientSecretRef":"vault:s"}`, subI)),
+			errs: []string{"hooks[0].authentication.clientSecretRef"}, msg: "not supported by hookproxy", beyondSchema: true},
+		{desc: "oauth http issuer", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"http://login.example.com","resource":"r","clientId":"c","flow":"client_credentials","clientSecretRef":"env:SET_TOKEN"}`, subI)), errs: []string{"hooks[0].authentication.issuer"}},
 		{desc: "oauth missing members", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://login.example.com"}`, subI)), errs: []string{"hooks[0].authentication", "hooks[0].authentication", "hooks[0].authentication"}},
 		{desc: "oauth bad flow", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://l.example","resource":"r","clientId":"c","flow":"implicit"}`, subI)), errs: []string{"hooks[0].authentication.flow"}},
-		{desc: "oauth duplicate scopes", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://l.example","resource":"r","clientId":"c","flow":"client_credentials","scopes":["a","a"]}`, subI)), errs: []string{"hooks[0].authentication.scopes[1]"}},
+		{desc: "oauth duplicate scopes", doc: doc(backend("com.example.a", httpT, `{"type":"oauth","issuer":"https://l.example","resource":"r","clientId":"c","flow":"client_credentials","clientSecretRef":"env:SET_TOKEN","scopes":["a","a"]}`, subI)), errs: []string{"hooks[0].authentication.scopes[1]"}},
 		{desc: "mtls type", doc: doc(backend("com.example.a", httpT, `{"type":"mtls"}`, subI)), errs: []string{"hooks[0].authentication.type"}, msg: "bearer and oauth"},
 		{desc: "contentReceiver", doc: doc(`{"id":"com.example.a","transport":` + httpT + `,"contentReceiver":{},"subscriptions":[` + subI + `]}`), errs: []string{"hooks[0].contentReceiver"}},
 		{desc: "subscriptions empty", doc: doc(backend("com.example.a", httpT, "")), errs: []string{"hooks[0].subscriptions"}},
@@ -262,18 +278,20 @@ func TestParseTable(t *testing.T) {
 		{desc: "content odd category", doc: one(`{"events":["tool.after"],"mode":"observe","content":{"default":"body","my cat":"omit"}}`)},
 		{desc: "content odd category bad", doc: one(`{"events":["tool.after"],"mode":"observe","content":{"default":"body","my cat":1}}`), errs: []string{`hooks[0].subscriptions[0].content["my cat"]`}},
 		{desc: "includeNative string", doc: one(`{"events":["tool.after"],"mode":"observe","includeNative":"yes","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].includeNative"}},
-		{desc: "managed scope", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","disableable":false,"content":{"default":"omit"}}`)},
+		{desc: "managed scope is valid AHP but not honoured by hookproxy", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","disableable":false,"content":{"default":"omit"}}`),
+			errs: []string{"hooks[0].subscriptions[0].disableable"}, msg: "does not enforce non-disableable", beyondSchema: true},
 		{desc: "managed without disableable", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0]"}},
 		{desc: "managed disableable true", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"managed","disableable":true,"content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].disableable"}},
 		{desc: "scope bad", doc: one(`{"events":["tool.after"],"mode":"observe","scope":"global","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].scope"}},
 		{desc: "filters", doc: one(`{"events":["tool.after"],"mode":"observe","filters":{"toolKinds":["shell"],"paths":[]},"content":{"default":"omit"}}`)},
 		{desc: "filters duplicate", doc: one(`{"events":["tool.after"],"mode":"observe","filters":{"toolKinds":["shell","shell"]},"content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].filters.toolKinds[1]"}},
-		{desc: "upload valid", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"https://u.example/up","timeoutMs":3000,"maxBytes":0,"auth":{"type":"bearer","tokenRef":"r"}},"content":{"default":"body"}}`)},
+		{desc: "upload valid", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"https://u.example/up","timeoutMs":3000,"maxBytes":0,"auth":{"type":"bearer","tokenRef":"env:SET_TOKEN"}},"content":{"default":"body"}}`)},
+		{desc: "upload auth is not resolved by hookproxy, so any reference passes", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"https://u.example/up","timeoutMs":3000,"maxBytes":0,"auth":{"type":"bearer","tokenRef":"vault:up"}},"content":{"default":"body"}}`)},
 		{desc: "upload loopback", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"http://127.0.0.1:9000/up","timeoutMs":1,"maxBytes":10},"content":{"default":"body"}}`)},
 		{desc: "upload remote http", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"http://u.example/up","timeoutMs":1,"maxBytes":10},"content":{"default":"body"}}`), errs: []string{"hooks[0].subscriptions[0].upload.endpoint"}},
 		{desc: "upload bad numbers", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"https://u.example/up","timeoutMs":0,"maxBytes":-1},"content":{"default":"body"}}`), errs: []string{"hooks[0].subscriptions[0].upload.timeoutMs", "hooks[0].subscriptions[0].upload.maxBytes"}},
 		{desc: "upload missing members", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{},"content":{"default":"body"}}`), errs: []string{"hooks[0].subscriptions[0].upload", "hooks[0].subscriptions[0].upload", "hooks[0].subscriptions[0].upload"}},
-		{desc: "upload auth literal secret", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"https://u.example/up","timeoutMs":1,"maxBytes":1,"auth":{"type":"bearer","tokenRef":"r","secret":"s"}},"content":{"default":"body"}}`), errs: []string{"hooks[0].subscriptions[0].upload.auth.secret"}, beyondSchema: true},
+		{desc: "upload auth literal secret", doc: one(`{"events":["tool.after"],"mode":"observe","upload":{"endpoint":"https://u.example/up","timeoutMs":1,"maxBytes":1,"auth":{"type":"bearer","tokenRef":"env:SET_TOKEN","secret":"s"}},"content":{"default":"body"}}`), errs: []string{"hooks[0].subscriptions[0].upload.auth.secret"}, beyondSchema: true},
 		{desc: "unknown member warns", doc: one(`{"events":["tool.after"],"mode":"observe","content":{"default":"omit"},"failurepolicy":"x"}`), warns: []string{"hooks[0].subscriptions[0].failurepolicy"}},
 		{desc: "subscription id tolerated", doc: one(`{"id":"sub-1","events":["tool.after"],"mode":"observe","content":{"default":"omit"}}`), warns: []string{}},
 		{desc: "duplicate key", doc: one(`{"events":["tool.after"],"mode":"observe","mode":"observe","content":{"default":"omit"}}`), errs: []string{"hooks[0].subscriptions[0].mode"}, msg: "more than once", beyondSchema: true},
@@ -325,7 +343,7 @@ func TestParseTable(t *testing.T) {
 func TestTypedDecode(t *testing.T) {
 	d, _, err := registration.Parse([]byte(doc(
 		backend("dev.hookproxy.secrets", `{"type":"in_process","policy":"secrets","config":{"mode":"redact","n":2.0}}`, "",
-			`{"events":["model.*"],"mode":"intercept","timeoutMs":750.0,"failurePolicy":"fail-open","content":{"default":"body","images":"omit"},"scope":"managed","disableable":false}`),
+			`{"events":["model.*"],"mode":"intercept","timeoutMs":750.0,"failurePolicy":"fail-open","content":{"default":"body","images":"omit"},"scope":"project","disableable":true}`),
 	)), testOptions())
 	if err != nil {
 		t.Fatal(err)
@@ -335,7 +353,7 @@ func TestTypedDecode(t *testing.T) {
 		t.Errorf("transport = %+v (%s)", b.Transport, b.Transport.Config)
 	}
 	s := b.Subscriptions[0]
-	if s.TimeoutMs != 750 || s.Disableable == nil || *s.Disableable || s.Content["images"] != "omit" {
+	if s.TimeoutMs != 750 || s.Disableable == nil || !*s.Disableable || s.Scope != "project" || s.Content["images"] != "omit" {
 		t.Errorf("subscription = %+v", s)
 	}
 	if !s.Matches("model.response.after") || s.Matches("tool.before") {

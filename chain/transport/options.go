@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/x509"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -21,6 +22,9 @@ type Options struct {
 	MaxReplyBytes int64
 	// Logger receives transport diagnostics at debug level (default: no-op).
 	Logger *zap.Logger
+	// RootCAs replaces the platform trust for HTTPS backends and OAuth issuers (nil: the
+	// platform's roots). Verification itself is never turned off.
+	RootCAs *x509.CertPool
 }
 
 // Readier is implemented by transports that own a long-lived resource whose state is worth

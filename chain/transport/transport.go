@@ -44,10 +44,56 @@ const (
 	KindCancelled   = "cancelled"    // the enclosing operation was interrupted
 )
 
+// Violations refine a KindInvalid or KindMalformed failure: which protocol rule the
+// backend's reply broke. They are audited and counted beside the kind, so an operator can
+// tell a protocol fault of the backend (it answered, wrongly) from an outage.
+const (
+	ViolationMalformed          = "malformed_reply"     // not one JSON-RPC 2.0 response object
+	ViolationWrongID            = "wrong_id"            // the reply answers another request
+	ViolationInvalidResult      = "invalid_result"      // result envelope: protocolVersion, effects array
+	ViolationUnknownEffect      = "unknown_effect"      // an effect type the draft does not define
+	ViolationUnadvertisedEffect = "unadvertised_effect" // an effect the request did not advertise
+	ViolationInvalidEffect      = "invalid_effect"      // an effect with a missing, extra or wrong member or value
+)
+
 // Error is an operational failure of one delivery.
 type Error struct {
 	Kind string
 	Err  error
+	// Violation and Effect are set on replies refused for a protocol reason: the rule
+	// broken (Violation*) and the type of the offending effect, when one effect is to blame.
+	Violation string
+	Effect    string
+}
+
+// InvalidReply reports whether err is a refusal of a reply the backend did send, for a
+// protocol reason (KindInvalid or KindMalformed), as opposed to an operational failure
+// to obtain a reply (timeout, connection, process, HTTP status, JSON-RPC error object).
+func InvalidReply(err error) bool {
+	k := KindOf(err)
+	return k == KindInvalid || k == KindMalformed
+}
+
+// ViolationOf returns the protocol rule err's reply broke, or "" for other failures.
+func ViolationOf(err error) (violation, effect string) {
+	var te *Error
+	if !errors.As(err, &te) {
+		return "", ""
+	}
+	switch te.Kind {
+	case KindInvalid, KindMalformed:
+	default:
+		return "", ""
+	}
+	v := te.Violation
+	if v == "" {
+		if te.Kind == KindMalformed {
+			v = ViolationMalformed
+		} else {
+			v = ViolationInvalidResult
+		}
+	}
+	return v, te.Effect
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Kind, e.Err) }

@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -38,7 +37,7 @@ const (
 type httpTransport struct {
 	id       string
 	url      string
-	auth     *registration.Authentication
+	creds    *credentials
 	maxReply int64
 	log      *zap.Logger
 	rt       *http.Transport // one keep-alive pool per backend
@@ -55,10 +54,13 @@ func newHTTP(b registration.Backend, opts Options, log *zap.Logger) (*httpTransp
 	// TLS verification stays on (platform trust); plain http is confined to loopback by
 	// registration validation (SPEC-DIGEST §11.2).
 	rt := cleanhttp.DefaultPooledTransport()
+	if opts.RootCAs != nil {
+		rt.TLSClientConfig = &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
+	}
 	t := &httpTransport{
 		id:       b.ID,
 		url:      b.Transport.URL,
-		auth:     b.Authentication,
+		creds:    newCredentials(b.Authentication, opts),
 		maxReply: opts.MaxReplyBytes,
 		log:      log,
 		rt:       rt,
@@ -155,71 +157,54 @@ func (t *httpTransport) Close() error {
 
 // post sends frame with retries inside ctx. On success the caller owns resp.Body.
 func (t *httpTransport) post(ctx context.Context, frame []byte) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, cached, err := t.postOnce(ctx, frame)
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			return resp, err
+		}
+		// A 401 is an authentication rejection: a cached OAuth token is dropped, and the
+		// delivery is re-sent once with a fresh one, inside the same deadline (SPEC-DIGEST
+		// §11.3 "Retries"). A bearer secret is never swapped for another in answer to a 401.
+		t.creds.rejected(ctx)
+		if !cached || attempt > 0 {
+			return resp, nil
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, observeDrainBytes))
+		resp.Body.Close()
+	}
+}
+
+// postOnce is one delivery (with go-retryablehttp's retries of unanswered attempts).
+// cached reports whether its Authorization came from a cached OAuth token.
+func (t *httpTransport) postOnce(ctx context.Context, frame []byte) (resp *http.Response, cached bool, err error) {
 	if ctx.Err() != nil {
-		return nil, ctxFailure(ctx, "before sending")
+		return nil, false, ctxFailure(ctx, "before sending")
 	}
 	// Credentials are resolved at delivery time, inside the deadline (AHP-AUTH-001).
-	authz, cerr := t.authorization()
+	authz, cached, cerr := t.creds.authorization(ctx)
 	if cerr != nil {
-		return nil, cerr
+		return nil, false, cerr
 	}
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, t.url, frame)
 	if err != nil {
-		return nil, fail(KindConnection, "building the request: %v", netCause(err))
+		return nil, false, fail(KindConnection, "building the request: %v", netCause(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if authz != "" {
 		req.Header.Set("Authorization", authz)
 	}
-	resp, err := t.client.Do(req)
+	resp, err = t.client.Do(req)
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close()
 		}
 		if ctx.Err() != nil {
-			return nil, ctxFailure(ctx, "waiting for the backend")
+			return nil, false, ctxFailure(ctx, "waiting for the backend")
 		}
-		return nil, fail(KindConnection, "request failed: %v", netCause(err))
+		return nil, false, fail(KindConnection, "request failed: %v", netCause(err))
 	}
-	return resp, nil
-}
-
-// authorization resolves the Authorization header value of this backend (AHP-AUTH-001).
-// An explicit binding that cannot be resolved is a KindCredentials failure: the request is
-// never sent unauthenticated and never falls back to another binding.
-//
-// Supported: bearer with tokenEnv. Not yet supported at delivery: bearer with tokenRef
-// (needs a deployment secret provider) and oauth (needs token acquisition); both fail with
-// KindCredentials. Without an authentication object the request carries no credentials.
-func (t *httpTransport) authorization() (string, error) {
-	a := t.auth
-	if a == nil {
-		return "", nil
-	}
-	switch a.Type {
-	case "bearer":
-		switch {
-		case a.TokenEnv != "":
-			token := os.Getenv(a.TokenEnv)
-			if token == "" {
-				return "", fail(KindCredentials, "bearer token variable %s is unset or empty", a.TokenEnv)
-			}
-			if !validBearerToken(token) {
-				// Never echo the value: say only which variable is wrong.
-				return "", fail(KindCredentials, "bearer token variable %s holds characters not allowed in a header", a.TokenEnv)
-			}
-			return "Bearer " + token, nil
-		case a.TokenRef != "":
-			return "", fail(KindCredentials, "bearer tokenRef is not supported at delivery yet")
-		default:
-			return "", fail(KindCredentials, "bearer authentication names no token source")
-		}
-	case "oauth":
-		return "", fail(KindCredentials, "oauth authentication is not supported at delivery yet")
-	default:
-		return "", fail(KindCredentials, "unsupported authentication type %q", a.Type)
-	}
+	return resp, cached, nil
 }
 
 // validBearerToken accepts printable ASCII without spaces, so a token can never split or

@@ -126,8 +126,11 @@ func TestHTTPBearerToken(t *testing.T) {
 		{"unset variable", &registration.Authentication{Type: "bearer", TokenEnv: "HOOKPROXY_TEST_TOKEN"}, "-", KindCredentials, ""},
 		{"empty variable", &registration.Authentication{Type: "bearer", TokenEnv: "HOOKPROXY_TEST_TOKEN"}, "", KindCredentials, ""},
 		{"token with a line break", &registration.Authentication{Type: "bearer", TokenEnv: "HOOKPROXY_TEST_TOKEN"}, secret + "\r\nX-Injected: 1", KindCredentials, ""},
-		{"tokenRef not supported yet", &registration.Authentication{Type: "bearer", TokenRef: "vault:ahp/token"}, secret, KindCredentials, ""},
-		{"oauth not supported yet", &registration.Authentication{Type: "oauth", Issuer: "https://login.example.com", ClientID: "hookproxy", Flow: "client_credentials"}, secret, KindCredentials, ""},
+		{"tokenRef to the environment", &registration.Authentication{Type: "bearer", TokenRef: "env:HOOKPROXY_TEST_TOKEN"}, secret, "", "Bearer " + secret},
+		{"tokenRef to an unset variable", &registration.Authentication{Type: "bearer", TokenRef: "env:HOOKPROXY_TEST_TOKEN"}, "-", KindCredentials, ""},
+		{"tokenRef of a secret provider hookproxy does not have", &registration.Authentication{Type: "bearer", TokenRef: "vault:ahp/token"}, secret, KindCredentials, ""},
+		{"oauth without a client secret", &registration.Authentication{Type: "oauth", Issuer: "https://login.example.com", ClientID: "hookproxy", Flow: "client_credentials"}, secret, KindCredentials, ""},
+		{"oauth interactive flow", &registration.Authentication{Type: "oauth", Issuer: "https://login.example.com", ClientID: "hookproxy", Flow: "authorization_code_pkce"}, secret, KindCredentials, ""},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			if tc.env == "-" {
@@ -195,6 +198,8 @@ func TestHTTPStatusFailures(t *testing.T) {
 	}
 }
 
+// TestHTTPRetryResendsIdenticalBytes: a retry carries the same event, identities and
+// content, byte for byte (AHP-CORE-004).
 func TestHTTPRetryResendsIdenticalBytes(t *testing.T) {
 	srv, rec := newBackendServer(t, func(w http.ResponseWriter, _ *http.Request, n int32) {
 		if n == 1 {

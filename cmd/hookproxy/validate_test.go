@@ -152,6 +152,16 @@ func TestValidateCommand(t *testing.T) {
 		{desc: "in_process unknown policy", args: []string{"validate", "--config", writeFile("ipbad.yaml",
 			"registration: ipbad.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
 			code: 1, stderr: []string{filepath.Join(dir, "ipbad.json") + ": hooks[0].transport.policy: unknown built-in policy \"nope\""}},
+		// The Rust SDK's shipped registration names its token with tokenRef: a reference
+		// hookproxy cannot resolve is an error, never a silent acceptance.
+		{desc: "tokenRef hookproxy cannot resolve", args: []string{"validate", "--config", writeFile("ref.yaml",
+			"registration: ref.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
+			code: 1, stderr: []string{filepath.Join(dir, "ref.json") + ": hooks[0].authentication.tokenRef: secret reference scheme \"vault\" is not supported by hookproxy"}},
+		{desc: "tokenRef to an environment variable", args: []string{"validate", "--config", writeFile("refenv.yaml",
+			"registration: refenv.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")}, code: 0, stdout: "1 hook backend(s)"},
+		{desc: "oauth interactive flow", args: []string{"validate", "--config", writeFile("pkce.yaml",
+			"registration: pkce.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
+			code: 1, stderr: []string{filepath.Join(dir, "pkce.json") + ": hooks[0].authentication.flow: hookproxy runs unattended"}},
 		{desc: "config problems", args: []string{"validate", "--config", writeFile("bad.yaml", "listn: x\nroutes:\n  - {prefix: a, api: openai, upstream: https://a.example}\n")},
 			code: 1, stderr: []string{filepath.Join(dir, "bad.yaml") + ": listn: unknown key"}},
 		{desc: "config validation problems", args: []string{"validate", "--config", writeFile("bad2.yaml", "routes:\n  - {prefix: a, api: x, upstream: https://a.example}\n")},
@@ -163,6 +173,13 @@ func TestValidateCommand(t *testing.T) {
 	}
 	writeFile("ip.json", `{"protocolVersion":"draft","hooks":[{"id":"dev.hookproxy.secrets","transport":{"type":"in_process","policy":"secrets"},"subscriptions":[{"events":["model.request.before"],"mode":"intercept","timeoutMs":500,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}`)
 	writeFile("ipbad.json", `{"protocolVersion":"draft","hooks":[{"id":"dev.hookproxy.x","transport":{"type":"in_process","policy":"nope"},"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":500,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}`)
+	authDoc := func(auth string) string {
+		return `{"protocolVersion":"draft","hooks":[{"id":"com.example.policy","transport":{"type":"http","url":"https://policy.example.com/ahp"},"authentication":` + auth +
+			`,"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":500,"failurePolicy":"fail-closed","content":{"default":"metadata"}}]}]}`
+	}
+	writeFile("ref.json", authDoc(`{"type":"bearer","tokenRef":"vault:ahp/policy-token"}`))
+	writeFile("refenv.json", authDoc(`{"type":"bearer","tokenRef":"env:PATH"}`))
+	writeFile("pkce.json", authDoc(`{"type":"oauth","issuer":"https://login.example.com","resource":"https://policy.example.com/ahp","clientId":"hookproxy","flow":"authorization_code_pkce"}`))
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
 			code, stdout, stderr := runBinary(t, bin, tc.args...)

@@ -77,13 +77,31 @@ func (b *Boundaries) OnBoundary(ctx context.Context, rec proxy.BoundaryRecord) {
 			continue // no interceptor call was made for this record at decision time
 		}
 		b.Metrics.ObserveInterceptor(r.BackendID, r.Latency, r.FailureKind)
+		if r.Violation != "" {
+			b.Metrics.ObserveInvalidReply(r.BackendID, r.Violation, r.OffendingEffect)
+		}
 		if r.Outcome == chain.OutcomeFailed && b.Log != nil {
-			b.Log.Warn("interceptor call failed",
+			// One line per failed call, here only (the chain logs it at debug). A refused
+			// reply says which rule it broke and which effect type was to blame; the
+			// offending effect's type is the draft's vocabulary or "unknown", never the
+			// backend's own text.
+			msg := "interceptor call failed"
+			fields := []zap.Field{
 				zap.String("requestId", proxy.RequestID(ctx)), zap.String("eventId", rec.EventID),
 				zap.String("event", rec.EventType), zap.String("route", rec.Route),
 				zap.String("backend", r.BackendID), zap.Int("subscription", r.Subscription),
 				zap.String("kind", r.FailureKind), zap.String("policy", r.Policy),
-				zap.Duration("latency", r.Latency))
+				zap.Duration("latency", r.Latency),
+			}
+			if r.Violation != "" {
+				msg = "interceptor reply refused: protocol violation by the backend"
+				eff, _ := audit.EffectType(r.OffendingEffect).MarshalText()
+				fields = append(fields, zap.String("violation", r.Violation))
+				if r.OffendingEffect != "" {
+					fields = append(fields, zap.ByteString("offendingEffect", eff))
+				}
+			}
+			b.Log.Warn(msg, fields...)
 		}
 	}
 	if b.Log == nil {

@@ -403,9 +403,10 @@ func TestE2EPreviousResponseIDOffersNoReplace(t *testing.T) {
 	p.PreviousResponseID = oai.String("resp_earlier")
 	o := call(t, url, &recorder{}, p, false)
 	// The history held upstream is a gap, so a whole-list replace is not authority the
-	// proxy grants: the backend's replace is refused and the fail-closed policy denies.
+	// proxy grants: the backend's replace is refused and the fail-closed policy denies,
+	// naming the reply (not an outage) as the cause.
 	var apiErr *oai.Error
-	if !errors.As(o.err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != "hookproxy.fail_closed" || up.count() != 0 {
+	if !errors.As(o.err, &apiErr) || apiErr.StatusCode != 403 || apiErr.Code != "hookproxy.backend_invalid_reply" || up.count() != 0 {
 		t.Fatalf("err = %v, upstream requests %d", o.err, up.count())
 	}
 	evs := b.intercepts(t)
