@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,13 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
+	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 )
 
@@ -36,27 +31,15 @@ func runFakeModel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookproxy fake-model: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := app.StopSignals(context.Background())
 	defer stop()
-
-	ln, err := net.Listen("tcp", *listen)
+	err := app.ServeFakeModel(ctx, *listen, func(addr string) {
+		fmt.Fprintf(stdout, "hookproxy fake-model: imitation of the OpenAI and Anthropic APIs on http://%s (POST %s, POST %s, GET %s)\n",
+			addr, fakemodel.PathChatCompletions, fakemodel.PathMessages, fakemodel.PathReceived)
+	})
 	if err != nil {
-		fmt.Fprintf(stderr, "hookproxy fake-model: listen %s: %v\n", *listen, err)
-		return 1
-	}
-	hs := &http.Server{Handler: fakemodel.New().Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "hookproxy fake-model: imitation of the OpenAI and Anthropic APIs on http://%s (POST %s, POST %s, GET %s)\n",
-		ln.Addr(), fakemodel.PathChatCompletions, fakemodel.PathMessages, fakemodel.PathReceived)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-	select {
-	case err := <-serveErr:
 		fmt.Fprintf(stderr, "hookproxy fake-model: %v\n", err)
 		return 1
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
 	return 0
 }

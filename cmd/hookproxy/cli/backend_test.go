@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/app"
 )
 
 // backendSecret is a made-up AWS access key id in the real format.
@@ -236,8 +237,8 @@ func TestDefaultRegistration(t *testing.T) {
 		t.Errorf("default routes %+v", cfg.Routes)
 	}
 
-	// serve's own path: buildChain on the default configuration.
-	ch, err := buildChain(cfg, cfg.Source, zap.NewNop())
+	// serve's own path: app.BuildChain on the default configuration.
+	ch, err := app.BuildChain(cfg, cfg.Source, zap.NewNop())
 	if err != nil || ch == nil {
 		t.Fatalf("buildChain(default) = %v, %v", ch, err)
 	}

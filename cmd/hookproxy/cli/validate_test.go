@@ -1,34 +1,36 @@
-package main
+package cli
 
 import (
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/hookproxy/hookproxy/internal/ahptest"
+	"github.com/hookproxy/hookproxy/internal/hookproxybin"
 )
 
 const testVersion = "v0.0.0-validate-test"
 
-// buildBinary compiles hookproxy once into a temporary directory, with a link-time version.
-func buildBinary(t *testing.T) string {
+// TestMain makes this test binary the hookproxy binary of the tests that start one as a
+// child process (hookproxyBinary), with the version a link-time -X main.version would set.
+func TestMain(m *testing.M) {
+	hookproxybin.RunIfInvoked(func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+		Version = testVersion
+		return Main(args, stdin, stdout, stderr)
+	})
+	os.Exit(m.Run())
+}
+
+// hookproxyBinary returns a hookproxy binary: this test binary, started under the name
+// hookproxy (TestMain), so no go build is needed.
+func hookproxyBinary(t *testing.T) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "hookproxy")
-	cmd := exec.Command(goTool, "build", "-ldflags", "-X main.version="+testVersion, "-o", bin, ".")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return hookproxybin.Path(t)
 }
 
 // runBinary runs the binary with an environment free of the variables the fixtures name,
@@ -83,9 +85,9 @@ var fixtureErrorPaths = map[string][]string{
 
 func TestValidateCommand(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("starts the hookproxy binary as a child process")
 	}
-	bin := buildBinary(t)
+	bin := hookproxyBinary(t)
 
 	t.Run("version", func(t *testing.T) {
 		code, out, _ := runBinary(t, bin, "version")

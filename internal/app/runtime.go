@@ -1,4 +1,4 @@
-package wiring
+package app
 
 import (
 	"context"
@@ -42,6 +42,7 @@ type Runtime struct {
 	configPath string             // "" = the embedded default
 	level      *zap.AtomicLevel   // nil: the level is fixed (set by flag)
 	load       func(path string) (*config.Config, error)
+	decisions  proxy.Auditor // nil: only the audit log, metrics and logs hear of a boundary
 
 	cur      atomic.Pointer[generation]
 	seq      atomic.Uint64
@@ -87,6 +88,7 @@ type runtimeOptions struct {
 	ConfigPath string
 	Level      *zap.AtomicLevel
 	Load       func(path string) (*config.Config, error)
+	Decisions  proxy.Auditor
 }
 
 func newRuntime(o runtimeOptions) *Runtime {
@@ -98,6 +100,7 @@ func newRuntime(o runtimeOptions) *Runtime {
 		configPath: o.ConfigPath,
 		level:      o.Level,
 		load:       o.Load,
+		decisions:  o.Decisions,
 		live:       map[*generation]struct{}{},
 	}
 	if rt.log == nil {
@@ -281,7 +284,7 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 	}
 	opts := proxy.Options{
 		Logger:      rt.log,
-		Auditor:     &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log},
+		Auditor:     &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log, Decisions: rt.decisions},
 		State:       rt.store,
 		StoreHealth: rt.health,
 		Tracer:      rt.tracer,

@@ -1,4 +1,4 @@
-package wiring
+package app
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/metrics"
+	"github.com/hookproxy/hookproxy/proxy"
 	"github.com/hookproxy/hookproxy/tracing"
 )
 
@@ -52,6 +53,12 @@ type Options struct {
 	// FlushTimeout bounds the audit flush, backend stop and trace flush at shutdown
 	// (default 10s), after the request drain bounded by limits.shutdownTimeout.
 	FlushTimeout time.Duration
+	// Listener, when set, is the proxy listener, already open (Config.Listen is then not
+	// listened on): the demo opens its own to name the flag in its error. Run closes it.
+	Listener net.Listener
+	// Decisions, when set, is also told of every settled boundary, after the audit log
+	// and metrics (the demo prints each decision).
+	Decisions proxy.Auditor
 }
 
 // Run serves the proxy (and the admin listener when configured) until ctx ends, then
@@ -62,7 +69,7 @@ type Options struct {
 func Run(ctx context.Context, opts Options) error {
 	cfg := opts.Config
 	if cfg == nil {
-		return errors.New("wiring: no configuration")
+		return errors.New("app: no configuration")
 	}
 	log := opts.Logger
 	if log == nil {
@@ -77,6 +84,9 @@ func Run(ctx context.Context, opts Options) error {
 
 	shutdownTracing, err := tracing.Setup(ctx, cfg.Tracing)
 	if err != nil {
+		if opts.Listener != nil {
+			_ = opts.Listener.Close()
+		}
 		return err
 	}
 	var tracer trace.Tracer
@@ -88,9 +98,13 @@ func Run(ctx context.Context, opts Options) error {
 	if cfg.Admin != "" {
 		m = metrics.New()
 	}
-	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level})
+	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
+		Decisions: opts.Decisions})
 	// Anything that fails from here on must still release what was started.
 	cleanup := func() {
+		if opts.Listener != nil {
+			_ = opts.Listener.Close()
+		}
 		fctx, cancel := context.WithTimeout(context.Background(), opts.FlushTimeout)
 		defer cancel()
 		_ = rt.Close(fctx)
@@ -103,10 +117,13 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		cleanup()
-		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	ln := opts.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			cleanup()
+			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
 	}
 	hs := &http.Server{
 		Handler:           rt,
@@ -257,4 +274,13 @@ func (rt *Runtime) control(ctx context.Context, reload <-chan struct{}, debounce
 			fw.set(rt.watchPaths())
 		}
 	}
+}
+
+// LoadConfig loads the configuration file at path, or the embedded default when path is
+// empty.
+func LoadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return config.Default(), nil
+	}
+	return config.Load(path)
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -6,14 +6,16 @@ import (
 	"runtime/debug"
 )
 
-// version is set at link time: go build -ldflags "-X main.version=v1.2.3".
-var version string
+// Version is the version `hookproxy version` prints when set: cmd/hookproxy sets it from
+// its link-time main.version (go build -ldflags "-X main.version=v1.2.3"); a test may set
+// it directly.
+var Version string
 
-// currentVersion is the link-time version, else the module version recorded in the build
-// info (go install module@version), else "dev".
+// currentVersion is Version, else the module version recorded in the build info (go
+// install module@version), else "dev".
 func currentVersion() string {
-	if version != "" {
-		return version
+	if Version != "" {
+		return Version
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // Docker is not available where the tests run, so the deployment files are checked the way
 // docker would read them: the compose file parses and wires what it claims, every file it
@@ -24,13 +24,14 @@ import (
 	"github.com/hookproxy/hookproxy/backend"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 
-// repoRoot is the module root, two levels above this package.
-const repoRoot = "../.."
+// repoRoot is the module root, three levels above this package.
+const repoRoot = "../../.."
 
 type composeFile struct {
 	Services map[string]struct {
@@ -243,7 +244,7 @@ func TestComposeTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Audit.Path = "" // the compose file logs decisions to stdout; not in a test
-	ch, err := buildChain(cfg, cfg.Source, zap.NewNop())
+	ch, err := app.BuildChain(cfg, cfg.Source, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -6,18 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 	"github.com/hookproxy/hookproxy/proxy"
 )
@@ -32,7 +25,7 @@ const demoSecret = "AKIAZ7DEMO4HOOKPROXY"
 // policies (tools, secrets), and prints curl commands that show each of them at work.
 // Ctrl-C stops it.
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := app.StopSignals(context.Background())
 	defer stop()
 	return runDemoContext(ctx, args, stdout, stderr)
 }
@@ -52,75 +45,22 @@ func runDemoContext(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "hookproxy demo: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
-	logger, err := newWriterLogger(stderr, "console", *logLevel)
+	logger, err := app.NewWriterLogger(stderr, "console", *logLevel)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookproxy demo: %v\n", err)
 		return 2
 	}
 	defer func() { _ = logger.Sync() }()
-	if err := demo(ctx, *listen, stdout, stderr, logger); err != nil {
+	err = app.Demo(ctx, app.DemoOptions{
+		Listen: *listen, Logger: logger, Decisions: decisionPrinter(stderr),
+		Started:  func(proxyURL, modelURL string) { fmt.Fprint(stdout, demoInstructions(proxyURL, modelURL)) },
+		Stopping: func() { fmt.Fprintln(stderr, "hookproxy demo: stopping") },
+	})
+	if err != nil {
 		fmt.Fprintf(stderr, "hookproxy demo: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-func demo(ctx context.Context, listen string, stdout, stderr io.Writer, logger *zap.Logger) error {
-	// The model imitation, on a loopback port of its own: the demo never leaves the machine.
-	fm := fakemodel.New()
-	fln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("model imitation: %w", err)
-	}
-	fsrv := &http.Server{Handler: fm.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = fsrv.Serve(fln) }()
-	defer func() { _ = fsrv.Close() }()
-	modelURL := "http://" + fln.Addr().String()
-
-	// The embedded default configuration — the same policies `hookproxy serve` puts in
-	// front of the public APIs — with its routes pointed at the imitation.
-	cfg := config.Default()
-	cfg.Listen, cfg.Admin, cfg.Source = listen, "", "urn:hookproxy:demo"
-	cfg.Routes = []config.Route{
-		{Prefix: "/openai", API: config.APIOpenAI, Upstream: modelURL},
-		{Prefix: "/anthropic", API: config.APIAnthropic, Upstream: modelURL},
-	}
-	ch, err := buildChain(cfg, cfg.Source, logger)
-	if err != nil {
-		return err
-	}
-	if ch == nil {
-		return errors.New("the embedded default configuration has no registration")
-	}
-	defer func() { _ = ch.Close() }()
-	srv, err := proxy.New(cfg, ch, proxy.Options{Logger: logger, Auditor: decisionPrinter(stderr)})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = srv.Close() }()
-
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w (choose another address with --listen)", listen, err)
-	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(logger.Named("http"))}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-
-	fmt.Fprint(stdout, demoInstructions("http://"+ln.Addr().String(), modelURL))
-
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(stderr, "hookproxy demo: stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		_ = hs.Close()
-	}
-	return nil
 }
 
 // demoStep is one command of the demo and what its answer shows.

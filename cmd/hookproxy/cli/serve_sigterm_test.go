@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -53,9 +53,9 @@ func loopbackAddr(t *testing.T) string {
 // the whole stream, the audit line of the request is flushed, and the process exits 0.
 func TestServeSIGTERMDuringSlowStream(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the hookproxy binary")
+		t.Skip("starts the hookproxy binary as a child process")
 	}
-	bin := buildBinary(t)
+	bin := hookproxyBinary(t)
 	dir := t.TempDir()
 
 	const chunks, gap = 10, 200 * time.Millisecond

@@ -1,12 +1,4 @@
-// Package wiring assembles hookproxy's running server from its parts: the configuration,
-// the interceptor chain, the proxy, the decision audit log, metrics, tracing and the
-// admin listener. It owns the process-level behaviour around them — reload on demand
-// with refcounted configuration generations, readiness, graceful shutdown — so that
-// cmd/hookproxy keeps only flags and signals, and tests can run the whole server on
-// loopback without a process of its own.
-//
-// It sits above proxy and audit so that neither imports the other.
-package wiring
+package app
 
 import (
 	"context"
@@ -53,6 +45,8 @@ type Boundaries struct {
 	Audit   *audit.Writer    // nil or disabled: no audit log
 	Metrics *metrics.Metrics // nil: no metrics
 	Log     *zap.Logger
+	// Decisions, when set, is told of every boundary last (the demo's decision printer).
+	Decisions proxy.Auditor
 }
 
 var (
@@ -68,6 +62,9 @@ func (b *Boundaries) OnBoundary(ctx context.Context, rec proxy.BoundaryRecord) {
 		// already enforced. The writer bounds the wait itself (audit.waitTimeout); a loss
 		// is counted and logged there.
 		_ = b.Audit.Write(context.Background(), AuditRecord(rec))
+	}
+	if b.Decisions != nil {
+		defer b.Decisions.OnBoundary(ctx, rec)
 	}
 	b.Metrics.ObserveBoundary(rec.EventType, rec.Enforcement)
 	for i := range rec.Records {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // Issue 15, end to end with real processes: `hookproxy serve` children built from this
 // repository, a real redis-server child, a tool.after backend on loopback HTTP speaking
@@ -212,10 +212,10 @@ func postLoop(t *testing.T, listen, session, body string) {
 // asked about the secret's result exactly once.
 func TestReplicasShareStateOnRedis(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the hookproxy binary")
+		t.Skip("starts the hookproxy binary as a child process")
 	}
 	rds := redistest.Start(t)
-	bin := buildBinary(t)
+	bin := hookproxyBinary(t)
 	up, backend := newRecordingUpstream(t), newRedactingBackend(t)
 	stateBlock := "state:\n  backend: redis\n  redis:\n    url: " + rds.URL() + "\n    keyPrefix: \"replicas-test:\"\n    timeoutMs: 1000\n"
 	var reps []*replica
@@ -264,9 +264,9 @@ func TestReplicasShareStateOnRedis(t *testing.T) {
 // the secret does not leak.
 func TestRestartWithMemoryStoreReSettles(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the hookproxy binary")
+		t.Skip("starts the hookproxy binary as a child process")
 	}
-	bin := buildBinary(t)
+	bin := hookproxyBinary(t)
 	up, backend := newRecordingUpstream(t), newRedactingBackend(t)
 	dir := t.TempDir()
 	listen, admin := loopbackAddr(t), loopbackAddr(t)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/wiring"
+	"github.com/hookproxy/hookproxy/internal/app"
 )
 
 // runValidate is `hookproxy validate --config FILE`: load the configuration and its
@@ -88,6 +88,6 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 }
 
 // registrationOptions names the built-in policies an in_process transport may use and
-// checks their configs exactly as the policies would (the one definition lives in wiring,
+// checks their configs exactly as the policies would (the one definition lives in app,
 // so validate, serve and backend agree).
-func registrationOptions() registration.Options { return wiring.RegistrationOptions() }
+func registrationOptions() registration.Options { return app.RegistrationOptions() }

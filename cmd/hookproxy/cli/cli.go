@@ -1,0 +1,66 @@
+// Package cli is hookproxy's command line: the subcommands (serve, validate, version —
+// DESIGN.md §3 — plus backend, demo and fake-model), their flags, usage and exit codes.
+// It parses and reports; what a command runs is assembled by internal/app. It is a
+// package of its own, not package main, so that any package's test binary can run the
+// real command line in a child process (see Main) instead of building the binary.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Main runs the hookproxy command line with args (without the program name) and returns
+// the process exit code. cmd/hookproxy's main is os.Exit(Main(os.Args[1:], ...)); a test
+// binary whose TestMain calls it when an environment variable says so is a hookproxy
+// binary for its child processes.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return dispatch(args, stdin, stdout, stderr)
+}
+
+// run is Main on the process's standard input.
+func run(args []string, stdout, stderr io.Writer) int {
+	return dispatch(args, os.Stdin, stdout, stderr)
+}
+
+const usage = `usage: hookproxy <command> [flags]
+
+commands:
+  serve    [--config FILE]   run the proxy (default config: $HOOKPROXY_CONFIG, else the embedded default)
+  validate --config FILE     check a configuration and its registration document
+  backend  [--config FILE] [--listen ADDR | --stdio]
+                             serve the built-in policies of FILE's registration as one AHP backend
+  demo     [--listen ADDR]   offline demo: the proxy, the built-in policies and an imitation model API
+  fake-model [--listen ADDR] run only the imitation of the OpenAI and Anthropic APIs
+  version                    print the version
+`
+
+// dispatch runs a subcommand and returns the process exit code: 0 success, 1 failure,
+// 2 usage error.
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return runServe(args[1:])
+	case "validate":
+		return runValidate(args[1:], stdout, stderr)
+	case "backend":
+		return runBackend(args[1:], stdin, stdout, stderr)
+	case "demo":
+		return runDemo(args[1:], stdout, stderr)
+	case "fake-model":
+		return runFakeModel(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(args[1:], stdout, stderr)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "hookproxy: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
