@@ -60,16 +60,6 @@ type Server struct {
 // Option configures a Server.
 type Option func(*Server)
 
-// WithMaxFrameBytes sets the size limit of one incoming message (default
-// DefaultMaxFrameBytes). Values below 1 keep the default.
-func WithMaxFrameBytes(n int64) Option {
-	return func(s *Server) {
-		if n > 0 {
-			s.maxFrame = n
-		}
-	}
-}
-
 // WithBearerToken makes the HTTP binding require "Authorization: Bearer <token>" on every
 // request (AHP-AUTH-001: a protected server rejects unauthorized requests before
 // processing the event). It is for a backend reachable beyond loopback; the harness
@@ -132,13 +122,6 @@ func (s *Server) RequiresToken() bool { return s.token != "" }
 
 // Close releases the policies. It is idempotent.
 func (s *Server) Close() error { return s.chain.Close() }
-
-// Respond handles one JSON-RPC message and returns the response frame to send, or nil when
-// the message is a notification (which is never answered, SPEC-DIGEST §2.6). It is the
-// binding-independent core of Handler and ServeStdio.
-func (s *Server) Respond(ctx context.Context, frame []byte) []byte {
-	return s.respond(ctx, frame).reply
-}
 
 // outcome is the result of one message: a response frame, or none for a notification.
 // rejected marks a notification that failed validation (HTTP answers it with 400).

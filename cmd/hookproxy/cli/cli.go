@@ -2,27 +2,13 @@
 // DESIGN.md §3 — plus backend, demo and fake-model), their flags, usage and exit codes.
 // It parses and reports; what a command runs is assembled by internal/app. It is a
 // package of its own, not package main, so that any package's test binary can run the
-// real command line in a child process (see Main) instead of building the binary.
+// real command line in a child process (internal/hookproxybin) instead of building it.
 package cli
 
 import (
 	"fmt"
 	"io"
-	"os"
 )
-
-// Main runs the hookproxy command line with args (without the program name) and returns
-// the process exit code. cmd/hookproxy's main is os.Exit(Main(os.Args[1:], ...)); a test
-// binary whose TestMain calls it when an environment variable says so is a hookproxy
-// binary for its child processes.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return dispatch(args, stdin, stdout, stderr)
-}
-
-// run is Main on the process's standard input.
-func run(args []string, stdout, stderr io.Writer) int {
-	return dispatch(args, os.Stdin, stdout, stderr)
-}
 
 const usage = `usage: hookproxy <command> [flags]
 
@@ -36,9 +22,10 @@ commands:
   version                    print the version
 `
 
-// dispatch runs a subcommand and returns the process exit code: 0 success, 1 failure,
-// 2 usage error.
-func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// Main runs the hookproxy command line with args (without the program name) and returns
+// the process exit code: 0 success, 1 failure, 2 usage error. cmd/hookproxy's main is
+// os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)).
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,27 +10,9 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/internal/ahptest"
-	"github.com/hookproxy/hookproxy/internal/hookproxybin"
 )
 
 const testVersion = "v0.0.0-validate-test"
-
-// TestMain makes this test binary the hookproxy binary of the tests that start one as a
-// child process (hookproxyBinary), with the version a link-time -X main.version would set.
-func TestMain(m *testing.M) {
-	hookproxybin.RunIfInvoked(func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-		Version = testVersion
-		return Main(args, stdin, stdout, stderr)
-	})
-	os.Exit(m.Run())
-}
-
-// hookproxyBinary returns a hookproxy binary: this test binary, started under the name
-// hookproxy (TestMain), so no go build is needed.
-func hookproxyBinary(t *testing.T) string {
-	t.Helper()
-	return hookproxybin.Path(t)
-}
 
 // runBinary runs the binary with an environment free of the variables the fixtures name,
 // so that warnings do not depend on the developer's shell.
