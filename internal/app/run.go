@@ -222,6 +222,17 @@ func Run(ctx context.Context, opts Options) error {
 	return runErr
 }
 
+// Serve is `hookproxy serve` once its flags are read: Run until SIGINT or SIGTERM, with
+// SIGHUP as a reload request. opts.Reload is replaced by the SIGHUP channel.
+func Serve(opts Options) error {
+	ctx, stop := StopSignals(context.Background())
+	defer stop()
+	reload, stopReload := ReloadSignals()
+	defer stopReload()
+	opts.Reload = reload
+	return Run(ctx, opts)
+}
+
 // control runs reloads: on every reload request, and when a watched file changed and
 // its events have paused for debounce. It returns when ctx ends.
 func (rt *Runtime) control(ctx context.Context, reload <-chan struct{}, debounce time.Duration) {

@@ -39,14 +39,3 @@ func ReloadSignals() (reload <-chan struct{}, stop func()) {
 		close(hup) // ends the forwarder above; Stop guarantees no further sends
 	}
 }
-
-// Serve is `hookproxy serve` once its flags are read: Run until SIGINT or SIGTERM, with
-// SIGHUP as a reload request. opts.Reload is replaced by the SIGHUP channel.
-func Serve(opts Options) error {
-	ctx, stop := StopSignals(context.Background())
-	defer stop()
-	reload, stopReload := ReloadSignals()
-	defer stopReload()
-	opts.Reload = reload
-	return Run(ctx, opts)
-}
