@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/hookproxy/hookproxy/cmd/hookproxy/cli"
@@ -10,8 +11,13 @@ import (
 var version string
 
 func main() {
+	os.Exit(hookproxy(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// hookproxy runs the command line with the link-time version, if any.
+func hookproxy(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if version != "" {
 		cli.Version = version
 	}
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	return cli.Main(args, stdin, stdout, stderr)
 }
