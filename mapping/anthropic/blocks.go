@@ -270,11 +270,11 @@ func subTexts(c gjson.Result) (string, bool) {
 // member of the block (source, title, citations settings) survives.
 func renderSubTexts(raw, path, text string) (string, error) {
 	first := gjson.Get(raw, path+".0")
-	blk, err := setRaw(first.Raw, "text", quote(text))
+	blk, err := mapping.SetRaw(first.Raw, "text", mapping.Quote(text))
 	if err != nil {
 		return "", err
 	}
-	return setRaw(raw, path, "["+blk+"]")
+	return mapping.SetRaw(raw, path, "["+blk+"]")
 }
 
 // gapBlock is a block the canonical model cannot carry (server tool blocks, search
@@ -385,7 +385,7 @@ func stringValue(v gjson.Result, key string) (string, error) {
 // when its id was decoded by this translator, else nil. ok is false when the part renders
 // to nothing (an emptied text: Anthropic rejects empty text blocks).
 func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
-	if o != nil && o.raw != "" && partEqual(p, o.part) {
+	if o != nil && o.raw != "" && mapping.PartEqual(p, o.part) {
 		return o.raw, true, nil
 	}
 	switch {
@@ -424,7 +424,7 @@ func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
 			if text == "" {
 				return "", false, nil
 			}
-			b, err := setRaw(o.raw, "text", quote(text))
+			b, err := mapping.SetRaw(o.raw, "text", mapping.Quote(text))
 			return b, err == nil, err
 		case blockDocument:
 			if o.part.Kind == ahp.KindText { // a text document: plain, base64 or content
@@ -432,11 +432,11 @@ func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
 				var err error
 				switch gjson.Get(o.raw, "source.type").String() {
 				case "base64":
-					b, err = setRaw(o.raw, "source.data", quote(base64.StdEncoding.EncodeToString([]byte(text))))
+					b, err = mapping.SetRaw(o.raw, "source.data", mapping.Quote(base64.StdEncoding.EncodeToString([]byte(text))))
 				case "content":
 					b, err = renderSubTexts(o.raw, "source.content", text)
 				default:
-					b, err = setRaw(o.raw, "source.data", quote(text))
+					b, err = mapping.SetRaw(o.raw, "source.data", mapping.Quote(text))
 				}
 				return b, err == nil, err
 			}
@@ -450,7 +450,7 @@ func renderPart(p *ahp.Part, o *origin) (block string, ok bool, err error) {
 	if text == "" {
 		return "", false, nil
 	}
-	return `{"type":"text","text":` + quote(text) + `}`, true, nil
+	return `{"type":"text","text":` + mapping.Quote(text) + `}`, true, nil
 }
 
 // renderToolUse renders a tool_call part as a tool_use block: the original block with
@@ -465,28 +465,28 @@ func renderToolUse(p *ahp.Part, o *origin) (string, bool, error) {
 	if !in.IsObject() {
 		return "", false, fmt.Errorf("anthropic: part %s: tool input must be a JSON object", p.ID)
 	}
-	input, err := compact(call.Input)
+	input, err := mapping.Compact(call.Input)
 	if err != nil {
 		return "", false, fmt.Errorf("anthropic: part %s: tool input: %w", p.ID, err)
 	}
-	input = unescapeHTML(input)
+	input = mapping.UnescapeHTML(input)
 	if o == nil || o.raw == "" || o.typ != blockToolUse {
-		return `{"type":"tool_use","id":` + quote(call.ID) + `,"name":` + quote(call.Name) + `,"input":` + input + `}`, true, nil
+		return `{"type":"tool_use","id":` + mapping.Quote(call.ID) + `,"name":` + mapping.Quote(call.Name) + `,"input":` + input + `}`, true, nil
 	}
 	prev, _ := mapping.ParseToolCall(o.part)
 	b := o.raw
 	if call.ID != prev.ID {
-		if b, err = setRaw(b, "id", quote(call.ID)); err != nil {
+		if b, err = mapping.SetRaw(b, "id", mapping.Quote(call.ID)); err != nil {
 			return "", false, err
 		}
 	}
 	if call.Name != prev.Name {
-		if b, err = setRaw(b, "name", quote(call.Name)); err != nil {
+		if b, err = mapping.SetRaw(b, "name", mapping.Quote(call.Name)); err != nil {
 			return "", false, err
 		}
 	}
-	if prevInput, _ := compact(prev.Input); input != unescapeHTML(prevInput) {
-		if b, err = setRaw(b, "input", input); err != nil {
+	if prevInput, _ := mapping.Compact(prev.Input); input != mapping.UnescapeHTML(prevInput) {
+		if b, err = mapping.SetRaw(b, "input", input); err != nil {
 			return "", false, err
 		}
 	}

@@ -22,7 +22,7 @@ func (*Messages) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]byt
 	if !ok {
 		return nil, errors.New("anthropic: request was not decoded by the anthropic translator")
 	}
-	if messagesEqual(items, st.items) {
+	if mapping.MessagesEqual(items, st.items) {
 		return req.Original, nil
 	}
 	e := requestEncoder{st: st, items: items}
@@ -89,12 +89,12 @@ func (e *requestEncoder) system(sys []ahp.Message) (string, int, error) {
 		}
 		return "", systemKeep, nil
 	}
-	if len(sys) == 1 && hadSystem && messageEqual(&sys[0], &e.st.items[e.st.system]) {
+	if len(sys) == 1 && hadSystem && mapping.MessageEqual(&sys[0], &e.st.items[e.st.system]) {
 		return "", systemKeep, nil
 	}
 	if len(sys) == 1 && (!hadSystem || e.st.systemString) && len(sys[0].Parts) == 1 {
 		if p := &sys[0].Parts[0]; p.Kind == ahp.KindText && p.Text != nil && p.Category == "" {
-			return quote(*p.Text), systemSet, nil
+			return mapping.Quote(*p.Text), systemSet, nil
 		}
 	}
 	var blocks []string
@@ -117,7 +117,7 @@ func (e *requestEncoder) system(sys []ahp.Message) (string, int, error) {
 			}
 		}
 	}
-	return joinArray(blocks), systemSet, nil
+	return mapping.JoinArray(blocks), systemSet, nil
 }
 
 // group is one native message to render: consecutive canonical items with one native role.
@@ -227,7 +227,7 @@ func (e *requestEncoder) messages(lead int) (string, bool, error) {
 		b.WriteString(e.st.array[prev:])
 		return b.String(), true, nil
 	}
-	return joinArray(out), true, nil
+	return mapping.JoinArray(out), true, nil
 }
 
 // group renders one native message. original is true when it is a client message, whole
@@ -245,7 +245,7 @@ func (e *requestEncoder) group(g *group) (string, bool, error) {
 		blocks = append(blocks, bs...)
 	}
 	template := `{"role":"user","content":[]}`
-	content := joinArray(blocks)
+	content := mapping.JoinArray(blocks)
 	if g.src >= 0 {
 		template = e.st.messages[g.src].raw
 		// A string message whose text changed stays a string.
@@ -254,17 +254,17 @@ func (e *requestEncoder) group(g *group) (string, bool, error) {
 			if o, _ := e.origin(g.items[0]); o != nil && o.stringContent && len(it.Parts) == 1 &&
 				(it.Role == ahp.RoleUser || it.Role == ahp.RoleAssistant) {
 				if p := &it.Parts[0]; p.Kind == ahp.KindText && p.Text != nil && p.Category == "" {
-					content = quote(*p.Text)
+					content = mapping.Quote(*p.Text)
 				}
 			}
 		}
 	}
-	out, err := setRaw(template, "content", content)
+	out, err := mapping.SetRaw(template, "content", content)
 	if err != nil {
 		return "", false, err
 	}
 	if gjson.Get(out, "role").String() != g.role {
-		if out, err = setRaw(out, "role", quote(g.role)); err != nil {
+		if out, err = mapping.SetRaw(out, "role", mapping.Quote(g.role)); err != nil {
 			return "", false, err
 		}
 	}
@@ -280,7 +280,7 @@ func (e *requestEncoder) isOriginal(g *group) bool {
 	}
 	for n, k := range g.items {
 		i, ok := e.st.item(e.items[k].ID)
-		if !ok || i != nm.first+n || !messageEqual(&e.items[k], &e.st.items[i]) {
+		if !ok || i != nm.first+n || !mapping.MessageEqual(&e.items[k], &e.st.items[i]) {
 			return false
 		}
 	}
@@ -291,7 +291,7 @@ func (e *requestEncoder) isOriginal(g *group) bool {
 func (e *requestEncoder) item(k int) ([]string, error) {
 	it := &e.items[k]
 	o, was := e.origin(k)
-	if o != nil && o.native >= 0 && messageEqual(it, was) {
+	if o != nil && o.native >= 0 && mapping.MessageEqual(it, was) {
 		return o.blocks, nil
 	}
 	switch it.Role {
@@ -350,7 +350,7 @@ func wrapInstruction(m *ahp.Message) (string, error) {
 		texts = append(texts, *p.Text)
 	}
 	text := "<" + tag + ">\n" + strings.Join(texts, "\n") + "\n</" + tag + ">"
-	return `{"type":"text","text":` + quote(text) + `}`, nil
+	return `{"type":"text","text":` + mapping.Quote(text) + `}`, nil
 }
 
 // toolResult renders a role-tool message onto its original tool_result block: tool_use_id,
@@ -370,10 +370,10 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 	// A string (or absent) content whose only text changed stays a string.
 	if t.form != contentArray && len(it.Parts) == 1 {
 		if p := &it.Parts[0]; p.Kind == ahp.KindText && p.Text != nil && p.Category != ahp.CategoryToolCall && p.Category != ahp.CategoryReasoning {
-			if p.ID == t.textPart && strPtrEqual(p.Text, origText) {
+			if p.ID == t.textPart && mapping.PtrEqual(p.Text, origText) {
 				return t.block, nil
 			}
-			return setRaw(t.block, "content", quote(*p.Text))
+			return mapping.SetRaw(t.block, "content", mapping.Quote(*p.Text))
 		}
 	}
 
@@ -389,7 +389,7 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 	}
 	for j := range it.Parts {
 		p := &it.Parts[j]
-		if p.ID == t.textPart && (p.Text == nil || strPtrEqual(p.Text, origText)) {
+		if p.ID == t.textPart && (p.Text == nil || mapping.PtrEqual(p.Text, origText)) {
 			subs = t.appendTextBlocks(subs)
 			keep(0)
 			continue
@@ -398,7 +398,7 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 		if p.Kind == ahp.KindText && p.Text != nil && (p.Category == ahp.CategoryToolResult || p.Category == "") && o != nil && o.raw == "" {
 			// The joined result text, changed: one new text block replaces the originals.
 			if *p.Text != "" {
-				subs = append(subs, `{"type":"text","text":`+quote(*p.Text)+`}`)
+				subs = append(subs, `{"type":"text","text":`+mapping.Quote(*p.Text)+`}`)
 			}
 			inOrder = false
 			continue
@@ -427,5 +427,5 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 			}
 		}
 	}
-	return setRaw(t.block, "content", joinArray(subs))
+	return mapping.SetRaw(t.block, "content", mapping.JoinArray(subs))
 }

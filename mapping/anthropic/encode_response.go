@@ -25,7 +25,7 @@ func (*Messages) EncodeResponse(resp *mapping.Response, items []ahp.Message, fin
 	if !ok {
 		return nil, errors.New("anthropic: response was not decoded by the anthropic translator")
 	}
-	same := messagesEqual(items, st.items)
+	same := mapping.MessagesEqual(items, st.items)
 	finishChanged := finishReason != "" && finishReason != st.finish
 	if same && !finishChanged {
 		return resp.Original, nil
@@ -37,12 +37,12 @@ func (*Messages) EncodeResponse(resp *mapping.Response, items []ahp.Message, fin
 		if err != nil {
 			return nil, err
 		}
-		if out, err = sjson.SetRawBytes(out, "content", []byte(joinArray(blocks))); err != nil {
+		if out, err = sjson.SetRawBytes(out, "content", []byte(mapping.JoinArray(blocks))); err != nil {
 			return nil, fmt.Errorf("anthropic: patch content: %w", err)
 		}
 	}
 	if finishChanged {
-		if out, err = sjson.SetRawBytes(out, "stop_reason", []byte(quote(finishReason))); err != nil {
+		if out, err = sjson.SetRawBytes(out, "stop_reason", []byte(mapping.Quote(finishReason))); err != nil {
 			return nil, fmt.Errorf("anthropic: patch stop_reason: %w", err)
 		}
 	}
@@ -69,7 +69,7 @@ func renderAssistant(items []ahp.Message, parts map[string]*origin) ([]string, e
 				len(blocks) > 0 && gjson.Get(blocks[len(blocks)-1], "type").String() == blockText {
 				// A note hookproxy adds after the model's text starts on a new paragraph:
 				// clients show consecutive text blocks run together (issue 12).
-				b = `{"type":"text","text":` + quote("\n\n"+*p.Text) + `}`
+				b = `{"type":"text","text":` + mapping.Quote("\n\n"+*p.Text) + `}`
 			}
 			blocks = append(blocks, b)
 		}
@@ -101,13 +101,13 @@ func (*Messages) SynthesizeResponse(req *mapping.Request, items []ahp.Message, f
 	}
 	var b strings.Builder
 	b.WriteString(`{"id":`)
-	b.WriteString(quote(SynthesizedIDPrefix + hex.EncodeToString(id[:])))
+	b.WriteString(mapping.Quote(SynthesizedIDPrefix + hex.EncodeToString(id[:])))
 	b.WriteString(`,"type":"message","role":"assistant","model":`)
-	b.WriteString(quote(model))
+	b.WriteString(mapping.Quote(model))
 	b.WriteString(`,"content":`)
-	b.WriteString(joinArray(blocks))
+	b.WriteString(mapping.JoinArray(blocks))
 	b.WriteString(`,"stop_reason":`)
-	b.WriteString(quote(finishReason))
+	b.WriteString(mapping.Quote(finishReason))
 	b.WriteString(`,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}`)
 	return []byte(b.String()), nil
 }

@@ -25,7 +25,7 @@ func hostedCalls(content gjson.Result) []mapping.HostedCall {
 			in := b.Get("input")
 			input := json.RawMessage(`{}`)
 			if in.IsObject() {
-				if c, err := compact([]byte(in.Raw)); err == nil {
+				if c, err := mapping.Compact([]byte(in.Raw)); err == nil {
 					input = json.RawMessage(c)
 				}
 			}

@@ -1,19 +1,14 @@
 package anthropic
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"strconv"
-	"strings"
 	"unicode/utf8"
-
-	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
@@ -109,142 +104,7 @@ func isPlainKey(s string) bool {
 	return true
 }
 
-// quote encodes s as a JSON string the way Anthropic does (no HTML escaping).
-func quote(s string) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// unescapeHTML undoes the \u003c, \u003e and \u0026 escapes encoding/json adds to tool
-// inputs (mapping.ToolCallPart), so a rewritten input reads as Anthropic writes JSON. Escape
-// pairs are consumed whole, so an escaped backslash followed by "u003c" stays text.
-func unescapeHTML(s string) string {
-	if !strings.Contains(s, `\u00`) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		if s[i+1] == 'u' && i+6 <= len(s) {
-			switch strings.ToLower(s[i+2 : i+6]) {
-			case "003c":
-				b.WriteByte('<')
-				i += 5
-				continue
-			case "003e":
-				b.WriteByte('>')
-				i += 5
-				continue
-			case "0026":
-				b.WriteByte('&')
-				i += 5
-				continue
-			}
-		}
-		b.WriteByte(c)
-		b.WriteByte(s[i+1])
-		i++
-	}
-	return b.String()
-}
-
-// compact returns raw JSON without insignificant whitespace.
-func compact(raw []byte) (string, error) {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
-
-// setRaw patches one field of a small native JSON object.
-func setRaw(obj, path, raw string) (string, error) {
-	out, err := sjson.SetRaw(obj, path, raw)
-	if err != nil {
-		return "", fmt.Errorf("anthropic: set %s: %w", path, err)
-	}
-	return out, nil
-}
-
-// joinArray renders raw JSON values as an array.
-func joinArray(raws []string) string {
-	n := 2
-	for _, r := range raws {
-		n += len(r) + 1
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte('[')
-	for i, r := range raws {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(r)
-	}
-	b.WriteByte(']')
-	return b.String()
-}
-
-// escapeKey escapes a JSON key for use as one sjson path component.
-func escapeKey(k string) string {
-	if !strings.ContainsAny(k, `.*?|#@\!:`) {
-		return k
-	}
-	var b strings.Builder
-	for i := 0; i < len(k); i++ {
-		if strings.IndexByte(`.*?|#@\!:`, k[i]) >= 0 {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(k[i])
-	}
-	return b.String()
-}
-
 // ---- canonical values ----
-
-func messagesEqual(a, b []ahp.Message) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !messageEqual(&a[i], &b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func messageEqual(a, b *ahp.Message) bool {
-	if a.ID != b.ID || a.Role != b.Role || a.Synthesized != b.Synthesized || len(a.Parts) != len(b.Parts) {
-		return false
-	}
-	for i := range a.Parts {
-		if !partEqual(&a.Parts[i], &b.Parts[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func partEqual(a, b *ahp.Part) bool {
-	return a.ID == b.ID && a.Kind == b.Kind && a.MediaType == b.MediaType && a.Selection == b.Selection &&
-		a.Category == b.Category && a.SHA256 == b.SHA256 && a.Synthesized == b.Synthesized &&
-		strPtrEqual(a.Text, b.Text) && int64PtrEqual(a.Size, b.Size) &&
-		refEqual(a.Body, b.Body) && gapEqual(a.Gap, b.Gap)
-}
-
-func strPtrEqual(a, b *string) bool  { return a == b || a != nil && b != nil && *a == *b }
-func int64PtrEqual(a, b *int64) bool { return a == b || a != nil && b != nil && *a == *b }
-func refEqual(a, b *ahp.Ref) bool    { return a == b || a != nil && b != nil && *a == *b }
-func gapEqual(a, b *ahp.Gap) bool    { return a == b || a != nil && b != nil && *a == *b }
 
 // slab hands out short lists from a few large arrays: a decode keeps many small lists
 // (the parts of each message, the native blocks of each item), and one allocation per

@@ -248,14 +248,14 @@ func (a *assembler) applyDelta(d gjson.Result, prefix string) {
 			return true // null means "no update" in message_delta
 		}
 		if prefix != "" && !gjson.Get(a.msg, strings.TrimSuffix(prefix, ".")).IsObject() {
-			msg, err := setRaw(a.msg, strings.TrimSuffix(prefix, "."), "{}")
+			msg, err := mapping.SetRaw(a.msg, strings.TrimSuffix(prefix, "."), "{}")
 			if err != nil {
 				a.fail("%v", err)
 				return false
 			}
 			a.msg = msg
 		}
-		msg, err := setRaw(a.msg, prefix+escapeKey(k.String()), val.Raw)
+		msg, err := mapping.SetRaw(a.msg, prefix+mapping.EscapeKey(k.String()), val.Raw)
 		if err != nil {
 			a.fail("%v", err)
 			return false
@@ -272,24 +272,24 @@ func (a *assembler) finish(b *streamBlock) {
 	var err error
 	set := func(path, value string) {
 		if err == nil {
-			raw, err = setRaw(raw, path, value)
+			raw, err = mapping.SetRaw(raw, path, value)
 		}
 	}
 	if b.sawText {
-		set("text", quote(b.text.String()))
+		set("text", mapping.Quote(b.text.String()))
 	}
 	if b.sawThinking {
-		set("thinking", quote(b.thinking.String()))
+		set("thinking", mapping.Quote(b.thinking.String()))
 	}
 	if b.sawSignature {
-		set("signature", quote(b.signature.String()))
+		set("signature", mapping.Quote(b.signature.String()))
 	}
 	if in := b.partial.String(); in != "" {
 		if !gjson.Valid(in) {
 			a.fail("content block %q: input_json_delta does not form JSON", b.typ)
 			return
 		}
-		c, cerr := compact([]byte(in))
+		c, cerr := mapping.Compact([]byte(in))
 		if cerr != nil {
 			a.fail("content block %q: input: %v", b.typ, cerr)
 			return
@@ -304,7 +304,7 @@ func (a *assembler) finish(b *streamBlock) {
 			all = append(all, c.Raw)
 			return true
 		})
-		set("citations", joinArray(append(all, b.citations...)))
+		set("citations", mapping.JoinArray(append(all, b.citations...)))
 	}
 	if err != nil {
 		a.fail("%v", err)
@@ -332,7 +332,7 @@ func (a *assembler) Body() ([]byte, error) {
 		for i, b := range a.blocks {
 			raws[i] = b.final
 		}
-		msg, err := setRaw(a.msg, "content", joinArray(raws))
+		msg, err := mapping.SetRaw(a.msg, "content", mapping.JoinArray(raws))
 		if err != nil {
 			return nil, err
 		}
@@ -346,7 +346,7 @@ func (a *assembler) Body() ([]byte, error) {
 // content_block_stop, then message_delta (stop reason, usage) and message_stop. Each event
 // is flushed when w is an http.Flusher.
 func (*Messages) WriteStream(w io.Writer, body []byte) error {
-	c, err := compact(body) // one-line JSON values for data: lines
+	c, err := mapping.Compact(body) // one-line JSON values for data: lines
 	if err != nil {
 		return fmt.Errorf("anthropic: write stream: %w", mapping.ErrMalformed)
 	}
@@ -368,17 +368,17 @@ func (*Messages) WriteStream(w io.Writer, body []byte) error {
 
 	// The skeleton announces no content and no stop yet; fields the body lacks are not
 	// invented.
-	start, err := setRaw(c, "content", "[]")
+	start, err := mapping.SetRaw(c, "content", "[]")
 	if err != nil {
 		return err
 	}
 	var delta []string
 	for _, k := range []string{"stop_reason", "stop_sequence"} {
 		if v := msg.Get(k); v.Exists() {
-			if start, err = setRaw(start, k, "null"); err != nil {
+			if start, err = mapping.SetRaw(start, k, "null"); err != nil {
 				return err
 			}
-			delta = append(delta, quote(k)+":"+v.Raw)
+			delta = append(delta, mapping.Quote(k)+":"+v.Raw)
 		}
 	}
 	if err := emit("message_start", `{"type":"message_start","message":`+start+`}`); err != nil {
@@ -402,7 +402,7 @@ func (*Messages) WriteStream(w io.Writer, body []byte) error {
 		var fields []string
 		for _, k := range []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "server_tool_use"} {
 			if v := u.Get(k); v.Exists() {
-				fields = append(fields, quote(k)+":"+v.Raw)
+				fields = append(fields, mapping.Quote(k)+":"+v.Raw)
 			}
 		}
 		md += `,"usage":{` + strings.Join(fields, ",") + `}`
@@ -423,13 +423,13 @@ func writeBlock(emit func(event, data string) error, i int, b gjson.Result) erro
 	var err error
 	set := func(path, value string) {
 		if err == nil {
-			start, err = setRaw(start, path, value)
+			start, err = mapping.SetRaw(start, path, value)
 		}
 	}
 	switch typ := b.Get("type").String(); {
 	case b.Get("input").Exists():
 		set("input", "{}")
-		deltas = append(deltas, `{"type":"input_json_delta","partial_json":`+quote(b.Get("input").Raw)+`}`)
+		deltas = append(deltas, `{"type":"input_json_delta","partial_json":`+mapping.Quote(b.Get("input").Raw)+`}`)
 	case typ == blockText:
 		set("text", `""`)
 		// The body's own string literal, so the text keeps its exact encoding.

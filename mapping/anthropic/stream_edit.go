@@ -315,7 +315,7 @@ func (e *editor) render(it editItem) error {
 	}
 	if it.stop && !e.sawDelta && len(e.removed) > 0 && e.kept == 0 {
 		// No message_delta said how the turn ended: as the held path, the turn is finished.
-		if err := e.writeEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":`+quote(e.m.TerminalFinishReason())+`,"stop_sequence":null}}`); err != nil {
+		if err := e.writeEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":`+mapping.Quote(e.m.TerminalFinishReason())+`,"stop_sequence":null}}`); err != nil {
 			return err
 		}
 	}
@@ -330,7 +330,7 @@ func (e *editor) render(it editItem) error {
 	if it.index >= 0 {
 		if ci := e.clientIndex(it.index); ci != it.index {
 			var err error
-			if data, err = setRaw(data, "index", strconv.Itoa(ci)); err != nil {
+			if data, err = mapping.SetRaw(data, "index", strconv.Itoa(ci)); err != nil {
 				return err
 			}
 			changed = true
@@ -339,7 +339,7 @@ func (e *editor) render(it editItem) error {
 	// As the held path: once no call is left the turn is finished, whatever the upstream said.
 	if it.delta && len(e.removed) > 0 && e.kept == 0 && gjson.Get(data, "delta.stop_reason").String() != e.m.TerminalFinishReason() {
 		var err error
-		if data, err = setRaw(data, "delta.stop_reason", quote(e.m.TerminalFinishReason())); err != nil {
+		if data, err = mapping.SetRaw(data, "delta.stop_reason", mapping.Quote(e.m.TerminalFinishReason())); err != nil {
 			return err
 		}
 		changed = true
@@ -348,7 +348,7 @@ func (e *editor) render(it editItem) error {
 		_, err := e.out.Write(it.raw)
 		return err
 	}
-	c, err := compact([]byte(data))
+	c, err := mapping.Compact([]byte(data))
 	if err != nil {
 		return err
 	}
@@ -375,7 +375,7 @@ func (e *editor) writeNotes() error {
 	if err := e.writeEvent("content_block_start", `{"type":"content_block_start","index":`+idx+`,"content_block":{"type":"text","text":""}}`); err != nil {
 		return err
 	}
-	if err := e.writeEvent("content_block_delta", `{"type":"content_block_delta","index":`+idx+`,"delta":{"type":"text_delta","text":`+quote(note)+`}}`); err != nil {
+	if err := e.writeEvent("content_block_delta", `{"type":"content_block_delta","index":`+idx+`,"delta":{"type":"text_delta","text":`+mapping.Quote(note)+`}}`); err != nil {
 		return err
 	}
 	return e.writeEvent("content_block_stop", `{"type":"content_block_stop","index":`+idx+`}`)
@@ -383,7 +383,7 @@ func (e *editor) writeNotes() error {
 
 // decide settles a complete tool_use block and emits it when it is kept.
 func (e *editor) decide(c *heldCall) error {
-	single := []byte(`{"id":` + quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + c.blk.final + `],"stop_reason":"tool_use"}`)
+	single := []byte(`{"id":` + mapping.Quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + c.blk.final + `],"stop_reason":"tool_use"}`)
 	kept, rendered, note, err := e.settle.Settle(e.m, single)
 	if err != nil {
 		return err

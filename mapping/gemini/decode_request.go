@@ -67,7 +67,7 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if st.nested {
 		// params keep their place in the body (hookproxy.redact_params patches them there)
 		outer := mapping.TopMembers(root).Without("generateContentRequest")
-		if p, err := setRaw(outer, "generateContentRequest", params); err == nil {
+		if p, err := mapping.SetRaw(outer, "generateContentRequest", params); err == nil {
 			params = p
 		}
 	}

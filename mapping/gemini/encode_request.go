@@ -18,7 +18,7 @@ func (t *Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([
 	if !ok {
 		return nil, fmt.Errorf("gemini: request was not decoded by this translator")
 	}
-	if messagesEqual(items, st.items) {
+	if mapping.MessagesEqual(items, st.items) {
 		return req.Original, nil
 	}
 	obj := st.obj
@@ -29,7 +29,7 @@ func (t *Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([
 	}
 	var err error
 	switch {
-	case head == 1 && st.sysRaw != "" && len(st.items) > 0 && messageEqual(&items[0], &st.items[0]):
+	case head == 1 && st.sysRaw != "" && len(st.items) > 0 && mapping.MessageEqual(&items[0], &st.items[0]):
 		// unchanged
 	case head == 0:
 		if st.sysRaw != "" {
@@ -46,7 +46,7 @@ func (t *Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([
 				parts = append(parts, r)
 			}
 		}
-		if obj, err = setRaw(obj, st.sysKey, `{"parts":`+joinArray(parts)+`}`); err != nil {
+		if obj, err = mapping.SetRaw(obj, st.sysKey, `{"parts":`+mapping.JoinArray(parts)+`}`); err != nil {
 			return nil, err
 		}
 	}
@@ -54,11 +54,11 @@ func (t *Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([
 	if err != nil {
 		return nil, err
 	}
-	if obj, err = setRaw(obj, "contents", contents); err != nil {
+	if obj, err = mapping.SetRaw(obj, "contents", contents); err != nil {
 		return nil, err
 	}
 	if st.nested {
-		out, err := setRaw(string(req.Original), "generateContentRequest", obj)
+		out, err := mapping.SetRaw(string(req.Original), "generateContentRequest", obj)
 		return []byte(out), err
 	}
 	return []byte(obj), nil
@@ -107,7 +107,7 @@ func (st *requestState) renderContents(items []ahp.Message) (string, error) {
 				}
 				b.WriteString(m.Parts[j].TextOf())
 			}
-			cur.parts = append(cur.parts, `{"text":`+quote("<"+tag+">\n"+b.String()+"\n</"+tag+">")+`}`)
+			cur.parts = append(cur.parts, `{"text":`+mapping.Quote("<"+tag+">\n"+b.String()+"\n</"+tag+">")+`}`)
 		case m.Role == ahp.RoleTool:
 			r, err := st.renderToolResult(m, o, known)
 			if err != nil {
@@ -135,7 +135,7 @@ func (st *requestState) renderContents(items []ahp.Message) (string, error) {
 			if len(g.parts) == 0 {
 				continue
 			}
-			c, err := setRaw(orig, "parts", joinArray(g.parts))
+			c, err := mapping.SetRaw(orig, "parts", mapping.JoinArray(g.parts))
 			if err != nil {
 				return "", err
 			}
@@ -144,7 +144,7 @@ func (st *requestState) renderContents(items []ahp.Message) (string, error) {
 				if g.model {
 					role = `"model"`
 				}
-				if c, err = setRaw(c, "role", role); err != nil {
+				if c, err = mapping.SetRaw(c, "role", role); err != nil {
 					return "", err
 				}
 			}
@@ -158,9 +158,9 @@ func (st *requestState) renderContents(items []ahp.Message) (string, error) {
 		if g.model {
 			role = `"model"`
 		}
-		out = append(out, `{"role":`+role+`,"parts":`+joinArray(g.parts)+`}`)
+		out = append(out, `{"role":`+role+`,"parts":`+mapping.JoinArray(g.parts)+`}`)
 	}
-	return joinArray(out), nil
+	return mapping.JoinArray(out), nil
 }
 
 // sameParts reports whether a native content's parts are exactly parts.
@@ -190,7 +190,7 @@ func (st *requestState) renderToolResult(m *ahp.Message, o msgOrigin, known bool
 	if !known || !o.tool || o.part == nil {
 		return "", fmt.Errorf("gemini: tool message %q does not answer a call of this request; Gemini needs the function name", m.ID)
 	}
-	if len(m.Parts) == 1 && partEqual(&m.Parts[0], &o.part.part) {
+	if len(m.Parts) == 1 && mapping.PartEqual(&m.Parts[0], &o.part.part) {
 		return o.part.raw, nil
 	}
 	var b strings.Builder
@@ -200,11 +200,11 @@ func (st *requestState) renderToolResult(m *ahp.Message, o msgOrigin, known bool
 		}
 	}
 	text := b.String()
-	resp := `{"output":` + quote(text) + `}`
+	resp := `{"output":` + mapping.Quote(text) + `}`
 	if v := gjson.Parse(text); v.IsObject() && json.Valid([]byte(text)) {
 		resp = text
 	}
-	return setRaw(o.part.raw, o.part.key+".response", resp)
+	return mapping.SetRaw(o.part.raw, o.part.key+".response", resp)
 }
 
 // deleteKey removes a top-level member of a JSON object.

@@ -16,7 +16,7 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 	if !ok {
 		return nil, fmt.Errorf("gemini: response was not decoded by this translator")
 	}
-	if finishReason == "" && messagesEqual(items, st.items) {
+	if finishReason == "" && mapping.MessagesEqual(items, st.items) {
 		return resp.Original, nil
 	}
 	byID := make(map[string]int, len(st.cands))
@@ -48,17 +48,17 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 			c = st.cands[i].raw
 		}
 		var err error
-		if c, err = setRaw(c, "content.parts", joinArray(parts[i])); err != nil {
+		if c, err = mapping.SetRaw(c, "content.parts", mapping.JoinArray(parts[i])); err != nil {
 			return nil, err
 		}
 		if finishReason != "" {
-			if c, err = setRaw(c, "finishReason", quote(finishReason)); err != nil {
+			if c, err = mapping.SetRaw(c, "finishReason", mapping.Quote(finishReason)); err != nil {
 				return nil, err
 			}
 		}
 		cands = append(cands, c)
 	}
-	obj, err := setRaw(st.obj, "candidates", joinArray(cands))
+	obj, err := mapping.SetRaw(st.obj, "candidates", mapping.JoinArray(cands))
 	if err != nil {
 		return nil, err
 	}
@@ -90,8 +90,8 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 	if req != nil && req.Model != "" {
 		model = req.Model
 	}
-	obj := `{"candidates":[{"content":{"role":"model","parts":` + joinArray(parts) + `},"finishReason":` + quote(finishReason) +
-		`,"index":0}],"modelVersion":` + quote(model) + `,"responseId":` + quote(derive(SynthesizedIDPrefix, append(ids, joinArray(parts))...)) + `}`
+	obj := `{"candidates":[{"content":{"role":"model","parts":` + mapping.JoinArray(parts) + `},"finishReason":` + mapping.Quote(finishReason) +
+		`,"index":0}],"modelVersion":` + mapping.Quote(model) + `,"responseId":` + mapping.Quote(derive(SynthesizedIDPrefix, append(ids, mapping.JoinArray(parts))...)) + `}`
 	if t.arrayStream() {
 		return []byte("[" + obj + "]"), nil
 	}

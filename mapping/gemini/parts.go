@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
@@ -39,37 +38,6 @@ var strictJSON = jsontext.CheckOptions{
 		}
 		return fmt.Errorf("object key %q is written with escapes", name)
 	},
-}
-
-// quote renders s as a JSON string literal (no HTML escaping: policies scan this text).
-func quote(s string) string { return string(jsontext.AppendString(nil, s)) }
-
-// setRaw sets path in the JSON object obj to the raw JSON value.
-func setRaw(obj, path, raw string) (string, error) {
-	out, err := sjson.SetRaw(obj, path, raw)
-	if err != nil {
-		return "", fmt.Errorf("gemini: set %s: %w", path, err)
-	}
-	return out, nil
-}
-
-// joinArray renders raw JSON values as an array.
-func joinArray(raws []string) string {
-	n := 2
-	for _, r := range raws {
-		n += len(r) + 1
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteByte('[')
-	for i, r := range raws {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(r)
-	}
-	b.WriteByte(']')
-	return b.String()
 }
 
 // compactJSON is raw without insignificant whitespace ("{}" for nothing).
@@ -142,7 +110,7 @@ func callInput(fc gjson.Result) string {
 	case args.IsObject():
 		return compactJSON(args.Raw)
 	}
-	return `{"` + mapping.RawArgumentsKey + `":` + quote(args.Raw) + `}`
+	return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Raw) + `}`
 }
 
 // isDerivedCallID reports whether id was derived by callID (so it is not sent upstream).
@@ -360,7 +328,7 @@ func partName(p gjson.Result) string {
 		case "thought", "thoughtSignature", "thought_signature", "partMetadata", "part_metadata", "mediaResolution", "media_resolution":
 			return true
 		}
-		name = quote(k.Str)
+		name = mapping.Quote(k.Str)
 		return false
 	})
 	return name
@@ -370,7 +338,7 @@ func quoteOr(s, empty string) string {
 	if s == "" {
 		return empty
 	}
-	return quote(s)
+	return mapping.Quote(s)
 }
 
 // validAttachmentType reports whether mt may be an attachment's media type (not text/*
@@ -392,7 +360,7 @@ func validAttachmentType(mt string) bool {
 // the canonical part came from (nil for a new part): it is copied byte for byte when p is
 // unchanged, and patched when only its text or arguments changed.
 func renderPart(p *ahp.Part, orig *decodedPart) (string, error) {
-	if orig != nil && partEqual(p, &orig.part) {
+	if orig != nil && mapping.PartEqual(p, &orig.part) {
 		return orig.raw, nil
 	}
 	if c, ok := mapping.ParseToolCall(p); ok {
@@ -401,15 +369,15 @@ func renderPart(p *ahp.Part, orig *decodedPart) (string, error) {
 			raw := orig.raw
 			var err error
 			if c.Name != orig.call.Name {
-				if raw, err = setRaw(raw, orig.key+".name", quote(c.Name)); err != nil {
+				if raw, err = mapping.SetRaw(raw, orig.key+".name", mapping.Quote(c.Name)); err != nil {
 					return "", err
 				}
 			}
-			return setRaw(raw, orig.key+".args", input)
+			return mapping.SetRaw(raw, orig.key+".args", input)
 		}
-		fc := `{"name":` + quote(c.Name) + `,"args":` + input
+		fc := `{"name":` + mapping.Quote(c.Name) + `,"args":` + input
 		if !isDerivedCallID(c.ID) {
-			fc += `,"id":` + quote(c.ID)
+			fc += `,"id":` + mapping.Quote(c.ID)
 		}
 		return `{"functionCall":` + fc + `}}`, nil
 	}
@@ -423,47 +391,13 @@ func renderPart(p *ahp.Part, orig *decodedPart) (string, error) {
 	if orig != nil {
 		switch orig.kind {
 		case kindText, kindThought:
-			return setRaw(orig.raw, "text", quote(text))
+			return mapping.SetRaw(orig.raw, "text", mapping.Quote(text))
 		case kindInlineText:
-			return setRaw(orig.raw, orig.key+".data", quote(base64.StdEncoding.EncodeToString([]byte(text))))
+			return mapping.SetRaw(orig.raw, orig.key+".data", mapping.Quote(base64.StdEncoding.EncodeToString([]byte(text))))
 		}
 	}
 	if p.Category == ahp.CategoryReasoning {
-		return `{"text":` + quote(text) + `,"thought":true}`, nil
+		return `{"text":` + mapping.Quote(text) + `,"thought":true}`, nil
 	}
-	return `{"text":` + quote(text) + `}`, nil
+	return `{"text":` + mapping.Quote(text) + `}`, nil
 }
-
-// messagesEqual reports whether two canonical lists are the same content.
-func messagesEqual(a, b []ahp.Message) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !messageEqual(&a[i], &b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func messageEqual(a, b *ahp.Message) bool {
-	if a.ID != b.ID || a.Role != b.Role || len(a.Parts) != len(b.Parts) {
-		return false
-	}
-	for i := range a.Parts {
-		if !partEqual(&a.Parts[i], &b.Parts[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func partEqual(a, b *ahp.Part) bool {
-	return a.ID == b.ID && a.Kind == b.Kind && a.MediaType == b.MediaType && a.Selection == b.Selection &&
-		a.Category == b.Category && strPtrEqual(a.Text, b.Text) && a.SHA256 == b.SHA256 &&
-		int64PtrEqual(a.Size, b.Size) && (a.Gap == nil) == (b.Gap == nil) && (a.Body == nil) == (b.Body == nil)
-}
-
-func strPtrEqual(a, b *string) bool  { return a == b || a != nil && b != nil && *a == *b }
-func int64PtrEqual(a, b *int64) bool { return a == b || a != nil && b != nil && *a == *b }

@@ -213,12 +213,12 @@ func (p *mergedPart) render() string {
 	if !p.joined {
 		return p.raw
 	}
-	out, err := setRaw(p.raw, "text", quote(p.text.String()))
+	out, err := mapping.SetRaw(p.raw, "text", mapping.Quote(p.text.String()))
 	if err != nil {
 		return p.raw
 	}
 	if p.signature != "" {
-		if out2, err := setRaw(out, "thoughtSignature", p.signature); err == nil {
+		if out2, err := mapping.SetRaw(out, "thoughtSignature", p.signature); err == nil {
 			out = out2
 		}
 	}
@@ -234,7 +234,7 @@ func (m *merger) render() string {
 		if n > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(quote(key))
+		b.WriteString(mapping.Quote(key))
 		b.WriteByte(':')
 		b.WriteString(raw)
 		n++
@@ -245,7 +245,7 @@ func (m *merger) render() string {
 			for j, c := range m.cands {
 				cands[j] = c.render()
 			}
-			write("candidates", joinArray(cands))
+			write("candidates", mapping.JoinArray(cands))
 		}
 		if i < len(m.top) {
 			write(m.top[i].key, m.top[i].raw)
@@ -262,7 +262,7 @@ func (mc *mergedCandidate) render() string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(quote(mem.key))
+		b.WriteString(mapping.Quote(mem.key))
 		b.WriteByte(':')
 		if mem.key != "content" {
 			b.WriteString(mem.raw)
@@ -275,7 +275,7 @@ func (mc *mergedCandidate) render() string {
 			for j, p := range mc.parts {
 				parts[j] = p.render()
 			}
-			b.WriteString(`"parts":` + joinArray(parts))
+			b.WriteString(`"parts":` + mapping.JoinArray(parts))
 			k++
 		}
 		if mc.role != "" {
@@ -289,7 +289,7 @@ func (mc *mergedCandidate) render() string {
 			if k > 0 {
 				b.WriteByte(',')
 			}
-			b.WriteString(quote(c.key) + ":" + c.raw)
+			b.WriteString(mapping.Quote(c.key) + ":" + c.raw)
 			k++
 		}
 		b.WriteByte('}')

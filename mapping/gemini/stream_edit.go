@@ -114,7 +114,7 @@ func (e *editor) Close() error {
 		if e.kept == 0 {
 			finish = `,"finishReason":"STOP"`
 		}
-		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + quote(strings.Join(notes, "\n")) + `}]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
+		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + mapping.Quote(strings.Join(notes, "\n")) + `}]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
 		delete(e.notes, idx)
 		if err := writeEvent(e.out, []byte(chunk)); err != nil {
 			e.err = err
@@ -177,7 +177,7 @@ func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
 		_, err := e.out.Write(raw)
 		return err
 	}
-	obj, err := setRaw(chunk.Raw, "candidates", joinArray(out))
+	obj, err := mapping.SetRaw(chunk.Raw, "candidates", mapping.JoinArray(out))
 	if err != nil {
 		return err
 	}
@@ -236,16 +236,16 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 	}
 	finishing := c.Get("finishReason").Exists()
 	if notes := e.notes[idx]; len(notes) > 0 && finishing {
-		parts = append(parts, `{"text":`+quote(strings.Join(notes, "\n"))+`}`)
+		parts = append(parts, `{"text":`+mapping.Quote(strings.Join(notes, "\n"))+`}`)
 		delete(e.notes, idx)
 		changed = true
 	}
 	if !changed {
 		return c.Raw, false, nil
 	}
-	r, err := setRaw(c.Raw, "content.parts", joinArray(parts))
+	r, err := mapping.SetRaw(c.Raw, "content.parts", mapping.JoinArray(parts))
 	if err == nil && finishing && e.kept == 0 && e.removed > 0 {
-		r, err = setRaw(r, "finishReason", `"STOP"`)
+		r, err = mapping.SetRaw(r, "finishReason", `"STOP"`)
 	}
 	return r, true, err
 }
@@ -259,7 +259,7 @@ func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (ke
 	id := seen.callID(fc, name, callInput(fc))
 	single := p.Raw
 	if !fc.Get("id").Exists() {
-		if single, err = setRaw(single, key+".id", quote(id)); err != nil {
+		if single, err = mapping.SetRaw(single, key+".id", mapping.Quote(id)); err != nil {
 			return false, "", err
 		}
 	}
@@ -283,6 +283,6 @@ func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (ke
 	if !args.Exists() {
 		return false, "", fmt.Errorf("gemini: a rewritten call has no arguments")
 	}
-	r, err := setRaw(p.Raw, key+".args", args.Raw)
+	r, err := mapping.SetRaw(p.Raw, key+".args", args.Raw)
 	return true, r, err
 }

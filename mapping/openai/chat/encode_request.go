@@ -154,9 +154,9 @@ func (st *chatRequest) renderTool(m *ahp.Message, orig *nativeMessage, items []a
 			}
 			text.WriteString(m.Parts[i].TextOf())
 		}
-		return sjson.SetRaw(orig.raw, "content", oaiwire.JSONString(text.String()))
+		return sjson.SetRaw(orig.raw, "content", mapping.Quote(text.String()))
 	}
-	base := `{"role":"tool","tool_call_id":` + oaiwire.JSONString(callID) + `}`
+	base := `{"role":"tool","tool_call_id":` + mapping.Quote(callID) + `}`
 	if orig != nil {
 		base = orig.raw
 	}

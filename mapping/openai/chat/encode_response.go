@@ -66,7 +66,7 @@ func (c *Chat) EncodeResponse(resp *mapping.Response, items []ahp.Message, finis
 		}
 		if finish != ch.finish {
 			var err error
-			if out, err = sjson.SetRaw(out, prefix+".finish_reason", oaiwire.JSONString(finish)); err != nil {
+			if out, err = sjson.SetRaw(out, prefix+".finish_reason", mapping.Quote(finish)); err != nil {
 				return nil, fmt.Errorf("openai chat: choice %d: %w", k, err)
 			}
 		}
@@ -98,7 +98,7 @@ func (n *natives) renderMessage(base string, parts []ahp.Part) (string, error) {
 	}
 	content := "null"
 	if len(texts) > 0 {
-		content = oaiwire.JSONString(joinNonEmpty(texts, "\n\n"))
+		content = mapping.Quote(joinNonEmpty(texts, "\n\n"))
 	}
 	raw, err := sjson.SetRaw(base, "content", content)
 	if err != nil {
@@ -163,11 +163,11 @@ func (c *Chat) SynthesizeResponse(req *mapping.Request, items []ahp.Message, fin
 	b = append(b, `","object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, time.Now().Unix(), 10)
 	b = append(b, `,"model":`...)
-	b = oaiwire.AppendJSONString(b, model)
+	b = mapping.AppendQuote(b, model)
 	b = append(b, `,"choices":[{"index":0,"message":`...)
 	b = append(b, msg...)
 	b = append(b, `,"logprobs":null,"finish_reason":`...)
-	b = oaiwire.AppendJSONString(b, finishReason)
+	b = mapping.AppendQuote(b, finishReason)
 	b = append(b, "}]}"...)
 	return b, nil
 }

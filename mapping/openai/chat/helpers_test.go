@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
@@ -130,7 +131,7 @@ var (
 var (
 	cloneItems      = ahp.CloneMessages
 	textPart        = oaiwire.TextPart
-	jsonString      = oaiwire.JSONString
+	jsonString      = mapping.Quote
 	normalizeJSON   = oaiwire.NormalizeJSON
 	isTextMediaType = oaiwire.IsTextMediaType
 )

@@ -268,7 +268,7 @@ func (n *natives) decodeCallFields(entry gjson.Result, f *callFields, partID, fa
 		if in := g[1]; in.Exists() && in.Type != gjson.String {
 			return ahp.Part{}, nil, fmt.Errorf("tool call %s: custom.input is not a string", id)
 		}
-		nc.input = `{"input":` + oaiwire.JSONString(g[1].Str) + `}`
+		nc.input = `{"input":` + mapping.Quote(g[1].Str) + `}`
 	case "function":
 		nc.kind = callFunction
 		n.pick(entry, f[2], "function", functionFieldNames[:], g[:])
@@ -382,11 +382,11 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 	if nc == nil {
 		b := make([]byte, 0, 64+len(c.ID)+len(c.Name)+len(args))
 		b = append(b, `{"id":`...)
-		b = oaiwire.AppendJSONString(b, c.ID)
+		b = mapping.AppendQuote(b, c.ID)
 		b = append(b, `,"type":"function","function":{"name":`...)
-		b = oaiwire.AppendJSONString(b, c.Name)
+		b = mapping.AppendQuote(b, c.Name)
 		b = append(b, `,"arguments":`...)
-		b = oaiwire.AppendJSONString(b, args)
+		b = mapping.AppendQuote(b, args)
 		return string(append(b, "}}"...)), false, nil
 	}
 	switch nc.kind {
@@ -395,11 +395,11 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 		if s.Type != gjson.String {
 			return "", false, fmt.Errorf("part %s: custom tool call %s needs input {\"input\": string}", p.ID, c.ID)
 		}
-		raw, err = setFields(nc.raw, "custom.name", oaiwire.JSONString(c.Name), "custom.input", oaiwire.JSONString(s.Str))
+		raw, err = setFields(nc.raw, "custom.name", mapping.Quote(c.Name), "custom.input", mapping.Quote(s.Str))
 	case callLegacy:
-		raw, err = setFields(nc.raw, "name", oaiwire.JSONString(c.Name), "arguments", oaiwire.JSONString(args))
+		raw, err = setFields(nc.raw, "name", mapping.Quote(c.Name), "arguments", mapping.Quote(args))
 	default:
-		raw, err = setFields(nc.raw, "function.name", oaiwire.JSONString(c.Name), "function.arguments", oaiwire.JSONString(args))
+		raw, err = setFields(nc.raw, "function.name", mapping.Quote(c.Name), "function.arguments", mapping.Quote(args))
 	}
 	return raw, nc.kind == callLegacy, err
 }
@@ -462,11 +462,11 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 		var err error
 		switch np.src {
 		case srcText:
-			raw, err = sjson.SetRaw(np.raw, "text", oaiwire.JSONString(text))
+			raw, err = sjson.SetRaw(np.raw, "text", mapping.Quote(text))
 		case srcRefusal:
-			raw, err = sjson.SetRaw(np.raw, "refusal", oaiwire.JSONString(text))
+			raw, err = sjson.SetRaw(np.raw, "refusal", mapping.Quote(text))
 		case srcFileText:
-			raw, err = sjson.SetRaw(np.raw, np.field, oaiwire.JSONString(oaiwire.EncodeDataURL(np.inline.fileType, text)))
+			raw, err = sjson.SetRaw(np.raw, np.field, mapping.Quote(oaiwire.EncodeDataURL(np.inline.fileType, text)))
 		}
 		if err != nil {
 			return contentEntry{}, fmt.Errorf("part %s: %w", p.ID, err)
@@ -482,9 +482,9 @@ func (n *natives) renderContentPart(p *ahp.Part, textType string) (contentEntry,
 func textEntry(textType, text string) string {
 	b := make([]byte, 0, len(text)+48)
 	b = append(b, `{"type":`...)
-	b = oaiwire.AppendJSONString(b, textType)
+	b = mapping.AppendQuote(b, textType)
 	b = append(b, `,"text":`...)
-	b = oaiwire.AppendJSONString(b, text)
+	b = mapping.AppendQuote(b, text)
 	if textType == "output_text" {
 		b = append(b, `,"annotations":[]`...)
 	}
@@ -499,7 +499,7 @@ func contentJSON(entries []contentEntry, preferArray bool, empty string) string 
 		return empty
 	}
 	if len(entries) == 1 && entries[0].text != nil && !preferArray {
-		return oaiwire.JSONString(*entries[0].text)
+		return mapping.Quote(*entries[0].text)
 	}
 	n := 2
 	for _, e := range entries {
@@ -578,7 +578,7 @@ func applyAssistantFields(raw string, a *assistantParts, nullRefusal bool) (stri
 		if field == "" {
 			field = "reasoning_content"
 		}
-		text := oaiwire.JSONString(strings.Join(a.reasoning, ""))
+		text := mapping.Quote(strings.Join(a.reasoning, ""))
 		if raw, err = sjson.SetRaw(raw, field, text); err != nil {
 			return "", err
 		}
@@ -601,7 +601,7 @@ func applyAssistantFields(raw string, a *assistantParts, nullRefusal bool) (stri
 	}
 	switch {
 	case len(a.refusal) > 0:
-		raw, err = sjson.SetRaw(raw, "refusal", oaiwire.JSONString(strings.Join(a.refusal, "\n\n")))
+		raw, err = sjson.SetRaw(raw, "refusal", mapping.Quote(strings.Join(a.refusal, "\n\n")))
 	case nullRefusal:
 		raw, err = sjson.SetRaw(raw, "refusal", "null")
 	case gjson.Get(raw, "refusal").Type == gjson.String:

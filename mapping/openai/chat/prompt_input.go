@@ -102,11 +102,11 @@ func (p *PromptInput) EncodeRequest(req *mapping.Request, items []ahp.Message) (
 			texts = append(texts, *pt.Text)
 		}
 	}
-	value := oaiwire.JSONString(strings.Join(texts, "\n"))
+	value := mapping.Quote(strings.Join(texts, "\n"))
 	if st.array {
 		quoted := make([]string, len(texts))
 		for i, t := range texts {
-			quoted[i] = oaiwire.JSONString(t)
+			quoted[i] = mapping.Quote(t)
 		}
 		value = "[" + strings.Join(quoted, ",") + "]"
 	}

@@ -127,7 +127,7 @@ func (a *chatAssembler) event(name string, data []byte) error {
 		a.created = c.Raw
 	}
 	if u := root.Get("usage"); u.IsObject() {
-		a.usage = oaiwire.CompactJSON(u.Raw)
+		a.usage = mapping.CompactJSON(u.Raw)
 	}
 	choices := root.Get("choices")
 	if choices.Exists() && choices.Type != gjson.Null && !choices.IsArray() {
@@ -213,7 +213,7 @@ func (a *chatAssembler) choice(ch gjson.Result) error {
 				c.logprobs = map[string][]string{}
 			}
 			lp.ForEach(func(_, e gjson.Result) bool {
-				c.logprobs[k] = append(c.logprobs[k], oaiwire.CompactJSON(e.Raw))
+				c.logprobs[k] = append(c.logprobs[k], mapping.CompactJSON(e.Raw))
 				return true
 			})
 		}
@@ -297,7 +297,7 @@ func (a *chatAssembler) Body() ([]byte, error) {
 	slices.SortFunc(a.choices, func(x, y *choiceAcc) int { return x.index - y.index })
 	b := make([]byte, 0, 256)
 	b = append(b, `{"id":`...)
-	b = oaiwire.AppendJSONString(b, a.id)
+	b = mapping.AppendQuote(b, a.id)
 	b = append(b, `,"object":"chat.completion","created":`...)
 	if a.created == "" {
 		b = append(b, '0')
@@ -305,7 +305,7 @@ func (a *chatAssembler) Body() ([]byte, error) {
 		b = append(b, a.created...)
 	}
 	b = append(b, `,"model":`...)
-	b = oaiwire.AppendJSONString(b, a.model)
+	b = mapping.AppendQuote(b, a.model)
 	b = append(b, `,"choices":[`...)
 	for i, c := range a.choices {
 		if i > 0 {
@@ -320,11 +320,11 @@ func (a *chatAssembler) Body() ([]byte, error) {
 	}
 	if a.serviceTier != "" {
 		b = append(b, `,"service_tier":`...)
-		b = oaiwire.AppendJSONString(b, a.serviceTier)
+		b = mapping.AppendQuote(b, a.serviceTier)
 	}
 	if a.fingerprint != "" {
 		b = append(b, `,"system_fingerprint":`...)
-		b = oaiwire.AppendJSONString(b, a.fingerprint)
+		b = mapping.AppendQuote(b, a.fingerprint)
 	}
 	return append(b, '}'), nil
 }
@@ -338,32 +338,32 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 	if role == "" {
 		role = "assistant"
 	}
-	b = oaiwire.AppendJSONString(b, role)
+	b = mapping.AppendQuote(b, role)
 	b = append(b, `,"content":`...)
 	// An empty content string beside tool calls or a refusal is the stream's opening
 	// delta, not content: the non-streamed shape is null.
 	if c.content.Len() == 0 && (!c.hasContent || len(c.tools) > 0 || c.legacy != nil || c.hasRefusal) {
 		b = append(b, "null"...)
 	} else {
-		b = oaiwire.AppendJSONString(b, c.content.String())
+		b = mapping.AppendQuote(b, c.content.String())
 	}
 	b = append(b, `,"refusal":`...)
 	if c.hasRefusal {
-		b = oaiwire.AppendJSONString(b, c.refusal.String())
+		b = mapping.AppendQuote(b, c.refusal.String())
 	} else {
 		b = append(b, "null"...)
 	}
 	if c.reasoningField != "" {
 		b = append(b, ',')
-		b = oaiwire.AppendJSONString(b, c.reasoningField)
+		b = mapping.AppendQuote(b, c.reasoningField)
 		b = append(b, ':')
-		b = oaiwire.AppendJSONString(b, c.reasoning.String())
+		b = mapping.AppendQuote(b, c.reasoning.String())
 	}
 	if c.audio != nil {
 		b = append(b, `,"audio":{"id":`...)
-		b = oaiwire.AppendJSONString(b, c.audio.id)
+		b = mapping.AppendQuote(b, c.audio.id)
 		b = append(b, `,"data":`...)
-		b = oaiwire.AppendJSONString(b, c.audio.data.String())
+		b = mapping.AppendQuote(b, c.audio.data.String())
 		b = append(b, `,"expires_at":`...)
 		if c.audio.expiresAt == "" {
 			b = append(b, '0')
@@ -371,7 +371,7 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 			b = append(b, c.audio.expiresAt...)
 		}
 		b = append(b, `,"transcript":`...)
-		b = oaiwire.AppendJSONString(b, c.audio.transcript.String())
+		b = mapping.AppendQuote(b, c.audio.transcript.String())
 		b = append(b, '}')
 	}
 	if len(c.tools) > 0 {
@@ -382,23 +382,23 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, `{"id":`...)
-			b = oaiwire.AppendJSONString(b, t.id)
+			b = mapping.AppendQuote(b, t.id)
 			typ := t.typ
 			if typ == "" {
 				typ = "function"
 			}
 			b = append(b, `,"type":`...)
-			b = oaiwire.AppendJSONString(b, typ)
+			b = mapping.AppendQuote(b, typ)
 			if typ == "custom" {
 				b = append(b, `,"custom":{"name":`...)
-				b = oaiwire.AppendJSONString(b, t.name.String())
+				b = mapping.AppendQuote(b, t.name.String())
 				b = append(b, `,"input":`...)
-				b = oaiwire.AppendJSONString(b, t.customInput.String())
+				b = mapping.AppendQuote(b, t.customInput.String())
 			} else {
 				b = append(b, `,"function":{"name":`...)
-				b = oaiwire.AppendJSONString(b, t.name.String())
+				b = mapping.AppendQuote(b, t.name.String())
 				b = append(b, `,"arguments":`...)
-				b = oaiwire.AppendJSONString(b, t.args.String())
+				b = mapping.AppendQuote(b, t.args.String())
 			}
 			b = append(b, "}}"...)
 		}
@@ -406,9 +406,9 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 	}
 	if c.legacy != nil {
 		b = append(b, `,"function_call":{"name":`...)
-		b = oaiwire.AppendJSONString(b, c.legacy.name.String())
+		b = mapping.AppendQuote(b, c.legacy.name.String())
 		b = append(b, `,"arguments":`...)
-		b = oaiwire.AppendJSONString(b, c.legacy.args.String())
+		b = mapping.AppendQuote(b, c.legacy.args.String())
 		b = append(b, '}')
 	}
 	b = append(b, `},"logprobs":`...)
@@ -420,7 +420,7 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = oaiwire.AppendJSONString(b, k)
+			b = mapping.AppendQuote(b, k)
 			b = append(b, ':')
 			if es, ok := c.logprobs[k]; ok {
 				b = append(b, '[')
@@ -436,7 +436,7 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 	if c.finish == "" {
 		b = append(b, "null"...)
 	} else {
-		b = oaiwire.AppendJSONString(b, c.finish)
+		b = mapping.AppendQuote(b, c.finish)
 	}
 	return append(b, '}')
 }
@@ -484,7 +484,7 @@ func (c *Chat) WriteStream(w io.Writer, body []byte) error {
 		b := make([]byte, 0, len(head)+len(u.Raw)+16)
 		b = append(b, head...)
 		b = append(b, `],"usage":`...)
-		b = append(b, oaiwire.CompactJSON(u.Raw)...)
+		b = append(b, mapping.CompactJSON(u.Raw)...)
 		b = append(b, '}')
 		if err := sw.Event("", b); err != nil {
 			return err
@@ -516,7 +516,7 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 	}
 	for _, f := range []string{"reasoning_content", "reasoning"} {
 		if r := m.Get(f); r.Type == gjson.String {
-			if err := delta(`{`+oaiwire.JSONString(f)+`:`+oaiwire.JSONString(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
+			if err := delta(`{`+mapping.Quote(f)+`:`+mapping.Quote(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
 				return err
 			}
 			break
@@ -524,7 +524,7 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 	}
 	logprobs := "null"
 	if lp := ch.Get("logprobs"); lp.IsObject() {
-		logprobs = oaiwire.CompactJSON(lp.Raw)
+		logprobs = mapping.CompactJSON(lp.Raw)
 	}
 	if hasContent {
 		for i, piece := range oaiwire.SplitText(content, streamContentPiece) {
@@ -532,18 +532,18 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 			if i == 0 {
 				lp = logprobs
 			}
-			if err := delta(`{"content":`+oaiwire.JSONString(piece)+`}`, `,"logprobs":`+lp+`,"finish_reason":null`); err != nil {
+			if err := delta(`{"content":`+mapping.Quote(piece)+`}`, `,"logprobs":`+lp+`,"finish_reason":null`); err != nil {
 				return err
 			}
 		}
 	}
 	if r := m.Get("refusal"); r.Type == gjson.String {
-		if err := delta(`{"refusal":`+oaiwire.JSONString(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
+		if err := delta(`{"refusal":`+mapping.Quote(r.Str)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
 			return err
 		}
 	}
 	if au := m.Get("audio"); au.IsObject() {
-		if err := delta(`{"audio":`+oaiwire.CompactJSON(au.Raw)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
+		if err := delta(`{"audio":`+mapping.CompactJSON(au.Raw)+`}`, `,"logprobs":null,"finish_reason":null`); err != nil {
 			return err
 		}
 	}
@@ -554,20 +554,20 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 		b = append(b, `{"tool_calls":[{"index":`...)
 		b = strconv.AppendInt(b, int64(k), 10)
 		b = append(b, `,"id":`...)
-		b = oaiwire.AppendJSONString(b, tc.Get("id").String())
+		b = mapping.AppendQuote(b, tc.Get("id").String())
 		typ := callType(tc)
 		b = append(b, `,"type":`...)
-		b = oaiwire.AppendJSONString(b, typ)
+		b = mapping.AppendQuote(b, typ)
 		if typ == "custom" {
 			b = append(b, `,"custom":{"name":`...)
-			b = oaiwire.AppendJSONString(b, tc.Get("custom.name").String())
+			b = mapping.AppendQuote(b, tc.Get("custom.name").String())
 			b = append(b, `,"input":`...)
-			b = oaiwire.AppendJSONString(b, tc.Get("custom.input").String())
+			b = mapping.AppendQuote(b, tc.Get("custom.input").String())
 		} else {
 			b = append(b, `,"function":{"name":`...)
-			b = oaiwire.AppendJSONString(b, tc.Get("function.name").String())
+			b = mapping.AppendQuote(b, tc.Get("function.name").String())
 			b = append(b, `,"arguments":`...)
-			b = oaiwire.AppendJSONString(b, argumentsString(tc.Get("function.arguments")))
+			b = mapping.AppendQuote(b, argumentsString(tc.Get("function.arguments")))
 		}
 		b = append(b, "}}]}"...)
 		k++
@@ -578,15 +578,15 @@ func writeChoice(idx int64, ch gjson.Result, chunk func([]byte) error) error {
 		return err
 	}
 	if fc := m.Get("function_call"); fc.IsObject() {
-		d := `{"function_call":{"name":` + oaiwire.JSONString(fc.Get("name").String()) +
-			`,"arguments":` + oaiwire.JSONString(argumentsString(fc.Get("arguments"))) + `}}`
+		d := `{"function_call":{"name":` + mapping.Quote(fc.Get("name").String()) +
+			`,"arguments":` + mapping.Quote(argumentsString(fc.Get("arguments"))) + `}}`
 		if err := delta(d, `,"logprobs":null,"finish_reason":null`); err != nil {
 			return err
 		}
 	}
 	finish := "null"
 	if f := ch.Get("finish_reason"); f.Type == gjson.String {
-		finish = oaiwire.JSONString(f.Str)
+		finish = mapping.Quote(f.Str)
 	}
 	return delta(`{}`, `,"logprobs":null,"finish_reason":`+finish)
 }
@@ -612,7 +612,7 @@ func messageText(c gjson.Result) (string, bool) {
 // sent as an object by a compatible server are serialized.
 func argumentsString(v gjson.Result) string {
 	if v.IsObject() {
-		return oaiwire.CompactJSON(v.Raw)
+		return mapping.CompactJSON(v.Raw)
 	}
 	return v.String()
 }

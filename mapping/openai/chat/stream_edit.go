@@ -155,7 +155,7 @@ func (e *chatEditor) end() error {
 			return err
 		}
 		if c.kept == 0 {
-			if err := e.write(sseData(e.chunk(c.index, "{}", oaiwire.JSONString(e.c.TerminalFinishReason())))); err != nil {
+			if err := e.write(sseData(e.chunk(c.index, "{}", mapping.Quote(e.c.TerminalFinishReason())))); err != nil {
 				return err
 			}
 		}
@@ -173,7 +173,7 @@ func (e *chatEditor) writeNotes(c *editChoice, afterText bool) error {
 		note = "\n\n" + note
 	}
 	c.notes = nil
-	return e.write(sseData(e.chunk(c.index, `{"content":`+oaiwire.JSONString(note)+`}`, "null")))
+	return e.write(sseData(e.chunk(c.index, `{"content":`+mapping.Quote(note)+`}`, "null")))
 }
 
 func (e *chatEditor) allFinished() bool {
@@ -359,7 +359,7 @@ func (e *chatEditor) finishOnly(fs []finishAt) string {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendChoiceDelta(b, f.choice.index, "{}", oaiwire.JSONString(f.reason))
+		b = appendChoiceDelta(b, f.choice.index, "{}", mapping.Quote(f.reason))
 	}
 	return string(append(b, "]}"...))
 }
@@ -378,7 +378,7 @@ func appendChoiceDelta(b []byte, index int, delta, finish string) []byte {
 // editor's chunks and WriteStream's alike).
 func chunkHead(root gjson.Result) []byte {
 	b := append([]byte(nil), `{"id":`...)
-	b = oaiwire.AppendJSONString(b, root.Get("id").String())
+	b = mapping.AppendQuote(b, root.Get("id").String())
 	b = append(b, `,"object":"chat.completion.chunk","created":`...)
 	if cr := root.Get("created"); cr.Type == gjson.Number {
 		b = append(b, cr.Raw...)
@@ -386,13 +386,13 @@ func chunkHead(root gjson.Result) []byte {
 		b = append(b, '0')
 	}
 	b = append(b, `,"model":`...)
-	b = oaiwire.AppendJSONString(b, root.Get("model").String())
+	b = mapping.AppendQuote(b, root.Get("model").String())
 	for _, f := range []string{"service_tier", "system_fingerprint"} {
 		if v := root.Get(f); v.Type == gjson.String {
 			b = append(b, ',')
-			b = oaiwire.AppendJSONString(b, f)
+			b = mapping.AppendQuote(b, f)
 			b = append(b, ':')
-			b = oaiwire.AppendJSONString(b, v.Str)
+			b = mapping.AppendQuote(b, v.Str)
 		}
 	}
 	return append(b, `,"choices":[`...)
@@ -552,9 +552,9 @@ func (t *editCall) entry() string {
 	b := make([]byte, 0, 64+t.name.Len()+t.args.Len()+t.custom.Len())
 	if t.legacy {
 		b = append(b, `{"name":`...)
-		b = oaiwire.AppendJSONString(b, t.name.String())
+		b = mapping.AppendQuote(b, t.name.String())
 		b = append(b, `,"arguments":`...)
-		b = oaiwire.AppendJSONString(b, t.args.String())
+		b = mapping.AppendQuote(b, t.args.String())
 		return string(append(b, '}'))
 	}
 	typ := t.typ
@@ -562,19 +562,19 @@ func (t *editCall) entry() string {
 		typ = "function"
 	}
 	b = append(b, `{"id":`...)
-	b = oaiwire.AppendJSONString(b, t.id)
+	b = mapping.AppendQuote(b, t.id)
 	b = append(b, `,"type":`...)
-	b = oaiwire.AppendJSONString(b, typ)
+	b = mapping.AppendQuote(b, typ)
 	if typ == "custom" {
 		b = append(b, `,"custom":{"name":`...)
-		b = oaiwire.AppendJSONString(b, t.name.String())
+		b = mapping.AppendQuote(b, t.name.String())
 		b = append(b, `,"input":`...)
-		b = oaiwire.AppendJSONString(b, t.custom.String())
+		b = mapping.AppendQuote(b, t.custom.String())
 	} else {
 		b = append(b, `,"function":{"name":`...)
-		b = oaiwire.AppendJSONString(b, t.name.String())
+		b = mapping.AppendQuote(b, t.name.String())
 		b = append(b, `,"arguments":`...)
-		b = oaiwire.AppendJSONString(b, t.args.String())
+		b = mapping.AppendQuote(b, t.args.String())
 	}
 	return string(append(b, "}}"...))
 }
@@ -583,7 +583,7 @@ func (t *editCall) entry() string {
 // read exactly as they read the call inside the assembled completion.
 func (e *chatEditor) single(entry string, legacy bool) []byte {
 	b := append([]byte(nil), `{"id":`...)
-	b = oaiwire.AppendJSONString(b, gjson.GetBytes(e.head, "id").String())
+	b = mapping.AppendQuote(b, gjson.GetBytes(e.head, "id").String())
 	b = append(b, `,"object":"chat.completion","created":0,"model":"","choices":[{"index":0,"message":{"role":"assistant","content":null,`...)
 	if legacy {
 		b = append(b, `"function_call":`...)
@@ -614,7 +614,7 @@ func (e *chatEditor) decide(t *editCall) error {
 	if t.legacy {
 		path = "choices.0.message.function_call"
 	}
-	entry := oaiwire.CompactJSON(gjson.GetBytes(rendered, path).Raw)
+	entry := mapping.CompactJSON(gjson.GetBytes(rendered, path).Raw)
 	var delta string
 	if t.legacy {
 		delta = `{"function_call":` + entry + `}`
@@ -675,7 +675,7 @@ func (e *chatEditor) writeFinish(f *finishChunk) error {
 		if c.kept == 0 {
 			reason = e.c.TerminalFinishReason()
 		}
-		if err := e.write(sseData(e.chunk(c.index, "{}", oaiwire.JSONString(reason)))); err != nil {
+		if err := e.write(sseData(e.chunk(c.index, "{}", mapping.Quote(reason)))); err != nil {
 			return err
 		}
 	}
@@ -686,7 +686,7 @@ func (e *chatEditor) writeFinish(f *finishChunk) error {
 // onto one.
 func sseData(data []byte) []byte {
 	if bytes.ContainsAny(data, "\r\n") {
-		data = []byte(oaiwire.CompactJSON(string(data)))
+		data = []byte(mapping.CompactJSON(string(data)))
 	}
 	b := make([]byte, 0, len(data)+8)
 	b = append(b, "data: "...)

@@ -137,9 +137,9 @@ var responseStatuses = map[string]bool{"completed": true, "incomplete": true, "f
 func setFinish(raw, finish string) (string, error) {
 	status, details := finish, "null"
 	if !responseStatuses[finish] {
-		status, details = "incomplete", `{"reason":`+oaiwire.JSONString(finish)+`}`
+		status, details = "incomplete", `{"reason":`+mapping.Quote(finish)+`}`
 	}
-	out, err := sjson.SetRaw(raw, "status", oaiwire.JSONString(status))
+	out, err := sjson.SetRaw(raw, "status", mapping.Quote(status))
 	if err == nil && (status == "incomplete" || gjson.Get(out, "incomplete_details").Exists()) {
 		if status == "incomplete" && details == "null" {
 			details = gjson.Get(out, "incomplete_details").Raw

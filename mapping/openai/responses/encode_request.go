@@ -50,7 +50,7 @@ func (*Translator) EncodeRequest(req *mapping.Request, items []ahp.Message) ([]b
 		case !oaiwire.MessagesEqual(instr, origInstr):
 			var text string
 			if text, err = instructionsText(instr); err == nil {
-				out, err = sjson.SetRawBytes(out, "instructions", []byte(oaiwire.JSONString(text)))
+				out, err = sjson.SetRawBytes(out, "instructions", []byte(mapping.Quote(text)))
 			}
 		}
 		if err != nil {
@@ -117,7 +117,7 @@ func (st *requestState) renderInput(msgs []ahp.Message) (string, error) {
 	if st.inputString && len(msgs) == 1 && msgs[0].Role == ahp.RoleUser && len(msgs[0].Parts) == 1 {
 		// A string input stays a string while it is one user text.
 		if p := &msgs[0].Parts[0]; p.Kind == ahp.KindText && p.Category == "" && p.Text != nil {
-			return oaiwire.JSONString(*p.Text), nil
+			return mapping.Quote(*p.Text), nil
 		}
 	}
 	r := &renderer{n: &st.natives}

@@ -67,7 +67,7 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 		}
 		if gjson.Get(out, "output_text").Type == gjson.String {
 			// Some servers include the SDK convenience field; keep it true to the output.
-			if out, err = sjson.SetRaw(out, "output_text", oaiwire.JSONString(outputText(gjson.Get(out, "output")))); err != nil {
+			if out, err = sjson.SetRaw(out, "output_text", mapping.Quote(outputText(gjson.Get(out, "output")))); err != nil {
 				return nil, fmt.Errorf("openai responses: set output_text: %w", err)
 			}
 		}
@@ -178,19 +178,19 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 	}
 	param := func(name, def string) string {
 		if v := params.Get(name); v.Exists() {
-			return oaiwire.CompactJSON(v.Raw)
+			return mapping.CompactJSON(v.Raw)
 		}
 		return def
 	}
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	b := make([]byte, 0, 512+len(output))
 	b = append(b, `{"id":`...)
-	b = oaiwire.AppendJSONString(b, id)
+	b = mapping.AppendQuote(b, id)
 	b = append(b, `,"object":"response","created_at":`+now+`,"status":"completed","completed_at":`+now+
 		`,"error":null,"incomplete_details":null,"instructions":`...)
-	b = append(b, oaiwire.CompactJSON(instructions)...)
+	b = append(b, mapping.CompactJSON(instructions)...)
 	b = append(b, `,"metadata":`+param("metadata", "{}")+`,"model":`...)
-	b = oaiwire.AppendJSONString(b, model)
+	b = mapping.AppendQuote(b, model)
 	b = append(b, `,"output":`...)
 	b = append(b, output...)
 	b = append(b, `,"parallel_tool_calls":`+param("parallel_tool_calls", "true")+
@@ -198,9 +198,9 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 	for _, name := range echoedParams {
 		if v := params.Get(name); v.Exists() {
 			b = append(b, ',')
-			b = oaiwire.AppendJSONString(b, name)
+			b = mapping.AppendQuote(b, name)
 			b = append(b, ':')
-			b = append(b, oaiwire.CompactJSON(v.Raw)...)
+			b = append(b, mapping.CompactJSON(v.Raw)...)
 		}
 	}
 	b = append(b, '}')

@@ -7,7 +7,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/mapping"
-	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // hostedTools names the output items of tools the provider runs itself, by the tool name
@@ -102,7 +101,7 @@ func hostedInput(typ string, it, input gjson.Result) json.RawMessage {
 		}
 	}
 	if input.IsObject() {
-		return json.RawMessage(oaiwire.CompactJSON(input.Raw))
+		return json.RawMessage(mapping.CompactJSON(input.Raw))
 	}
 	return json.RawMessage(`{}`)
 }
@@ -111,5 +110,5 @@ func rawOr(v gjson.Result, def string) string {
 	if !v.Exists() {
 		return def
 	}
-	return oaiwire.CompactJSON(v.Raw)
+	return mapping.CompactJSON(v.Raw)
 }

@@ -202,9 +202,9 @@ func (r *renderer) unchangedItem(s *segment, it *nativeItem) bool {
 func (r *renderer) renderNew(s *segment) (string, error) {
 	switch s.kind {
 	case itemMessage:
-		base := `{"type":"message","role":` + oaiwire.JSONString(s.role) + `}`
+		base := `{"type":"message","role":` + mapping.Quote(s.role) + `}`
 		if r.response {
-			base = `{"id":` + oaiwire.JSONString(r.newID("msg_")) + `,"type":"message","status":"completed","role":"assistant"}`
+			base = `{"id":` + mapping.Quote(r.newID("msg_")) + `,"type":"message","status":"completed","role":"assistant"}`
 		}
 		// A new user-side message is written the way clients write one: a content string
 		// when it is plain text.
@@ -222,7 +222,7 @@ func (r *renderer) renderNew(s *segment) (string, error) {
 			}
 			typ = "custom_tool_call_output"
 		}
-		it := nativeItem{raw: `{"type":"` + typ + `","call_id":` + oaiwire.JSONString(s.callID) + `}`,
+		it := nativeItem{raw: `{"type":"` + typ + `","call_id":` + mapping.Quote(s.callID) + `}`,
 			kind: itemCallOutput, typ: typ, stringBody: true, msg: -1, callID: s.callID}
 		return r.renderOutput(&it, -1, s.parts)
 	}
@@ -232,7 +232,7 @@ func (r *renderer) renderNew(s *segment) (string, error) {
 // newID returns a deterministic id for a new output item.
 func (r *renderer) newID(prefix string) string {
 	r.created++
-	return hashID(prefix+"hookproxy_", oaiwire.JSONString(r.seed), strconv.Itoa(r.created))
+	return hashID(prefix+"hookproxy_", mapping.Quote(r.seed), strconv.Itoa(r.created))
 }
 
 // --- messages ---
@@ -258,7 +258,7 @@ func (r *renderer) renderMessage(base, role string, preferString bool, parts []*
 	case len(entries) == 0 && preferString:
 		content = `""`
 	case len(entries) == 1 && entries[0].text != nil && preferString:
-		content = oaiwire.JSONString(*entries[0].text)
+		content = mapping.Quote(*entries[0].text)
 	default:
 		var b strings.Builder
 		b.WriteByte('[')
@@ -301,11 +301,11 @@ func (r *renderer) entry(p *ahp.Part, role string) (contentEntry, error) {
 		var err error
 		switch {
 		case o.src == srcFileText:
-			raw, err = sjson.SetRaw(o.raw, "file_data", oaiwire.JSONString(oaiwire.EncodeDataURL(o.fileType, text)))
+			raw, err = sjson.SetRaw(o.raw, "file_data", mapping.Quote(oaiwire.EncodeDataURL(o.fileType, text)))
 		case o.src == srcContentEntry && o.entry == "refusal":
-			raw, err = sjson.SetRaw(o.raw, "refusal", oaiwire.JSONString(text))
+			raw, err = sjson.SetRaw(o.raw, "refusal", mapping.Quote(text))
 		case o.src == srcContentEntry:
-			raw, err = sjson.SetRaw(o.raw, "text", oaiwire.JSONString(text))
+			raw, err = sjson.SetRaw(o.raw, "text", mapping.Quote(text))
 			// Annotations and logprobs point into the old text.
 			for _, f := range [...]string{"annotations", "logprobs"} {
 				if err == nil && len(gjson.Get(raw, f).Array()) > 0 {
@@ -323,14 +323,14 @@ func (r *renderer) entry(p *ahp.Part, role string) (contentEntry, error) {
 	b := make([]byte, 0, len(text)+64)
 	if role == ahp.RoleAssistant {
 		b = append(b, `{"type":"output_text","text":`...)
-		b = oaiwire.AppendJSONString(b, text)
+		b = mapping.AppendQuote(b, text)
 		b = append(b, `,"annotations":[]`...)
 		if r.response {
 			b = append(b, `,"logprobs":[]`...)
 		}
 	} else {
 		b = append(b, `{"type":"input_text","text":`...)
-		b = oaiwire.AppendJSONString(b, text)
+		b = mapping.AppendQuote(b, text)
 	}
 	b = append(b, '}')
 	return contentEntry{raw: string(b), text: &text}, nil
@@ -384,7 +384,7 @@ func (r *renderer) renderCall(base, typ string, parts []*ahp.Part) (string, erro
 		// modify(input) goes back onto the native item; its other members stay (tools.go).
 		raw, err := writeCall(base, typ, c.Name, origInput, args)
 		if err == nil {
-			raw, err = sjson.SetRaw(raw, "call_id", oaiwire.JSONString(c.ID))
+			raw, err = sjson.SetRaw(raw, "call_id", mapping.Quote(c.ID))
 		}
 		if err != nil {
 			return "", fmt.Errorf("part %s: tool call %s: %w", p.ID, c.ID, err)
@@ -394,16 +394,16 @@ func (r *renderer) renderCall(base, typ string, parts []*ahp.Part) (string, erro
 	b := make([]byte, 0, 96+len(c.ID)+len(c.Name)+len(args))
 	if r.response {
 		b = append(b, `{"id":`...)
-		b = oaiwire.AppendJSONString(b, r.newID("fc_"))
+		b = mapping.AppendQuote(b, r.newID("fc_"))
 		b = append(b, `,"type":"function_call","status":"completed","arguments":`...)
 	} else {
 		b = append(b, `{"type":"function_call","arguments":`...)
 	}
-	b = oaiwire.AppendJSONString(b, args)
+	b = mapping.AppendQuote(b, args)
 	b = append(b, `,"call_id":`...)
-	b = oaiwire.AppendJSONString(b, c.ID)
+	b = mapping.AppendQuote(b, c.ID)
 	b = append(b, `,"name":`...)
-	b = oaiwire.AppendJSONString(b, c.Name)
+	b = mapping.AppendQuote(b, c.Name)
 	return string(append(b, '}')), nil
 }
 
@@ -440,9 +440,9 @@ func (r *renderer) renderOutput(it *nativeItem, item int, parts []*ahp.Part) (st
 	}
 	t := text.String()
 	if it.stringBody && len(moved) == 0 {
-		return sjson.SetRaw(it.raw, "output", oaiwire.JSONString(t))
+		return sjson.SetRaw(it.raw, "output", mapping.Quote(t))
 	}
-	newText := `{"type":"input_text","text":` + oaiwire.JSONString(t) + `}`
+	newText := `{"type":"input_text","text":` + mapping.Quote(t) + `}`
 	var entries []string
 	if it.stringBody {
 		if t != "" {
@@ -550,12 +550,12 @@ func (r *renderer) renderReasoning(base string, item int, parts []*ahp.Part) (st
 		if p.Kind != ahp.KindText || p.Category != ahp.CategoryReasoning || p.Text == nil {
 			return "", fmt.Errorf("part %s: a reasoning item carries reasoning text only", p.ID)
 		}
-		entry := `{"type":"summary_text","text":` + oaiwire.JSONString(*p.Text) + `}`
+		entry := `{"type":"summary_text","text":` + mapping.Quote(*p.Text) + `}`
 		if o != nil {
 			entry = o.raw
 			if *p.Text != o.canon.TextOf() {
 				var err error
-				if entry, err = sjson.SetRaw(o.raw, "text", oaiwire.JSONString(*p.Text)); err != nil {
+				if entry, err = sjson.SetRaw(o.raw, "text", mapping.Quote(*p.Text)); err != nil {
 					return "", fmt.Errorf("part %s: %w", p.ID, err)
 				}
 			}

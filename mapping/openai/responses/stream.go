@@ -269,7 +269,7 @@ func (a *assembler) Body() ([]byte, error) {
 		}
 		status := strings.TrimPrefix(a.terminal, "response.")
 		var err error
-		if body, err = sjson.SetRaw(body, "status", oaiwire.JSONString(status)); err != nil {
+		if body, err = sjson.SetRaw(body, "status", mapping.Quote(status)); err != nil {
 			return nil, fmt.Errorf("openai responses stream: %w", err)
 		}
 	}
@@ -282,7 +282,7 @@ func (a *assembler) Body() ([]byte, error) {
 			if it.done == "" {
 				continue
 			}
-			if k >= int64(len(terminal)) || oaiwire.CompactJSON(terminal[k].Raw) != oaiwire.CompactJSON(it.done) {
+			if k >= int64(len(terminal)) || mapping.CompactJSON(terminal[k].Raw) != mapping.CompactJSON(it.done) {
 				return nil, fmt.Errorf("openai responses stream: output item %d of the terminal response differs from its output_item.done event", k)
 			}
 		}
@@ -337,7 +337,7 @@ func (it *itemAcc) build() (string, error) {
 		if it.argsFinal != nil {
 			args = *it.argsFinal
 		}
-		set(callTextField(gjson.Get(raw, "type").String()), oaiwire.JSONString(args))
+		set(callTextField(gjson.Get(raw, "type").String()), mapping.Quote(args))
 	case "reasoning":
 		set("summary", buildParts(it.summary, `{"type":"summary_text","text":""}`))
 		if len(it.parts) > 0 {
@@ -380,7 +380,7 @@ func buildParts(m map[int64]*partAcc, skeleton string) string {
 		if gjson.Get(raw, "type").String() == "refusal" {
 			field = "refusal"
 		}
-		if out, err := sjson.SetRaw(raw, field, oaiwire.JSONString(text)); err == nil {
+		if out, err := sjson.SetRaw(raw, field, mapping.Quote(text)); err == nil {
 			raw = out
 		}
 		b.WriteString(raw)
@@ -415,7 +415,7 @@ func (*Translator) WriteStream(w io.Writer, body []byte) error {
 	var buf []byte
 	ev := func(typ string, kv ...string) error {
 		buf = append(buf[:0], `{"type":`...)
-		buf = oaiwire.AppendJSONString(buf, typ)
+		buf = mapping.AppendQuote(buf, typ)
 		for i := 0; i+1 < len(kv); i += 2 {
 			buf = append(buf, ',', '"')
 			buf = append(buf, kv[i]...)
@@ -498,7 +498,7 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 	if err := ev("response.output_item.added", "output_index", idx, "item", added); err != nil {
 		return err
 	}
-	head := []string{"item_id", oaiwire.JSONString(item.Get("id").String()), "output_index", idx}
+	head := []string{"item_id", mapping.Quote(item.Get("id").String()), "output_index", idx}
 	with := func(kv ...string) []string { return append(append([]string(nil), head...), kv...) }
 	switch typ {
 	case "message":
@@ -508,7 +508,7 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 			}
 		}
 	case "function_call":
-		args := oaiwire.JSONString(item.Get("arguments").String())
+		args := mapping.Quote(item.Get("arguments").String())
 		if err := ev("response.function_call_arguments.delta", with("delta", args)...); err != nil {
 			return err
 		}
@@ -516,7 +516,7 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 			return err
 		}
 	case "custom_tool_call":
-		input := oaiwire.JSONString(item.Get("input").String())
+		input := mapping.Quote(item.Get("input").String())
 		if err := ev("response.custom_tool_call_input.delta", with("delta", input)...); err != nil {
 			return err
 		}
@@ -550,12 +550,12 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 // the whole text under doneField.
 func writeDeltas(ev func(string, ...string) error, prefix string, head []string, doneField, text string, extra ...string) error {
 	for _, piece := range oaiwire.SplitText(text, streamPiece) {
-		kv := append(append(append([]string(nil), head...), "delta", oaiwire.JSONString(piece)), extra...)
+		kv := append(append(append([]string(nil), head...), "delta", mapping.Quote(piece)), extra...)
 		if err := ev(prefix+".delta", kv...); err != nil {
 			return err
 		}
 	}
-	return ev(prefix+".done", append(append([]string(nil), head...), doneField, oaiwire.JSONString(text))...)
+	return ev(prefix+".done", append(append([]string(nil), head...), doneField, mapping.Quote(text))...)
 }
 
 // arrayOf returns the elements of v when it is an array, else none.
@@ -592,7 +592,7 @@ func writeContentPart(ev func(string, ...string) error, with func(...string) []s
 	case "output_text":
 		text := p.Get("text").String()
 		for _, piece := range oaiwire.SplitText(text, streamPiece) {
-			if err := ev("response.output_text.delta", with("content_index", j, "delta", oaiwire.JSONString(piece), "logprobs", "[]")...); err != nil {
+			if err := ev("response.output_text.delta", with("content_index", j, "delta", mapping.Quote(piece), "logprobs", "[]")...); err != nil {
 				return err
 			}
 		}
@@ -600,7 +600,7 @@ func writeContentPart(ev func(string, ...string) error, with func(...string) []s
 		if lp := p.Get("logprobs"); lp.IsArray() {
 			logprobs = lp.Raw
 		}
-		if err := ev("response.output_text.done", with("content_index", j, "text", oaiwire.JSONString(text), "logprobs", logprobs)...); err != nil {
+		if err := ev("response.output_text.done", with("content_index", j, "text", mapping.Quote(text), "logprobs", logprobs)...); err != nil {
 			return err
 		}
 	case "refusal":

@@ -132,7 +132,7 @@ func (e *editor) Fail(errType, code, message string) error {
 	if code == "" {
 		code = errType
 	}
-	b := []byte(`{"type":"error","code":` + oaiwire.JSONString(code) + `,"message":` + oaiwire.JSONString(message) + `,"param":null,"sequence_number":` + strconv.FormatInt(e.nextSeq, 10) + `}`)
+	b := []byte(`{"type":"error","code":` + mapping.Quote(code) + `,"message":` + mapping.Quote(message) + `,"param":null,"sequence_number":` + strconv.FormatInt(e.nextSeq, 10) + `}`)
 	_, err := io.WriteString(e.out, "event: error\ndata: "+string(b)+"\n\n")
 	return err
 }
@@ -384,7 +384,7 @@ func (e *editor) render(q queued) error {
 	if name == "" {
 		name = typ
 	}
-	return e.write(name, oaiwire.CompactJSON(data))
+	return e.write(name, mapping.CompactJSON(data))
 }
 
 // emitter returns WriteStream's event function, numbering from nextSeq.
@@ -392,7 +392,7 @@ func (e *editor) emitter() func(string, ...string) error {
 	var buf []byte
 	return func(typ string, kv ...string) error {
 		buf = append(buf[:0], `{"type":`...)
-		buf = oaiwire.AppendJSONString(buf, typ)
+		buf = mapping.AppendQuote(buf, typ)
 		for i := 0; i+1 < len(kv); i += 2 {
 			buf = append(buf, ',', '"')
 			buf = append(buf, kv[i]...)
@@ -420,7 +420,7 @@ func (e *editor) decideHeld(c *heldCall) error {
 				args = *c.argsFinal
 			}
 			var err error
-			if item, err = patch(c.added, callTextField(typ), oaiwire.JSONString(args)); err != nil {
+			if item, err = patch(c.added, callTextField(typ), mapping.Quote(args)); err != nil {
 				return err
 			}
 		}
@@ -443,7 +443,7 @@ func (e *editor) decideHeld(c *heldCall) error {
 		// is not a call.
 		it.done = it.added
 		if it.done == "" {
-			it.done = `{"type":` + oaiwire.JSONString(it.typ) + `}`
+			it.done = `{"type":` + mapping.Quote(it.typ) + `}`
 		}
 		return e.emitter()("response.output_item.done", "output_index", pos, "item", it.done)
 	case !kept:
@@ -460,7 +460,7 @@ func (e *editor) decideHeld(c *heldCall) error {
 
 // decide settles one call item: whether it is kept, and the item as the client gets it.
 func (e *editor) decide(item string) (bool, string, error) {
-	single := []byte(`{"id":` + oaiwire.JSONString(e.respID) + `,"object":"response","status":"completed","output":[` + item + `]}`)
+	single := []byte(`{"id":` + mapping.Quote(e.respID) + `,"object":"response","status":"completed","output":[` + item + `]}`)
 	kept, rendered, note, err := e.settle.Settle(e.t, single)
 	if err != nil || !kept {
 		if note != "" {
@@ -566,6 +566,6 @@ func (e *editor) writeNotesItem(pos int, item string) error {
 // noteItem is the assistant message that tells the agent about removed calls.
 func (e *editor) noteItem() string {
 	note := strings.Join(e.notes, "\n")
-	return `{"id":` + oaiwire.JSONString(hashID("msg_", e.respID, note)) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
-		oaiwire.JSONString(note) + `,"annotations":[]}]}`
+	return `{"id":` + mapping.Quote(hashID("msg_", e.respID, note)) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
+		mapping.Quote(note) + `,"annotations":[]}]}`
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
@@ -106,7 +107,7 @@ func callInput(it gjson.Result, typ, callID string) (name, input, gap string, er
 		if in.Exists() && in.Type != gjson.String && in.Type != gjson.Null {
 			return "", "", "", fmt.Errorf("custom_tool_call %s: input is not a string", callID)
 		}
-		input = `{"input":` + oaiwire.JSONString(in.Str) + `}`
+		input = `{"input":` + mapping.Quote(in.Str) + `}`
 	case "local_shell_call", "shell_call":
 		action := it.Get("action")
 		if !action.IsObject() {
@@ -126,7 +127,7 @@ func callInput(it gjson.Result, typ, callID string) (name, input, gap string, er
 				if len(b) > 1 {
 					b = append(b, ',')
 				}
-				b = append(oaiwire.AppendJSONString(b, f), ':')
+				b = append(mapping.AppendQuote(b, f), ':')
 				b = append(b, v.Raw...)
 			}
 		}
@@ -155,9 +156,9 @@ func shellInput(action gjson.Result, multi bool) string {
 	case list.Type == gjson.String: // not the documented shape; taken as the command line
 		b = append(b, list.Raw...)
 	case multi:
-		b = oaiwire.AppendJSONString(b, joinCommands(list))
+		b = mapping.AppendQuote(b, joinCommands(list))
 	default:
-		b = oaiwire.AppendJSONString(b, quoteArgv(list))
+		b = mapping.AppendQuote(b, quoteArgv(list))
 	}
 	if list.IsArray() {
 		b = append(b, `,"`+canonKey+`":`...)
@@ -294,13 +295,13 @@ func writeCall(base, typ, name, origInput, args string) (string, error) {
 	}
 	switch typ {
 	case "function_call":
-		return patch(base, "name", oaiwire.JSONString(name), "arguments", oaiwire.JSONString(args))
+		return patch(base, "name", mapping.Quote(name), "arguments", mapping.Quote(args))
 	case "custom_tool_call":
 		s := in.Get("input")
 		if s.Type != gjson.String {
 			return "", fmt.Errorf("a custom tool call needs input {\"input\": string}")
 		}
-		return patch(base, "name", oaiwire.JSONString(name), "input", s.Raw)
+		return patch(base, "name", mapping.Quote(name), "input", s.Raw)
 	case "local_shell_call", "shell_call":
 		action := gjson.Get(base, "action").Raw
 		if !gjson.Get(base, "action").IsObject() {
@@ -382,7 +383,7 @@ func writeShellAction(action string, multi bool, orig, in gjson.Result) (string,
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = oaiwire.AppendJSONString(b, w)
+				b = mapping.AppendQuote(b, w)
 			}
 			value = string(append(b, ']'))
 		}
@@ -504,7 +505,7 @@ func writeShellOutput(raw, text string) (string, error) {
 	for i, f := range had {
 		v := `""`
 		if i == 0 {
-			v = oaiwire.JSONString(text)
+			v = mapping.Quote(text)
 		}
 		if entries[f.chunk], err = sjson.SetRaw(entries[f.chunk], f.name, v); err != nil {
 			return "", err

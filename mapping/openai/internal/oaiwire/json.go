@@ -1,7 +1,6 @@
 package oaiwire
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,76 +41,10 @@ func CheckClientJSON(raw []byte) error {
 	return fmt.Errorf("body is not valid JSON: %s at byte %d", ce.Msg, ce.Offset)
 }
 
-// JSONString returns s as a JSON string literal.
-func JSONString(s string) string { return string(AppendJSONString(make([]byte, 0, len(s)+2), s)) }
-
-// AppendJSONString appends s as a JSON string literal. Unlike encoding/json it does not
-// escape <, > and &: text goes upstream as the client wrote it, as OpenAI itself writes it.
-// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func AppendJSONString(dst []byte, s string) []byte { return jsontext.AppendString(dst, s) }
-
-// CompactJSON removes insignificant whitespace from valid JSON; other input is returned
-// unchanged.
-func CompactJSON(s string) string {
-	if jsontext.IsCompact(s) { // whitespace inside strings is not insignificant
-		return s
-	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		return s
-	}
-	return b.String()
-}
-
 // NormalizeJSON is the form tool inputs are compared and re-rendered in: compact, with the
 // HTML escapes encoding/json adds (\u003c, \u003e, \u0026) turned back into the characters,
 // so that "<" in arguments stays "<" after a round through a tool_call part.
-func NormalizeJSON(s string) string {
-	s = CompactJSON(s)
-	if !strings.Contains(s, `\u00`) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	inString := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !inString {
-			inString = c == '"'
-			b.WriteByte(c)
-			continue
-		}
-		switch c {
-		case '"':
-			inString = false
-		case '\\':
-			if i+5 < len(s) && s[i+1] == 'u' {
-				var r byte
-				switch strings.ToLower(s[i+2 : i+6]) {
-				case "003c":
-					r = '<'
-				case "003e":
-					r = '>'
-				case "0026":
-					r = '&'
-				}
-				if r != 0 {
-					b.WriteByte(r)
-					i += 5
-					continue
-				}
-			}
-			b.WriteByte(c)
-			if i+1 < len(s) {
-				i++
-				b.WriteByte(s[i])
-			}
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
+func NormalizeJSON(s string) string { return mapping.UnescapeHTML(mapping.CompactJSON(s)) }
 
 // ParseArguments turns a native arguments string into a tool input object. ok is false when
 // the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An empty
@@ -128,14 +61,14 @@ func ParseArguments(args gjson.Result) (input string, ok bool) {
 		}
 		// Not a JSON object: judged as its raw text, never as {} (issue 13 §3) — a rule
 		// over the input still sees "rm -rf /" in arguments that do not parse.
-		return `{"` + mapping.RawArgumentsKey + `":` + JSONString(args.Str) + `}`, false
+		return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Str) + `}`, false
 	case args.IsObject():
 		// Some compatible servers send the arguments as an object instead of a string.
 		return NormalizeJSON(args.Raw), true
 	case !args.Exists() || args.Type == gjson.Null:
 		return "{}", true
 	}
-	return `{"` + mapping.RawArgumentsKey + `":` + JSONString(args.Raw) + `}`, false
+	return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Raw) + `}`, false
 }
 
 // SplitText cuts s into pieces of at most n bytes at rune boundaries; "" is one empty piece,
@@ -216,14 +149,14 @@ func UpstreamError(e gjson.Result) *mapping.UpstreamError {
 func ErrorBody(errType, code, message string) []byte {
 	b := make([]byte, 0, 64+len(message)+len(errType)+len(code))
 	b = append(b, `{"error":{"message":`...)
-	b = AppendJSONString(b, message)
+	b = mapping.AppendQuote(b, message)
 	b = append(b, `,"type":`...)
-	b = AppendJSONString(b, errType)
+	b = mapping.AppendQuote(b, errType)
 	b = append(b, `,"param":null,"code":`...)
 	if code == "" {
 		b = append(b, "null"...)
 	} else {
-		b = AppendJSONString(b, code)
+		b = mapping.AppendQuote(b, code)
 	}
 	return append(b, "}}"...)
 }
