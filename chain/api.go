@@ -2,7 +2,7 @@ package chain
 
 // This file declares the engine's public surface; the implementation lives beside it:
 // chain.go (construction, matching plans), engine.go (the serial interceptor chain),
-// capabilities.go (honest narrowing), projection.go (content selection), staging.go and
+// capabilities.go (honest narrowing), projection.go (content selection), staging*.go and
 // decode.go (strict reply validation and atomic staging; ValidateReply — canonical content
 // itself is validated and decoded by chain/ahp), values.go (edit semantics) and
 // observers.go (owned observation delivery, hook.failure).
