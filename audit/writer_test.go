@@ -257,7 +257,7 @@ func droppedLogged(logs *observer.ObservedLogs) uint64 {
 func TestDropModeCountsDrops(t *testing.T) {
 	g := newGate()
 	logger, logs := observed()
-	w := newWriter(mustNormalize(t, config.Audit{OnFull: OnFullDrop, QueueSize: 2}), logger, g, true)
+	w := newWriter(mustNormalize(t, config.Audit{OnFull: config.AuditOnDrop, QueueSize: 2}), logger, g, true)
 
 	if err := w.Write(context.Background(), rec(0)); err != nil {
 		t.Fatal(err)
@@ -297,6 +297,32 @@ func TestDropModeCountsDrops(t *testing.T) {
 	// Rate-limited logging still accounts for every drop by Close.
 	if n := droppedLogged(logs); n != 3 {
 		t.Fatalf("logs report %d drops, want 3", n)
+	}
+}
+
+// TestWaitModeDefaultIsTheDocumented100ms: a writer built without a waitTimeout (code
+// that does not go through config.Load) waits the documented audit.waitTimeout default
+// (README: 100ms), not a second default of its own: a full queue costs a request 100ms.
+func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
+	g := newGate()
+	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 1}), zap.NewNop(), g, true)
+	defer func() { g.open(); closeWriter(t, w) }()
+
+	if err := w.Write(context.Background(), rec(0)); err != nil {
+		t.Fatal(err)
+	}
+	g.waitEntered(t)
+	if err := w.Write(context.Background(), rec(1)); err != nil { // fills the queue
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := w.Write(context.Background(), rec(2))
+	waited := time.Since(start)
+	if !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("err %v, want ErrQueueFull", err)
+	}
+	if waited < 100*time.Millisecond || waited >= 900*time.Millisecond {
+		t.Fatalf("dropped after %v, want the documented 100ms wait", waited)
 	}
 }
 
@@ -408,7 +434,7 @@ func TestCloseDeadlineCountsLossAndStops(t *testing.T) {
 func TestConcurrentWritersNothingSilent(t *testing.T) {
 	g := newGate()
 	g.open()
-	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 8, OnFull: OnFullDrop}), zap.NewNop(), g, true)
+	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 8, OnFull: config.AuditOnDrop}), zap.NewNop(), g, true)
 	const writers, each = 16, 200
 	var wg sync.WaitGroup
 	for i := range writers {

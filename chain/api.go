@@ -38,12 +38,6 @@ const (
 	CodeBackendInvalidReply = "hookproxy.backend_invalid_reply"
 )
 
-// Defaults of Options.
-const (
-	DefaultObserveTimeout = 5 * time.Second
-	DefaultMaxReplyBytes  = 4 << 20
-)
-
 // Record is what happened to one matching subscription.
 type Record struct {
 	BackendID    string   `json:"backendId"`

@@ -52,7 +52,7 @@ func NewMCPHandler(env MCPRoute) (http.Handler, error) {
 	if h.log == nil {
 		h.log = zap.NewNop()
 	}
-	h.env.Limits = withDefaultLimits(env.Limits)
+	h.env.Limits = env.Limits.WithDefaults()
 	h.connURL = connectionURL(up)
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,

@@ -54,7 +54,7 @@ func TestUpstreamRedirectNotPassedOn(t *testing.T) {
 }
 
 func TestUpstreamProxyOnlyWhenConfigured(t *testing.T) {
-	if newTransport(withDefaultLimits(testConfig("http://x").Limits)).Proxy != nil {
+	if newTransport(testConfig("http://x").Limits.WithDefaults()).Proxy != nil {
 		t.Fatal("the upstream transport reads a proxy from the environment")
 	}
 	var proxied atomic.Int32
