@@ -19,7 +19,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // Every test must leave no writer goroutine behind: Close owns the drain goroutine.
@@ -93,7 +95,7 @@ func parseLines(t *testing.T, data []byte) []map[string]any {
 }
 
 func rec(i int) Record {
-	return Record{EventID: Text(fmt.Sprintf("evt_%04d", i)), EventType: "tool.before", Enforcement: EnforcementForwarded}
+	return Record{EventID: Text(fmt.Sprintf("evt_%04d", i)), EventType: "tool.before", Enforcement: enforcement.Forwarded}
 }
 
 func closeWriter(t *testing.T, w *Writer) {
@@ -164,21 +166,21 @@ func TestRecordFields(t *testing.T) {
 		EventID: "evt_1", EventType: "tool.before", Route: "/anthropic",
 		SessionID: "sess_9b1e", TurnID: "turn_1", CallID: "toolu_01A2B3C4", Model: "claude-sonnet-4-5", Tool: "Bash",
 		Interceptors: []Interceptor{
-			{BackendID: "com.example.guard", Subscription: 0, LatencyMs: 12.5, Outcome: OutcomeAccepted,
+			{BackendID: "com.example.guard", Subscription: 0, LatencyMs: 12.5, Outcome: chain.OutcomeAccepted,
 				Effects: []EffectType{"modify", "deny"}, FailurePolicy: "fail-closed"},
-			{BackendID: "com.example.audit", Subscription: 2, Outcome: OutcomeObserved},
+			{BackendID: "com.example.audit", Subscription: 2, Outcome: chain.OutcomeObserved},
 		},
 		Permission: "deny", Flow: "none",
 		Denial:      &Denial{Reason: "force push is not allowed", Code: "git.force_push", BackendID: "com.example.guard"},
-		Enforcement: EnforcementRefused,
+		Enforcement: enforcement.Refused,
 	}
 	synthetic := Record{
 		EventID: "evt_2", EventType: "model.request.before", Route: "/openai",
-		Interceptors: []Interceptor{{BackendID: "com.example.dlp", Subscription: 1, LatencyMs: 250, Outcome: OutcomeFailed,
+		Interceptors: []Interceptor{{BackendID: "com.example.dlp", Subscription: 1, LatencyMs: 250, Outcome: chain.OutcomeFailed,
 			FailureKind: "timeout", FailurePolicy: "fail-closed"}},
 		Permission:  "deny",
 		Denial:      &Denial{Reason: "Required policy backend unavailable.", Code: "hookproxy.fail_closed", BackendID: "com.example.dlp", Synthetic: true},
-		Enforcement: EnforcementRefused,
+		Enforcement: enforcement.Refused,
 	}
 	for _, r := range []Record{explicit, synthetic} {
 		if err := w.Write(context.Background(), r); err != nil {

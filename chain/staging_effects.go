@@ -15,7 +15,7 @@ import (
 
 // effectViolation is the reason one effect was refused, before it is placed in the list.
 type effectViolation struct {
-	violation string // transport.Violation*
+	violation transport.Violation
 	err       error
 }
 

@@ -3,12 +3,13 @@ package proxy
 import (
 	"io"
 
-	"github.com/hookproxy/hookproxy/chain/ahp"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
 
 	"github.com/tidwall/gjson"
 )
