@@ -418,14 +418,6 @@ func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
 // localBody renders the local answers for merging into the server's answer.
 func (x *mcpExchange) localBody() []byte { return mcp.EncodeBatch(x.local) }
 
-// singleID is the id of the one request of a single-message body, or nil.
-func (x *mcpExchange) singleID() []byte {
-	if x.body.Batch || len(x.body.Messages) != 1 {
-		return nil
-	}
-	return x.body.Messages[0].ID
-}
-
 // prepareOutbound sets the body that goes upstream (reverse proxy Rewrite).
 func (x *mcpExchange) prepareOutbound(out *http.Request) {
 	body := x.outBody

@@ -248,11 +248,7 @@ func (x *mcpExchange) replaceWith(resp *http.Response, msgs [][]byte) {
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
 	resp.Header.Set("Content-Type", "application/json")
 	resp.Header.Del("Content-Encoding")
-	if !x.body.Batch && len(msgs) == 1 {
-		setMCPBody(resp, msgs[0])
-		return
-	}
-	setMCPBody(resp, mcp.EncodeBatch(msgs))
+	setMCPBody(resp, x.body.Encode(msgs))
 }
 
 func setMCPBody(resp *http.Response, b []byte) {
