@@ -26,6 +26,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/enforcement"
 )
@@ -272,7 +273,7 @@ type FailurePolicy string
 
 // MarshalText implements encoding.TextMarshaler.
 func (p FailurePolicy) MarshalText() ([]byte, error) {
-	return closed(string(p), "fail-open", "fail-closed"), nil
+	return closed(string(p), registration.FailOpen, registration.FailClosed), nil
 }
 
 // EventType is one of the 32 AHP event names.
