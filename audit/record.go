@@ -264,8 +264,10 @@ type EffectType string
 
 // MarshalText implements encoding.TextMarshaler.
 func (e EffectType) MarshalText() ([]byte, error) {
-	return closed(string(e), ahp.EffectDeny, ahp.EffectAllow, ahp.EffectAsk, ahp.EffectModify,
-		ahp.EffectMessage, ahp.EffectReturn, ahp.EffectFlow, ahp.EffectInject), nil
+	if ahp.IsEffectType(string(e)) {
+		return []byte(e), nil
+	}
+	return []byte(Unknown), nil
 }
 
 // FailurePolicy is the subscription's failure policy.

@@ -216,10 +216,7 @@ func (m *Metrics) ObserveInvalidReply(backend string, violation transport.Violat
 	if !violation.Known() {
 		violation = unknown
 	}
-	switch effect {
-	case "", ahp.EffectDeny, ahp.EffectAllow, ahp.EffectAsk, ahp.EffectModify, ahp.EffectMessage,
-		ahp.EffectReturn, ahp.EffectFlow, ahp.EffectInject:
-	default:
+	if effect != "" && !ahp.IsEffectType(effect) {
 		effect = unknown
 	}
 	m.invalidReplies.WithLabelValues(backend, string(violation), effect).Inc()
