@@ -415,9 +415,6 @@ func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
 	_, _ = w.Write(body)
 }
 
-// localBody renders the local answers for merging into the server's answer.
-func (x *mcpExchange) localBody() []byte { return mcp.EncodeBatch(x.local) }
-
 // prepareOutbound sets the body that goes upstream (reverse proxy Rewrite).
 func (x *mcpExchange) prepareOutbound(out *http.Request) {
 	body := x.outBody
