@@ -302,14 +302,14 @@ func TestDropModeCountsDrops(t *testing.T) {
 	}
 }
 
-// TestWaitModeDefaultIsTheDocumented100ms: a writer built without a waitTimeout (code
-// that does not go through config.Load) waits the documented audit.waitTimeout default
-// (README: 100ms), not a second default of its own: a full queue costs a request 100ms.
-func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
+// fullQueueWriter starts a wait-mode writer of one queue slot whose output is blocked,
+// and fills the queue: the next Write waits until the gate opens or the wait ends.
+func fullQueueWriter(t *testing.T, cfg config.Audit) (*Writer, *gateWriter) {
+	t.Helper()
 	g := newGate()
-	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 1}), zap.NewNop(), g, true)
-	defer func() { g.open(); closeWriter(t, w) }()
-
+	cfg.QueueSize = 1
+	w := newWriter(mustNormalize(t, cfg), zap.NewNop(), g, true)
+	t.Cleanup(func() { g.open(); closeWriter(t, w) })
 	if err := w.Write(context.Background(), rec(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +317,14 @@ func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
 	if err := w.Write(context.Background(), rec(1)); err != nil { // fills the queue
 		t.Fatal(err)
 	}
+	return w, g
+}
+
+// TestWaitModeDefaultIsTheDocumented100ms: a writer built without a waitTimeout (code
+// that does not go through config.Load) waits the documented audit.waitTimeout default
+// (README: 100ms), not a second default of its own: a full queue costs a request 100ms.
+func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
+	w, _ := fullQueueWriter(t, config.Audit{})
 	start := time.Now()
 	err := w.Write(context.Background(), rec(2))
 	waited := time.Since(start)
@@ -329,17 +337,7 @@ func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
 }
 
 func TestWaitModeWaitsThenDrops(t *testing.T) {
-	g := newGate()
-	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 1, WaitTimeout: 150 * time.Millisecond}), zap.NewNop(), g, true)
-	defer func() { g.open(); closeWriter(t, w) }()
-
-	if err := w.Write(context.Background(), rec(0)); err != nil {
-		t.Fatal(err)
-	}
-	g.waitEntered(t)
-	if err := w.Write(context.Background(), rec(1)); err != nil { // fills the queue
-		t.Fatal(err)
-	}
+	w, g := fullQueueWriter(t, config.Audit{WaitTimeout: 150 * time.Millisecond})
 
 	start := time.Now()
 	err := w.Write(context.Background(), rec(2))
