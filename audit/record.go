@@ -8,26 +8,29 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // Record is one settled boundary. Field order is the order of the JSON line.
 type Record struct {
-	Time         time.Time     `json:"time"`
-	EventID      Text          `json:"eventId"`
-	EventType    EventType     `json:"eventType"`
-	Route        Text          `json:"route,omitempty"`
-	SessionID    Text          `json:"sessionId,omitempty"`
-	TurnID       Text          `json:"turnId,omitempty"`
-	CallID       Text          `json:"callId,omitempty"`
-	Model        Text          `json:"model,omitempty"`
-	Tool         Text          `json:"tool,omitempty"`
-	Interceptors []Interceptor `json:"interceptors"`
-	Permission   Permission    `json:"permission,omitempty"`
-	Flow         Flow          `json:"flow,omitempty"`
-	Denial       *Denial       `json:"denial,omitempty"`
-	Enforcement  Enforcement   `json:"enforcement"`
+	Time         time.Time          `json:"time"`
+	EventID      Text               `json:"eventId"`
+	EventType    EventType          `json:"eventType"`
+	Route        Text               `json:"route,omitempty"`
+	SessionID    Text               `json:"sessionId,omitempty"`
+	TurnID       Text               `json:"turnId,omitempty"`
+	CallID       Text               `json:"callId,omitempty"`
+	Model        Text               `json:"model,omitempty"`
+	Tool         Text               `json:"tool,omitempty"`
+	Interceptors []Interceptor      `json:"interceptors"`
+	Permission   Permission         `json:"permission,omitempty"`
+	Flow         Flow               `json:"flow,omitempty"`
+	Denial       *Denial            `json:"denial,omitempty"`
+	Enforcement  enforcement.Action `json:"enforcement"`
 	// Reapplied counts the rewrites settled on earlier requests of the conversation that
 	// were put back into this request (model.request.before records only).
 	Reapplied int `json:"reapplied,omitempty"`
@@ -38,7 +41,7 @@ type Record struct {
 	// Held says, on a response-side record, how much of the response the proxy held from
 	// the client while the chain settled: "whole", "tool_calls" (a stream whose text
 	// flowed while each tool call was held until decided) or "none".
-	Held Held `json:"held,omitempty"`
+	Held enforcement.Held `json:"held,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`
@@ -46,18 +49,18 @@ type Record struct {
 
 // Interceptor is what happened to one matching subscription at the boundary.
 type Interceptor struct {
-	BackendID    Text         `json:"backendId"`
-	Subscription int          `json:"subscription"` // index in the backend's subscriptions
-	LatencyMs    float64      `json:"latencyMs"`
-	Outcome      Outcome      `json:"outcome"`
-	Effects      []EffectType `json:"effects"` // accepted effect types, in order; [] when none
-	FailureKind  FailureKind  `json:"failureKind,omitempty"`
+	BackendID    Text           `json:"backendId"`
+	Subscription int            `json:"subscription"` // index in the backend's subscriptions
+	LatencyMs    float64        `json:"latencyMs"`
+	Outcome      chain.Outcome  `json:"outcome"`
+	Effects      []EffectType   `json:"effects"` // accepted effect types, in order; [] when none
+	FailureKind  transport.Kind `json:"failureKind,omitempty"`
 	// Violation and OffendingEffect say why a reply the backend did send was refused:
 	// the protocol rule broken and the type of the effect to blame ("unknown" for a type
 	// outside the draft: backend-supplied text is never written).
-	Violation       Violation     `json:"violation,omitempty"`
-	OffendingEffect EffectType    `json:"offendingEffect,omitempty"`
-	FailurePolicy   FailurePolicy `json:"failurePolicy,omitempty"`
+	Violation       transport.Violation `json:"violation,omitempty"`
+	OffendingEffect EffectType          `json:"offendingEffect,omitempty"`
+	FailurePolicy   FailurePolicy       `json:"failurePolicy,omitempty"`
 }
 
 // Denial says why the operation was refused. Synthetic is true for a fail-closed
@@ -216,58 +219,13 @@ func scrubValue(v any) any {
 
 // Closed vocabularies. Each type encodes only its listed values; any other value is
 // written as Unknown so that a mistaken assignment can never put free text in the log.
+// The vocabularies that other packages decide are declared once, by their owner, with
+// that same encoding: chain.Outcome, transport.Kind and transport.Violation (the engine),
+// enforcement.Action and enforcement.Held (the proxy's enforcement). The types below
+// encode protocol values declared in chain/ahp.
 
 // Unknown is written for a closed-vocabulary value outside its vocabulary.
-const Unknown = "unknown"
-
-// Outcome of one subscription (chain.Outcome*).
-type Outcome string
-
-const (
-	OutcomeNoEffect  Outcome = "no_effect"
-	OutcomeAccepted  Outcome = "accepted"
-	OutcomeFailed    Outcome = "failed"
-	OutcomeNotCalled Outcome = "not_called"
-	OutcomeObserved  Outcome = "observed"
-)
-
-// MarshalText implements encoding.TextMarshaler.
-func (o Outcome) MarshalText() ([]byte, error) {
-	return closed(string(o), "no_effect", "accepted", "failed", "not_called", "observed"), nil
-}
-
-// Enforcement is how the proxy carried out the settlement toward the client.
-type Enforcement string
-
-const (
-	EnforcementForwarded Enforcement = "forwarded" // sent on unchanged
-	EnforcementRewritten Enforcement = "rewritten" // sent on with accepted modifications
-	EnforcementRefused   Enforcement = "refused"   // deny or fail-closed: native error answer
-	EnforcementSupplied  Enforcement = "supplied"  // return effect: answered without the upstream
-	EnforcementStopped   Enforcement = "stopped"   // flow stop
-	// EnforcementForwardedUnexamined: an unmapped endpoint's input forwarded without any
-	// boundary (routes[].unmapped: forward).
-	EnforcementForwardedUnexamined Enforcement = "forwarded_unexamined"
-)
-
-// MarshalText implements encoding.TextMarshaler.
-func (e Enforcement) MarshalText() ([]byte, error) {
-	return closed(string(e), "forwarded", "rewritten", "refused", "supplied", "stopped", "forwarded_unexamined"), nil
-}
-
-// Held is how much of a response was held from the client (Record.Held).
-type Held string
-
-const (
-	HeldWhole     Held = "whole"
-	HeldToolCalls Held = "tool_calls"
-	HeldNone      Held = "none"
-)
-
-// MarshalText implements encoding.TextMarshaler.
-func (h Held) MarshalText() ([]byte, error) {
-	return closed(string(h), "whole", "tool_calls", "none"), nil
-}
+const Unknown = enforcement.Unknown
 
 // Permission is the settled permission (ahp.Permission*).
 type Permission string
@@ -290,28 +248,10 @@ type EffectType string
 
 // MarshalText implements encoding.TextMarshaler.
 func (e EffectType) MarshalText() ([]byte, error) {
-	return closed(string(e), ahp.EffectDeny, ahp.EffectAllow, ahp.EffectAsk, ahp.EffectModify,
-		ahp.EffectMessage, ahp.EffectReturn, ahp.EffectFlow, ahp.EffectInject), nil
-}
-
-// FailureKind is the operational failure kind (transport.Kind*).
-type FailureKind string
-
-// MarshalText implements encoding.TextMarshaler.
-func (k FailureKind) MarshalText() ([]byte, error) {
-	return closed(string(k), transport.KindTimeout, transport.KindConnection, transport.KindHTTPStatus,
-		transport.KindRedirect, transport.KindOversized, transport.KindCredentials, transport.KindProcess,
-		transport.KindMalformed, transport.KindRPCError, transport.KindInvalid, transport.KindPolicy,
-		transport.KindCancelled), nil
-}
-
-// Violation is the protocol rule a refused reply broke (transport.Violation*).
-type Violation string
-
-// MarshalText implements encoding.TextMarshaler.
-func (v Violation) MarshalText() ([]byte, error) {
-	return closed(string(v), transport.ViolationMalformed, transport.ViolationWrongID, transport.ViolationInvalidResult,
-		transport.ViolationUnknownEffect, transport.ViolationUnadvertisedEffect, transport.ViolationInvalidEffect), nil
+	if ahp.IsEffectType(string(e)) {
+		return []byte(e), nil
+	}
+	return []byte(Unknown), nil
 }
 
 // FailurePolicy is the subscription's failure policy.
@@ -319,7 +259,7 @@ type FailurePolicy string
 
 // MarshalText implements encoding.TextMarshaler.
 func (p FailurePolicy) MarshalText() ([]byte, error) {
-	return closed(string(p), "fail-open", "fail-closed"), nil
+	return closed(string(p), registration.FailOpen, registration.FailClosed), nil
 }
 
 // EventType is one of the 32 AHP event names.

@@ -12,6 +12,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // secrets that must never appear in an audit line, whatever field a caller put them in.
@@ -131,7 +132,7 @@ func TestFromSettlement(t *testing.T) {
 	}
 	r := FromSettlement(s)
 	r.Route = "/openai"
-	r.Enforcement = EnforcementRefused
+	r.Enforcement = enforcement.Refused
 
 	g := newGate()
 	g.open()

@@ -65,10 +65,10 @@ func Interceptors(recs []chain.Record) []Interceptor {
 			BackendID:       Text(r.BackendID),
 			Subscription:    r.Subscription,
 			LatencyMs:       Millis(r.Latency),
-			Outcome:         Outcome(r.Outcome),
+			Outcome:         r.Outcome,
 			Effects:         effects,
-			FailureKind:     FailureKind(r.FailureKind),
-			Violation:       Violation(r.Violation),
+			FailureKind:     r.FailureKind,
+			Violation:       r.Violation,
 			OffendingEffect: EffectType(r.OffendingEffect),
 			FailurePolicy:   FailurePolicy(r.Policy),
 		})

@@ -17,18 +17,6 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 )
 
-// OnFull values of config.Audit.
-const (
-	OnFullWait = "wait" // block up to WaitTimeout, then drop (default)
-	OnFullDrop = "drop" // drop at once
-)
-
-// Defaults of config.Audit.
-const (
-	DefaultQueueSize   = 1024
-	DefaultWaitTimeout = time.Second
-)
-
 // Errors returned by Write. A record that was not queued is always counted in Dropped.
 var (
 	ErrQueueFull = errors.New("audit: queue full, record dropped")
@@ -103,22 +91,22 @@ func NewWriter(cfg config.Audit, logger *zap.Logger) (*Writer, error) {
 func normalize(cfg config.Audit) (config.Audit, error) {
 	switch cfg.OnFull {
 	case "":
-		cfg.OnFull = OnFullWait
-	case OnFullWait, OnFullDrop:
+		cfg.OnFull = config.AuditOnWait
+	case config.AuditOnWait, config.AuditOnDrop:
 	default:
-		return cfg, fmt.Errorf("audit: onFull %q: want %q or %q", cfg.OnFull, OnFullWait, OnFullDrop)
+		return cfg, fmt.Errorf("audit: onFull %q: want %q or %q", cfg.OnFull, config.AuditOnWait, config.AuditOnDrop)
 	}
 	switch {
 	case cfg.QueueSize < 0:
 		return cfg, fmt.Errorf("audit: queueSize %d: must not be negative", cfg.QueueSize)
 	case cfg.QueueSize == 0:
-		cfg.QueueSize = DefaultQueueSize
+		cfg.QueueSize = config.DefaultAuditQueueSize
 	}
 	switch {
 	case cfg.WaitTimeout < 0:
 		return cfg, fmt.Errorf("audit: waitTimeout %s: must not be negative", cfg.WaitTimeout)
 	case cfg.WaitTimeout == 0:
-		cfg.WaitTimeout = DefaultWaitTimeout
+		cfg.WaitTimeout = config.DefaultAuditWaitTimeout
 	}
 	return cfg, nil
 }
@@ -172,7 +160,7 @@ func (w *Writer) Write(ctx context.Context, rec Record) error {
 		return nil
 	default:
 	}
-	if w.onFull == OnFullDrop {
+	if w.onFull == config.AuditOnDrop {
 		w.drop(1, "queue full", nil)
 		return ErrQueueFull
 	}

@@ -19,7 +19,9 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // Every test must leave no writer goroutine behind: Close owns the drain goroutine.
@@ -93,7 +95,7 @@ func parseLines(t *testing.T, data []byte) []map[string]any {
 }
 
 func rec(i int) Record {
-	return Record{EventID: Text(fmt.Sprintf("evt_%04d", i)), EventType: "tool.before", Enforcement: EnforcementForwarded}
+	return Record{EventID: Text(fmt.Sprintf("evt_%04d", i)), EventType: "tool.before", Enforcement: enforcement.Forwarded}
 }
 
 func closeWriter(t *testing.T, w *Writer) {
@@ -164,21 +166,21 @@ func TestRecordFields(t *testing.T) {
 		EventID: "evt_1", EventType: "tool.before", Route: "/anthropic",
 		SessionID: "sess_9b1e", TurnID: "turn_1", CallID: "toolu_01A2B3C4", Model: "claude-sonnet-4-5", Tool: "Bash",
 		Interceptors: []Interceptor{
-			{BackendID: "com.example.guard", Subscription: 0, LatencyMs: 12.5, Outcome: OutcomeAccepted,
+			{BackendID: "com.example.guard", Subscription: 0, LatencyMs: 12.5, Outcome: chain.OutcomeAccepted,
 				Effects: []EffectType{"modify", "deny"}, FailurePolicy: "fail-closed"},
-			{BackendID: "com.example.audit", Subscription: 2, Outcome: OutcomeObserved},
+			{BackendID: "com.example.audit", Subscription: 2, Outcome: chain.OutcomeObserved},
 		},
 		Permission: "deny", Flow: "none",
 		Denial:      &Denial{Reason: "force push is not allowed", Code: "git.force_push", BackendID: "com.example.guard"},
-		Enforcement: EnforcementRefused,
+		Enforcement: enforcement.Refused,
 	}
 	synthetic := Record{
 		EventID: "evt_2", EventType: "model.request.before", Route: "/openai",
-		Interceptors: []Interceptor{{BackendID: "com.example.dlp", Subscription: 1, LatencyMs: 250, Outcome: OutcomeFailed,
+		Interceptors: []Interceptor{{BackendID: "com.example.dlp", Subscription: 1, LatencyMs: 250, Outcome: chain.OutcomeFailed,
 			FailureKind: "timeout", FailurePolicy: "fail-closed"}},
 		Permission:  "deny",
 		Denial:      &Denial{Reason: "Required policy backend unavailable.", Code: "hookproxy.fail_closed", BackendID: "com.example.dlp", Synthetic: true},
-		Enforcement: EnforcementRefused,
+		Enforcement: enforcement.Refused,
 	}
 	for _, r := range []Record{explicit, synthetic} {
 		if err := w.Write(context.Background(), r); err != nil {
@@ -257,7 +259,7 @@ func droppedLogged(logs *observer.ObservedLogs) uint64 {
 func TestDropModeCountsDrops(t *testing.T) {
 	g := newGate()
 	logger, logs := observed()
-	w := newWriter(mustNormalize(t, config.Audit{OnFull: OnFullDrop, QueueSize: 2}), logger, g, true)
+	w := newWriter(mustNormalize(t, config.Audit{OnFull: config.AuditOnDrop, QueueSize: 2}), logger, g, true)
 
 	if err := w.Write(context.Background(), rec(0)); err != nil {
 		t.Fatal(err)
@@ -300,11 +302,14 @@ func TestDropModeCountsDrops(t *testing.T) {
 	}
 }
 
-func TestWaitModeWaitsThenDrops(t *testing.T) {
+// fullQueueWriter starts a wait-mode writer of one queue slot whose output is blocked,
+// and fills the queue: the next Write waits until the gate opens or the wait ends.
+func fullQueueWriter(t *testing.T, cfg config.Audit) (*Writer, *gateWriter) {
+	t.Helper()
 	g := newGate()
-	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 1, WaitTimeout: 150 * time.Millisecond}), zap.NewNop(), g, true)
-	defer func() { g.open(); closeWriter(t, w) }()
-
+	cfg.QueueSize = 1
+	w := newWriter(mustNormalize(t, cfg), zap.NewNop(), g, true)
+	t.Cleanup(func() { g.open(); closeWriter(t, w) })
 	if err := w.Write(context.Background(), rec(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -312,6 +317,27 @@ func TestWaitModeWaitsThenDrops(t *testing.T) {
 	if err := w.Write(context.Background(), rec(1)); err != nil { // fills the queue
 		t.Fatal(err)
 	}
+	return w, g
+}
+
+// TestWaitModeDefaultIsTheDocumented100ms: a writer built without a waitTimeout (code
+// that does not go through config.Load) waits the documented audit.waitTimeout default
+// (README: 100ms), not a second default of its own: a full queue costs a request 100ms.
+func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
+	w, _ := fullQueueWriter(t, config.Audit{})
+	start := time.Now()
+	err := w.Write(context.Background(), rec(2))
+	waited := time.Since(start)
+	if !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("err %v, want ErrQueueFull", err)
+	}
+	if waited < 100*time.Millisecond || waited >= 900*time.Millisecond {
+		t.Fatalf("dropped after %v, want the documented 100ms wait", waited)
+	}
+}
+
+func TestWaitModeWaitsThenDrops(t *testing.T) {
+	w, g := fullQueueWriter(t, config.Audit{WaitTimeout: 150 * time.Millisecond})
 
 	start := time.Now()
 	err := w.Write(context.Background(), rec(2))
@@ -408,7 +434,7 @@ func TestCloseDeadlineCountsLossAndStops(t *testing.T) {
 func TestConcurrentWritersNothingSilent(t *testing.T) {
 	g := newGate()
 	g.open()
-	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 8, OnFull: OnFullDrop}), zap.NewNop(), g, true)
+	w := newWriter(mustNormalize(t, config.Audit{QueueSize: 8, OnFull: config.AuditOnDrop}), zap.NewNop(), g, true)
 	const writers, each = 16, 200
 	var wg sync.WaitGroup
 	for i := range writers {

@@ -229,7 +229,7 @@ func (s *Server) intercept(ctx context.Context, frame []byte, id json.RawMessage
 	for _, r := range st.Records {
 		if r.Outcome == chain.OutcomeFailed {
 			s.log.Warn("backend: policy failed", zap.String("backend", r.BackendID), zap.String("event", ev.Type),
-				zap.String("kind", r.FailureKind), zap.String("failurePolicy", r.Policy))
+				zap.String("kind", string(r.FailureKind)), zap.String("failurePolicy", r.Policy))
 		}
 	}
 	effects, err := compose(ev, caps, st)

@@ -2,7 +2,7 @@ package chain
 
 // This file declares the engine's public surface; the implementation lives beside it:
 // chain.go (construction, matching plans), engine.go (the serial interceptor chain),
-// capabilities.go (honest narrowing), projection.go (content selection), staging.go and
+// capabilities.go (honest narrowing), projection.go (content selection), staging*.go and
 // decode.go (strict reply validation and atomic staging; ValidateReply — canonical content
 // itself is validated and decoded by chain/ahp), values.go (edit semantics) and
 // observers.go (owned observation delivery, hook.failure).
@@ -16,16 +16,38 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
-// Outcome of one subscription at one boundary, as recorded in a Settlement.
+// Outcome of one subscription at one boundary, as recorded in a Settlement: the one
+// declaration of that vocabulary, used by the proxy, the audit log and the metrics.
+type Outcome string
+
 const (
-	OutcomeNoEffect  = "no_effect" // called, accepted, no effects
-	OutcomeAccepted  = "accepted"  // called, whole response accepted with effects
-	OutcomeFailed    = "failed"    // operational failure (policy applied)
-	OutcomeNotCalled = "not_called"
-	OutcomeObserved  = "observed" // delivered by hooks/observe after settlement
+	OutcomeNoEffect  Outcome = "no_effect" // called, accepted, no effects
+	OutcomeAccepted  Outcome = "accepted"  // called, whole response accepted with effects
+	OutcomeFailed    Outcome = "failed"    // operational failure (policy applied)
+	OutcomeNotCalled Outcome = "not_called"
+	OutcomeObserved  Outcome = "observed" // delivered by hooks/observe after settlement
 )
+
+// Known reports whether o is one of the Outcome* values.
+func (o Outcome) Known() bool {
+	switch o {
+	case OutcomeNoEffect, OutcomeAccepted, OutcomeFailed, OutcomeNotCalled, OutcomeObserved:
+		return true
+	}
+	return false
+}
+
+// MarshalText writes a value outside the vocabulary as enforcement.Unknown, so that a
+// mistaken assignment can never put free text in the audit log.
+func (o Outcome) MarshalText() ([]byte, error) {
+	if !o.Known() {
+		return []byte(enforcement.Unknown), nil
+	}
+	return []byte(o), nil
+}
 
 // Denial codes of settlements (DESIGN §3): an explicit deny without its own code gets
 // CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed,
@@ -38,27 +60,21 @@ const (
 	CodeBackendInvalidReply = "hookproxy.backend_invalid_reply"
 )
 
-// Defaults of Options.
-const (
-	DefaultObserveTimeout = 5 * time.Second
-	DefaultMaxReplyBytes  = 4 << 20
-)
-
 // Record is what happened to one matching subscription.
 type Record struct {
-	BackendID    string   `json:"backendId"`
-	Subscription int      `json:"subscription"` // index in the backend's subscriptions
-	Mode         string   `json:"mode"`
-	Outcome      string   `json:"outcome"`
-	Effects      []string `json:"effects,omitempty"`     // accepted effect types, in order
-	FailureKind  string   `json:"failureKind,omitempty"` // transport.Kind*
+	BackendID    string         `json:"backendId"`
+	Subscription int            `json:"subscription"` // index in the backend's subscriptions
+	Mode         string         `json:"mode"`
+	Outcome      Outcome        `json:"outcome"`
+	Effects      []string       `json:"effects,omitempty"`     // accepted effect types, in order
+	FailureKind  transport.Kind `json:"failureKind,omitempty"` // transport.Kind*
 	// Violation and OffendingEffect say why a reply the backend did send was refused
 	// (transport.Violation*, and the type of the effect to blame, if one is).
-	Violation       string        `json:"violation,omitempty"`
-	OffendingEffect string        `json:"offendingEffect,omitempty"`
-	Policy          string        `json:"failurePolicy,omitempty"`
-	Latency         time.Duration `json:"latency"`
-	Detail          string        `json:"-"` // local diagnostic; never sent to models or clients
+	Violation       transport.Violation `json:"violation,omitempty"`
+	OffendingEffect string              `json:"offendingEffect,omitempty"`
+	Policy          string              `json:"failurePolicy,omitempty"`
+	Latency         time.Duration       `json:"latency"`
+	Detail          string              `json:"-"` // local diagnostic; never sent to models or clients
 }
 
 // ReplyExtension is one member of an accepted reply's result.extensions.

@@ -11,6 +11,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/config"
 )
 
 // newTransport builds the transport of one backend. It is the single construction seam:
@@ -76,10 +77,10 @@ func New(doc *registration.Document, opts Options) (*Chain, error) {
 		return nil, errors.New("chain: nil registration document")
 	}
 	if opts.ObserveTimeout <= 0 {
-		opts.ObserveTimeout = DefaultObserveTimeout
+		opts.ObserveTimeout = config.DefaultObserveTimeout // limits.observeTimeout
 	}
 	if opts.MaxReplyBytes <= 0 {
-		opts.MaxReplyBytes = DefaultMaxReplyBytes
+		opts.MaxReplyBytes = transport.DefaultMaxReplyBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()

@@ -31,7 +31,7 @@ func invalidReplyReason(backendID string) string {
 // hookFailure is one operational failure to report through hook.failure (SPEC-DIGEST §9.6).
 type hookFailure struct {
 	backendID string
-	kind      string
+	kind      transport.Kind
 	policy    string
 }
 
@@ -124,7 +124,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 			// warn, with its request and event ids, so a warning here would say it twice.
 			c.log.Debug("interceptor failed",
 				zap.String("backend", s.backend.id), zap.Int("subscription", s.index),
-				zap.String("event", ev.Type), zap.String("eventId", ev.ID), zap.String("kind", kind),
+				zap.String("event", ev.Type), zap.String("eventId", ev.ID), zap.String("kind", string(kind)),
 				zap.String("policy", s.policy), zap.Error(err))
 			if s.failClosed {
 				// Synthetic denial; the candidate cannot bypass it.

@@ -46,7 +46,7 @@ func TestInterceptOrder(t *testing.T) {
 	}
 	var got []string
 	for _, r := range st.Records {
-		got = append(got, r.BackendID+"#"+string(rune('0'+r.Subscription))+":"+r.Outcome)
+		got = append(got, r.BackendID+"#"+string(rune('0'+r.Subscription))+":"+string(r.Outcome))
 	}
 	want := []string{"com.a#0:no_effect", "com.a#2:no_effect", "com.b#1:no_effect", "com.b#0:observed"}
 	if !slices.Equal(got, want) {
@@ -126,7 +126,7 @@ func TestDecisions(t *testing.T) {
 		wantCand   bool
 		wantMsgs   []string
 		wantInput  string // "" = unchanged
-		wantOut    [3]string
+		wantOut    [3]Outcome
 	}{
 		{
 			desc:       "deny stops the chain and later interceptors observe",
@@ -134,7 +134,7 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, false, false},
 			wantPerm:   ahp.PermissionDeny, wantFlow: ahp.FlowNone,
 			wantDenial: &Denial{Reason: "Force pushes are prohibited.", Code: "com.example.force_push", BackendID: "com.a"},
-			wantOut:    [3]string{OutcomeAccepted, OutcomeObserved, OutcomeObserved},
+			wantOut:    [3]Outcome{OutcomeAccepted, OutcomeObserved, OutcomeObserved},
 		},
 		{
 			desc:       "deny without code gets the generic code",
@@ -142,14 +142,14 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, false},
 			wantPerm:   ahp.PermissionDeny, wantFlow: ahp.FlowNone,
 			wantDenial: &Denial{Reason: "no", Code: CodeDenied, BackendID: "com.b"},
-			wantOut:    [3]string{OutcomeNoEffect, OutcomeAccepted, OutcomeObserved},
+			wantOut:    [3]Outcome{OutcomeNoEffect, OutcomeAccepted, OutcomeObserved},
 		},
 		{
 			desc:       "fail-open records the failure and continues with the accepted state",
 			steps:      [3]step{{"fail-open", respond(allow)}, {"fail-open", garbage}, {"fail-open", respond()}},
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionAllow, wantFlow: ahp.FlowNone,
-			wantOut: [3]string{OutcomeAccepted, OutcomeFailed, OutcomeNoEffect},
+			wantOut: [3]Outcome{OutcomeAccepted, OutcomeFailed, OutcomeNoEffect},
 		},
 		{
 			desc:       "fail-closed denies with a synthetic generic reason",
@@ -157,21 +157,21 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, false},
 			wantPerm:   ahp.PermissionDeny, wantFlow: ahp.FlowNone,
 			wantDenial: &Denial{Reason: "Required policy backend com.b unavailable.", Code: CodeFailClosed, BackendID: "com.b", Synthetic: true},
-			wantOut:    [3]string{OutcomeAccepted, OutcomeFailed, OutcomeObserved},
+			wantOut:    [3]Outcome{OutcomeAccepted, OutcomeFailed, OutcomeObserved},
 		},
 		{
 			desc:       "[message, unknown] is rejected whole: no message shown",
 			steps:      [3]step{{"fail-open", respond(msg, unknown)}, {"fail-open", respond()}, {"fail-open", respond()}},
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionNone, wantFlow: ahp.FlowNone,
-			wantOut: [3]string{OutcomeFailed, OutcomeNoEffect, OutcomeNoEffect},
+			wantOut: [3]Outcome{OutcomeFailed, OutcomeNoEffect, OutcomeNoEffect},
 		},
 		{
 			desc:       "a valid deny is never salvaged from an invalid list",
 			steps:      [3]step{{"fail-open", respond(deny, denyExtraFd)}, {"fail-open", respond()}, {"fail-open", respond()}},
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionNone, wantFlow: ahp.FlowNone,
-			wantOut: [3]string{OutcomeFailed, OutcomeNoEffect, OutcomeNoEffect},
+			wantOut: [3]Outcome{OutcomeFailed, OutcomeNoEffect, OutcomeNoEffect},
 		},
 		{
 			desc:       "allow is dropped after a later modification",
@@ -179,28 +179,28 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionNone, wantFlow: ahp.FlowNone,
 			wantInput: `{"command":"git push","opts":{"a":1}}`,
-			wantOut:   [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
+			wantOut:   [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
 		},
 		{
 			desc:       "a modification that changes nothing keeps allow",
 			steps:      [3]step{{"fail-open", respond(allow)}, {"fail-open", respond(sameInput)}, {"fail-open", respond()}},
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionAllow, wantFlow: ahp.FlowNone,
-			wantOut: [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
+			wantOut: [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
 		},
 		{
 			desc:       "ask persists over a later allow",
 			steps:      [3]step{{"fail-open", respond(ask)}, {"fail-open", respond(allow)}, {"fail-open", respond(ask, allow)}},
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionAsk, wantFlow: ahp.FlowNone,
-			wantOut: [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeAccepted},
+			wantOut: [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeAccepted},
 		},
 		{
 			desc:       "a candidate is kept when nothing overrides it",
 			steps:      [3]step{{"fail-open", respond(ret)}, {"fail-open", respond(allow)}, {"fail-open", respond()}},
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionAllow, wantFlow: ahp.FlowNone, wantCand: true,
-			wantOut: [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
+			wantOut: [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
 		},
 		{
 			desc:       "a candidate is dropped by a later deny",
@@ -208,7 +208,7 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, false},
 			wantPerm:   ahp.PermissionDeny, wantFlow: ahp.FlowNone,
 			wantDenial: &Denial{Reason: "Force pushes are prohibited.", Code: "com.example.force_push", BackendID: "com.b"},
-			wantOut:    [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeObserved},
+			wantOut:    [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeObserved},
 		},
 		{
 			desc:       "a candidate is dropped by a later modification",
@@ -216,7 +216,7 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionNone, wantFlow: ahp.FlowNone,
 			wantInput: `{"command":"git push","opts":{"a":1}}`,
-			wantOut:   [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
+			wantOut:   [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeNoEffect},
 		},
 		{
 			desc:       "a return in the same response binds after its modification",
@@ -224,7 +224,7 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, true},
 			wantPerm:   ahp.PermissionNone, wantFlow: ahp.FlowNone, wantCand: true,
 			wantInput: `{"command":"git push","opts":{"a":1}}`,
-			wantOut:   [3]string{OutcomeAccepted, OutcomeNoEffect, OutcomeNoEffect},
+			wantOut:   [3]Outcome{OutcomeAccepted, OutcomeNoEffect, OutcomeNoEffect},
 		},
 		{
 			desc:       "flow stop ends decision-making and discards the candidate",
@@ -232,7 +232,7 @@ func TestDecisions(t *testing.T) {
 			wantCalled: [3]bool{true, true, false},
 			wantPerm:   ahp.PermissionNone, wantFlow: ahp.FlowStop,
 			wantMsgs: []string{"must not display"},
-			wantOut:  [3]string{OutcomeAccepted, OutcomeAccepted, OutcomeObserved},
+			wantOut:  [3]Outcome{OutcomeAccepted, OutcomeAccepted, OutcomeObserved},
 		},
 	}
 	for _, tc := range tests {
@@ -435,13 +435,13 @@ func TestContinueAllowance(t *testing.T) {
 		wantFlow     string
 		wantIns      []string
 		wantAdvert   [2]bool
-		wantOutcomes [2]string
+		wantOutcomes [2]Outcome
 	}{
 		{
 			desc: "instructions accumulate across interceptors", remaining: 1,
 			answers:  [2]string{cont("Run the tests."), cont("Fix lint.")},
 			wantFlow: ahp.FlowContinue, wantIns: []string{"Run the tests.", "Fix lint."},
-			wantAdvert: [2]bool{true, true}, wantOutcomes: [2]string{OutcomeAccepted, OutcomeAccepted},
+			wantAdvert: [2]bool{true, true}, wantOutcomes: [2]Outcome{OutcomeAccepted, OutcomeAccepted},
 		},
 		{
 			// The exhausted allowance is advertised (remainingContinuations 0) so the backend
@@ -449,14 +449,14 @@ func TestContinueAllowance(t *testing.T) {
 			desc: "exhausted allowance: continue is advertised with 0 left and not accepted", remaining: 0,
 			answers:  [2]string{cont("again"), ""},
 			wantFlow: ahp.FlowNone, wantAdvert: [2]bool{true, true},
-			wantOutcomes: [2]string{OutcomeFailed, OutcomeNoEffect},
+			wantOutcomes: [2]Outcome{OutcomeFailed, OutcomeNoEffect},
 		},
 		{
 			// Stop wins; the accepted instruction is still reported, and unused.
 			desc: "stop wins over continue", remaining: 2,
 			answers:  [2]string{cont("again"), `{"type":"flow","operation":"stop","reason":"enough"}`},
 			wantFlow: ahp.FlowStop, wantIns: []string{"again"}, wantAdvert: [2]bool{true, true},
-			wantOutcomes: [2]string{OutcomeAccepted, OutcomeAccepted},
+			wantOutcomes: [2]Outcome{OutcomeAccepted, OutcomeAccepted},
 		},
 	}
 	for _, tc := range tests {
@@ -585,7 +585,7 @@ func TestInterruption(t *testing.T) {
 	if n := watcher.observeCount() + fc.observeCount(); n != 0 {
 		t.Errorf("%d observations started after interruption", n)
 	}
-	wantOut := []string{OutcomeAccepted, OutcomeFailed, OutcomeNotCalled}
+	wantOut := []Outcome{OutcomeAccepted, OutcomeFailed, OutcomeNotCalled}
 	for i, w := range wantOut {
 		if st.Records[i].Outcome != w {
 			t.Errorf("record %d outcome %s, want %s", i, st.Records[i].Outcome, w)

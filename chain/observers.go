@@ -102,7 +102,7 @@ func (c *Chain) failureDeliveries(parent *ahp.Event, failures []hookFailure) []d
 			Time:          time.Now().UTC().Format(time.RFC3339Nano),
 			Session:       parent.Session,
 			ParentEventID: parent.ID,
-			Failure:       &ahp.Failure{BackendID: f.backendID, Reason: f.kind, Policy: f.policy},
+			Failure:       &ahp.Failure{BackendID: f.backendID, Reason: string(f.kind), Policy: f.policy},
 		}
 		for _, s := range p.observers {
 			ds = append(ds, delivery{sub: s, ev: ev})

@@ -99,14 +99,14 @@ func TestObservationRouting(t *testing.T) {
 			first: fail, policy: "fail-open",
 			wantCalls: map[string]int{"com.first": 1, "com.second": 1},
 			wantObs:   map[string]int{"com.first": 1, "com.second": 0, "com.audit": 2},
-			wantFail:  &ahp.Failure{BackendID: "com.first", Reason: transport.KindConnection, Policy: "fail-open"},
+			wantFail:  &ahp.Failure{BackendID: "com.first", Reason: string(transport.KindConnection), Policy: "fail-open"},
 		},
 		{
 			desc:  "a fail-closed failure downgrades and is reported",
 			first: fail, policy: "fail-closed",
 			wantCalls: map[string]int{"com.first": 1, "com.second": 0},
 			wantObs:   map[string]int{"com.first": 1, "com.second": 1, "com.audit": 2},
-			wantFail:  &ahp.Failure{BackendID: "com.first", Reason: transport.KindConnection, Policy: "fail-closed"},
+			wantFail:  &ahp.Failure{BackendID: "com.first", Reason: string(transport.KindConnection), Policy: "fail-closed"},
 		},
 	}
 	for _, tc := range tests {

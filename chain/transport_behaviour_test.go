@@ -151,11 +151,12 @@ func TestHTTPBackendFailures(t *testing.T) {
 		desc     string
 		answer   httpAnswer
 		maxReply int64
-		wantKind string
+		wantKind transport.Kind
 		// wantViolation/wantEffect: a reply refused for a protocol reason is a protocol
 		// fault (CodeBackendInvalidReply), not an outage (CodeFailClosed).
-		wantViolation, wantEffect string
-		effects                   []string // advertised effects (nil: the full bound)
+		wantViolation transport.Violation
+		wantEffect    string
+		effects       []string // advertised effects (nil: the full bound)
 	}{
 		{desc: "garbage JSON", answer: jsonAnswer(func(string) []byte { return []byte(`{"jsonrpc":"2.0",`) }), wantKind: transport.KindMalformed,
 			wantViolation: transport.ViolationMalformed},
@@ -248,8 +249,8 @@ func TestStdioBackends(t *testing.T) {
 		desc       string
 		transport  func(t *testing.T) registration.Transport
 		policy     string
-		wantOut    string
-		wantKind   string
+		wantOut    Outcome
+		wantKind   transport.Kind
 		wantDenial string // explicit deny reason; "" = no explicit deny
 		timeoutMs  int
 	}{

@@ -106,6 +106,31 @@ func applyDefaults(c *Config) {
 	}
 }
 
+// WithDefaults returns l with every limit that is unset (zero, or negative) replaced by its
+// default. Load already applied the defaults to a file (and refused negative values); this
+// is for Limits built in code, such as proxy.Options of tests and embedders, so that the
+// defaults are declared here only.
+func (l Limits) WithDefaults() Limits {
+	orDefault(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	orDefault(&l.MaxResponseBytes, DefaultMaxResponseBytes)
+	orDefault(&l.DialTimeout, DefaultDialTimeout)
+	orDefault(&l.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	orDefault(&l.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	orDefault(&l.ShutdownTimeout, DefaultShutdownTimeout)
+	orDefault(&l.ObserveTimeout, DefaultObserveTimeout)
+	orDefault(&l.RequestBodyGrace, DefaultRequestBodyGrace)
+	orDefault(&l.MinRequestBodyRate, DefaultMinRequestBodyRate)
+	orDefault(&l.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	orDefault(&l.MaxHeldBytes, DefaultMaxHeldBytes)
+	return l
+}
+
+func orDefault[T int64 | time.Duration](p *T, d T) {
+	if *p <= 0 {
+		*p = d
+	}
+}
+
 func setInt64(p *int64, d int64) {
 	if *p == 0 {
 		*p = d

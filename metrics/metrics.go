@@ -13,26 +13,14 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
-// Boundary outcomes: how the proxy enforced a settled boundary (the audit log's
-// "enforcement" values).
-const (
-	OutcomeForwarded = "forwarded"
-	OutcomeRewritten = "rewritten"
-	OutcomeRefused   = "refused"
-	OutcomeSupplied  = "supplied"
-	OutcomeStopped   = "stopped"
-)
+// The label vocabularies are declared once, by their owners: boundary outcomes are
+// enforcement.Action values, stream modes enforcement.StreamMode, failure kinds and
+// violations transport.Kind and transport.Violation.
 
-// Stream modes.
-const (
-	ModePassthrough = "passthrough" // streamed to the client as it arrives
-	ModeHeld        = "held"        // held until the response-side chains settle
-	ModeToolCalls   = "tool_calls"  // text relayed as it arrives, each tool call held until decided
-)
-
-const unknown = "unknown"
+const unknown = enforcement.Unknown
 
 // Histogram buckets, in seconds. Interceptor deadlines range from 1 ms to 30 s; model
 // calls run from well under a second to many minutes for long generations.
@@ -176,9 +164,11 @@ func (m *Metrics) ObserveRequest(route string, status int) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 }
 
-// ObserveBoundary counts one settled boundary. event is an AHP event type and outcome
-// one of the Outcome* values; others are recorded as "unknown".
-func (m *Metrics) ObserveBoundary(event, outcome string) {
+// ObserveBoundary counts one settled boundary. event is an AHP event type and outcome how
+// the proxy enforced it: one of the five boundary actions (enforcement.Forwarded, Rewritten,
+// Refused, Supplied, Stopped); anything else, including a forward no boundary examined
+// (counted by ForwardedUnexamined), is recorded as "unknown".
+func (m *Metrics) ObserveBoundary(event string, outcome enforcement.Action) {
 	if m == nil {
 		return
 	}
@@ -186,22 +176,25 @@ func (m *Metrics) ObserveBoundary(event, outcome string) {
 		event = unknown
 	}
 	switch outcome {
-	case OutcomeForwarded, OutcomeRewritten, OutcomeRefused, OutcomeSupplied, OutcomeStopped:
+	case enforcement.Forwarded, enforcement.Rewritten, enforcement.Refused, enforcement.Supplied, enforcement.Stopped:
 	default:
 		outcome = unknown
 	}
-	m.boundaryDecisions.WithLabelValues(event, outcome).Inc()
+	m.boundaryDecisions.WithLabelValues(event, string(outcome)).Inc()
 }
 
 // ObserveInterceptor records one interceptor call's latency and, when failureKind is not
-// empty (a transport.Kind* value), counts the operational failure.
-func (m *Metrics) ObserveInterceptor(backend string, d time.Duration, failureKind string) {
+// empty, counts the operational failure (a kind outside the vocabulary as "unknown").
+func (m *Metrics) ObserveInterceptor(backend string, d time.Duration, failureKind transport.Kind) {
 	if m == nil {
 		return
 	}
 	m.interceptorLatency.WithLabelValues(backend).Observe(d.Seconds())
 	if failureKind != "" {
-		m.interceptorFailures.WithLabelValues(backend, failureKind).Inc()
+		if !failureKind.Known() {
+			failureKind = unknown
+		}
+		m.interceptorFailures.WithLabelValues(backend, string(failureKind)).Inc()
 	}
 }
 
@@ -209,23 +202,17 @@ func (m *Metrics) ObserveInterceptor(backend string, d time.Duration, failureKin
 // transport.Violation* value and effect the offending effect type ("" when no single effect
 // is to blame). Both come from closed vocabularies; anything else is "unknown", so a
 // backend cannot create series.
-func (m *Metrics) ObserveInvalidReply(backend, violation, effect string) {
+func (m *Metrics) ObserveInvalidReply(backend string, violation transport.Violation, effect string) {
 	if m == nil {
 		return
 	}
-	switch violation {
-	case transport.ViolationMalformed, transport.ViolationWrongID, transport.ViolationInvalidResult,
-		transport.ViolationUnknownEffect, transport.ViolationUnadvertisedEffect, transport.ViolationInvalidEffect:
-	default:
+	if !violation.Known() {
 		violation = unknown
 	}
-	switch effect {
-	case "", ahp.EffectDeny, ahp.EffectAllow, ahp.EffectAsk, ahp.EffectModify, ahp.EffectMessage,
-		ahp.EffectReturn, ahp.EffectFlow, ahp.EffectInject:
-	default:
+	if effect != "" && !ahp.IsEffectType(effect) {
 		effect = unknown
 	}
-	m.invalidReplies.WithLabelValues(backend, violation, effect).Inc()
+	m.invalidReplies.WithLabelValues(backend, string(violation), effect).Inc()
 }
 
 // UpstreamLatency records the duration of one upstream call.
@@ -247,16 +234,14 @@ func (m *Metrics) UpstreamTTFB(route string, d time.Duration) {
 // StreamStarted counts a stream as active and returns the function that ends it. The
 // returned function is safe to call more than once (only the first call counts), so it can
 // be deferred and also called early.
-func (m *Metrics) StreamStarted(route, mode string) func() {
+func (m *Metrics) StreamStarted(route string, mode enforcement.StreamMode) func() {
 	if m == nil {
 		return func() {}
 	}
-	switch mode {
-	case ModePassthrough, ModeHeld, ModeToolCalls:
-	default:
+	if !mode.Known() {
 		mode = unknown
 	}
-	g := m.streamsActive.WithLabelValues(route, mode)
+	g := m.streamsActive.WithLabelValues(route, string(mode))
 	g.Inc()
 	var once sync.Once
 	return func() { once.Do(g.Dec) }

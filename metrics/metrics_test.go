@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // serve exposes m.Handler on a loopback listener, as Prometheus would scrape it.
@@ -85,15 +87,17 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 	m.ObserveRequest("/openai", 200)
 	m.ObserveRequest("/openai", 200)
 	m.ObserveRequest("/anthropic", 403)
-	m.ObserveBoundary("tool.before", OutcomeRefused)
-	m.ObserveBoundary("model.request.before", OutcomeForwarded)
+	m.ObserveBoundary("tool.before", enforcement.Refused)
+	m.ObserveBoundary("model.request.before", enforcement.Forwarded)
 	m.ObserveBoundary("not.an.event", "exploded")
 	m.ObserveInterceptor("policy", 30*time.Millisecond, "")
 	m.ObserveInterceptor("policy", 2*time.Second, "timeout")
+	// A kind outside transport.Kind's vocabulary cannot grow the label set.
+	m.ObserveInterceptor("policy", time.Millisecond, "backend said: nope")
 	m.UpstreamLatency("/openai", 1500*time.Millisecond)
 	m.UpstreamTTFB("/openai", 200*time.Millisecond)
-	end := m.StreamStarted("/openai", ModeHeld)
-	m.StreamStarted("/anthropic", ModePassthrough)
+	end := m.StreamStarted("/openai", enforcement.StreamHeld)
+	m.StreamStarted("/anthropic", enforcement.StreamPassthrough)
 	m.ReloadResult(true)
 	m.ReloadResult(false)
 	m.ReloadResult(false)
@@ -110,8 +114,9 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 		`hookproxy_boundary_decisions_total{event="tool.before",outcome="refused"}`:            1,
 		`hookproxy_boundary_decisions_total{event="model.request.before",outcome="forwarded"}`: 1,
 		`hookproxy_boundary_decisions_total{event="unknown",outcome="unknown"}`:                1,
-		`hookproxy_interceptor_latency_seconds_count{backend="policy"}`:                        2,
-		`hookproxy_interceptor_latency_seconds_bucket{backend="policy",le="0.05"}`:             1,
+		`hookproxy_interceptor_latency_seconds_count{backend="policy"}`:                        3,
+		`hookproxy_interceptor_failures_total{backend="policy",kind="unknown"}`:                1,
+		`hookproxy_interceptor_latency_seconds_bucket{backend="policy",le="0.05"}`:             2,
 		`hookproxy_interceptor_failures_total{backend="policy",kind="timeout"}`:                1,
 		`hookproxy_upstream_latency_seconds_count{route="/openai"}`:                            1,
 		`hookproxy_upstream_latency_seconds_sum{route="/openai"}`:                              1.5,
@@ -161,11 +166,11 @@ func TestPrivateRegistries(t *testing.T) {
 func TestNilMetricsIsNoop(t *testing.T) {
 	var m *Metrics
 	m.ObserveRequest("/x", 200)
-	m.ObserveBoundary("tool.before", OutcomeForwarded)
+	m.ObserveBoundary("tool.before", enforcement.Forwarded)
 	m.ObserveInterceptor("b", time.Millisecond, "timeout")
 	m.UpstreamLatency("/x", time.Second)
 	m.UpstreamTTFB("/x", time.Second)
-	m.StreamStarted("/x", ModeHeld)()
+	m.StreamStarted("/x", enforcement.StreamHeld)()
 	m.ReloadResult(true)
 	m.RegisterAudit(nil, nil)
 	rec := httptest.NewRecorder()

@@ -6,26 +6,11 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
-// Enforcement values: what hookproxy did with the native traffic at one boundary.
-const (
-	EnforceForwarded = "forwarded" // passed on unchanged
-	EnforceRewritten = "rewritten" // passed on with accepted edits or injections applied
-	EnforceRefused   = "refused"   // refused (403), or the tool call was removed
-	EnforceSupplied  = "supplied"  // answered from a supplied result (return) without the upstream
-	EnforceStopped   = "stopped"   // flow stop: pending work removed or answered without the upstream
-	// EnforceForwardedUnexamined: input to an endpoint the route does not map, forwarded
-	// because the route says unmapped: forward; no boundary ran.
-	EnforceForwardedUnexamined = "forwarded_unexamined"
-)
-
-// How much of a response was held from the client while its chain settled (issue 11).
-const (
-	HeldWhole     = "whole"      // read whole before the client got anything
-	HeldToolCalls = "tool_calls" // streamed: text flowed, each tool call held until decided
-	HeldNone      = "none"       // streamed through untouched; observers got a copy
-)
+// What hookproxy did with the traffic (Enforcement, Held) is the closed vocabulary of
+// package enforcement, shared with the audit log and the metrics.
 
 // Delivery modes of a BoundaryRecord.
 const (
@@ -59,7 +44,7 @@ type BoundaryRecord struct {
 	Injections  int
 	Supplied    bool // a return candidate was bound
 	Interrupted bool // the client went away while the chain ran
-	Enforcement string
+	Enforcement enforcement.Action
 	// Reapplied counts, on a model.request.before record, the rewrites settled at earlier
 	// requests of the conversation (tool.after modify(output), turn.start modify(prompt))
 	// that were re-applied to this request's messages before its boundaries ran. When it
@@ -71,8 +56,8 @@ type BoundaryRecord struct {
 	// again (fail-safe, rewrites.go).
 	Resettled bool
 	// Held is set on response-side records (model.response.after, tool.before,
-	// turn.finish.before): HeldWhole, HeldToolCalls or HeldNone.
-	Held string
+	// turn.finish.before): enforcement.HeldWhole, enforcement.HeldToolCalls or enforcement.HeldNone.
+	Held enforcement.Held
 
 	// Event is the effective event (content included). Auditors must not write its
 	// content unless configured to (audit.includeContent); it never holds credentials.

@@ -171,7 +171,7 @@ func TestUpstreamTransportSpeaksHTTP2OverTLS(t *testing.T) {
 	up.EnableHTTP2 = true
 	up.StartTLS()
 	defer up.Close()
-	tr := newTransport(withDefaultLimits(config.Limits{}))
+	tr := newTransport(config.Limits{}.WithDefaults())
 	tr.TLSClientConfig = &tls.Config{RootCAs: x509.NewCertPool()}
 	tr.TLSClientConfig.RootCAs.AddCert(up.Certificate())
 	defer tr.CloseIdleConnections()

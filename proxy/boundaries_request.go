@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -181,13 +182,13 @@ func lastRole(items []ahp.Message, role string) int {
 func (x *exchange) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, callID, tool string) (requestOutcome, bool) {
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, callID, tool)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, callID, tool)
 		return requestOutcome{kind: outcomeInterrupted}, true
 	case st.Refused(): // SPEC-DIGEST §8.4: do not execute; report the denial
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, callID, tool)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, callID, tool)
 		return requestOutcome{kind: outcomeRefused, err: x.rt.refusal(st.Denial)}, true
 	case st.Stopped(): // §8.4: no further model work
-		x.audit(ev, st, DeliveryIntercept, EnforceStopped, callID, tool)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Stopped, callID, tool)
 		return requestOutcome{kind: outcomeStopped, stopReason: st.StopReason}, true
 	}
 	return requestOutcome{}, false
@@ -236,21 +237,21 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 	if out, done := x.settledRefusalOrStop(ev, st, call.ID, name); done {
 		return out, true
 	}
-	enforcement := EnforceForwarded
+	action := enforcement.Forwarded
 	if st.Modified && st.Event != nil {
 		// modify(output): the result the model sees is the effective output.
 		x.items[idx] = toolMessage(orig, st.Event.Items)
 		x.changed = true
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 		// The agent re-sends the original with every later request: hold the decision.
 		x.noteSettled(r.ItemIndex, 1, x.items[idx:idx+1], ahp.EventToolAfter)
 	} else {
 		x.noteSettled(r.ItemIndex, 1, nil, ahp.EventToolAfter)
 	}
 	if x.takeInjections(st, ev.ID, now, state.NextTurn) {
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
-	x.audit(ev, st, DeliveryIntercept, enforcement, call.ID, name)
+	x.audit(ev, st, DeliveryIntercept, action, call.ID, name)
 	return requestOutcome{}, false
 }
 
@@ -283,21 +284,21 @@ func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
-	enforcement := EnforceForwarded
+	action := enforcement.Forwarded
 	if st.Modified && st.Event != nil {
 		// modify(prompt): the effective prompt replaces the prompt's messages, and is
 		// held for the rest of the conversation, keyed by the client's prompt messages.
 		effective := cloneMessages(st.Event.Items)
 		x.splice(start, end-start, effective)
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 		x.noteSettled(start, end-start, effective, ahp.EventTurnStart)
 	} else {
 		x.noteSettled(start, end-start, nil, ahp.EventTurnStart)
 	}
 	if x.takeInjections(st, ev.ID, now, state.NextTurn) {
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
-	x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
+	x.audit(ev, st, DeliveryIntercept, action, "", "")
 	return requestOutcome{}, false
 }
 
@@ -328,38 +329,38 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 		// (SPEC-DIGEST §5.5: the value is a canonical message list).
 		var msgs []ahp.Message
 		if err := json.Unmarshal(st.Candidate.Value, &msgs); err != nil {
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, "", "")
 			return requestOutcome{kind: outcomeRefused, err: x.rt.internalError(fmt.Errorf("supplied result: %w", err))}, true
 		}
 		var discard []ahp.Message
 		x.takeInjections(st, ev.ID, &discard, state.NextTurn) // next_turn still applies
-		x.audit(ev, st, DeliveryIntercept, EnforceSupplied, "", "")
+		x.audit(ev, st, DeliveryIntercept, enforcement.Supplied, "", "")
 		return requestOutcome{kind: outcomeSupplied, supplied: msgs}, true
 	}
-	enforcement := EnforceForwarded
+	action := enforcement.Forwarded
 	if x.paramReds = x.paramsRedactions(st); len(x.paramReds) > 0 {
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
 	if st.Modified && st.Event != nil {
 		// modify(request): the effective list is what the model sees.
 		x.items = cloneMessages(st.Event.Items)
 		x.changed = true
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
 	var now []ahp.Message
 	if x.takeInjections(st, ev.ID, &now, state.NextTurn) {
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
 	if len(now) > 0 {
 		x.items = append(x.items, now...)
 		x.changed = true
 	}
-	if x.rw.applied > 0 && enforcement == EnforceForwarded {
+	if x.rw.applied > 0 && action == enforcement.Forwarded {
 		// Remembered rewrites were re-applied: what goes upstream is not the client's
 		// body, and this is the one record of the request that can say so.
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
-	x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
+	x.audit(ev, st, DeliveryIntercept, action, "", "")
 	return requestOutcome{}, false
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -44,11 +45,11 @@ func (x *exchange) onUpstreamResponse(resp *http.Response) error {
 			x.editStream(resp, se)
 			return nil
 		}
-		x.held = HeldWhole
+		x.held = enforcement.HeldWhole
 		return x.holdResponse(resp, streaming)
 	case x.observesResponse() || streaming && x.subs.any(ahp.EventModelError):
 		// Observers only: stream through untouched, keep a copy, observe at the end.
-		x.held = HeldNone
+		x.held = enforcement.HeldNone
 		x.tap = &bodyTap{rc: resp.Body, limit: x.s.limits.MaxResponseBytes, streaming: streaming, start: x.upstreamStart}
 		resp.Body = x.tap
 	}
@@ -158,17 +159,17 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 		st := x.settle(ev, capsModelResponse())
 		switch {
 		case st.Interrupted || x.ctx.Err() != nil:
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, "", "")
 			return responseResult{err: errInterrupted}
 		case st.Refused(): // only a fail-closed failure can deny here
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, "", "")
 			return responseResult{err: x.rt.refusal(st.Denial)}
 		}
-		enforcement := EnforceForwarded
+		action := enforcement.Forwarded
 		if st.Modified && st.Event != nil {
 			items = cloneMessages(st.Event.Items)
 			changed = true
-			enforcement = EnforceRewritten
+			action = enforcement.Rewritten
 		}
 		if st.Stopped() {
 			// flow stop: strip every pending tool call; terminal finish reason (§15.3 B.2).
@@ -183,9 +184,9 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 				changed = true
 			}
 			stopped = true
-			enforcement = EnforceStopped
+			action = enforcement.Stopped
 		}
-		x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
+		x.audit(ev, st, DeliveryIntercept, action, "", "")
 	}
 
 	// tool.before, one per call, in order.
@@ -206,24 +207,24 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 		st := x.settle(ev, capsTurnFinish())
 		switch {
 		case st.Interrupted || x.ctx.Err() != nil:
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, "", "")
 			return responseResult{err: errInterrupted}
 		case st.Refused():
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, "", "")
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, "", "")
 			return responseResult{err: x.rt.refusal(st.Denial)}
 		}
-		enforcement := EnforceForwarded
+		action := enforcement.Forwarded
 		if st.Modified && st.Event != nil {
 			// A tool call added here would reach the harness without its tool.before.
 			items = stripToolCalls(cloneMessages(st.Event.Items))
 			changed = true
-			enforcement = EnforceRewritten
+			action = enforcement.Rewritten
 		}
 		if st.Stopped() {
 			stopped = true // nothing is pending: the answer is already final
-			enforcement = EnforceStopped
+			action = enforcement.Stopped
 		}
-		x.audit(ev, st, DeliveryIntercept, enforcement, "", "")
+		x.audit(ev, st, DeliveryIntercept, action, "", "")
 	}
 
 	x.final = &finalResponse{items: items, hasToolCalls: len(mapping.ToolCalls(items)) > 0, stopped: stopped}
@@ -273,7 +274,7 @@ func (x *exchange) observeResponseAfter(resp *mapping.Response, latency time.Dur
 	ev := x.responseAfterEvent(resp, &latency)
 	ev.Items = cloneMessages(resp.Items)
 	st := x.settle(ev, capsModelResponse())
-	x.audit(ev, st, DeliveryIntercept, EnforceForwarded, "", "")
+	x.audit(ev, st, DeliveryIntercept, enforcement.Forwarded, "", "")
 }
 
 // turnFinishEvent builds turn.finish.before over a final answer.
@@ -372,25 +373,25 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 	st := x.settle(ev, capsToolBefore())
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c.ID, c.Name)
 		return mapping.CallVerdict{}, errInterrupted
 	case st.Refused():
 		// deny: remove this call before the harness sees it; report it resolved.
 		reason, _ := denialText(st.Denial)
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c.ID, c.Name)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c.ID, c.Name)
 		x.observeResolved(c, ev.ID, "denied", "")
 		return mapping.CallVerdict{Remove: true, Note: "Tool call " + c.Name + " was blocked by policy: " + reason}, nil
 	case st.Stopped():
 		x.observeResolved(c, ev.ID, "cancelled", "flow stop")
-		x.audit(ev, st, DeliveryIntercept, EnforceStopped, c.ID, c.Name)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Stopped, c.ID, c.Name)
 		return mapping.CallVerdict{Remove: true, Stop: true,
 			Note: "Tool call " + c.Name + " was not run: stopped by policy: " + st.StopReason}, nil
 	}
 	var v mapping.CallVerdict
-	enforcement := EnforceForwarded
+	action := enforcement.Forwarded
 	if st.Modified && st.Event != nil && st.Event.Tool != nil {
 		v.Input = st.Event.Tool.Input
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 		// The agent will send this call back with the rewritten input: link the id its
 		// tool.after will derive to this event (issue 13 §9).
 		rewritten := mapping.ToolCall{ID: c.ID, Name: c.Name, Input: v.Input}
@@ -403,7 +404,7 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 		x.deferInjections(state.NextCall, now)
 		x.deferInjections(state.NextTurn, next)
 	}
-	x.audit(ev, st, DeliveryIntercept, enforcement, c.ID, c.Name)
+	x.audit(ev, st, DeliveryIntercept, action, c.ID, c.Name)
 	return v, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/chat"
 )
@@ -118,7 +119,7 @@ func TestDenyAtModelRequestBeforeRefusesInProviderFormat(t *testing.T) {
 				t.Fatalf("upstream called %d times after a deny", n)
 			}
 			assertValidIntercepts(t, pol)
-			if len(audited) != 1 || audited[0].Enforcement != EnforceRefused || audited[0].EventType != "model.request.before" {
+			if len(audited) != 1 || audited[0].Enforcement != enforcement.Refused || audited[0].EventType != "model.request.before" {
 				t.Fatalf("audit %+v", audited)
 			}
 			ev, _ := json.Marshal(pol.intercepted()[0])

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -56,12 +57,12 @@ type exchange struct {
 	errTap           *bodyTap // head of an upstream error body, for model.error
 	streamErr        *mapping.UpstreamError
 	streamErrLatency time.Duration
-	final            *finalResponse // what the client received, for turn.end
-	held             string         // HeldWhole | HeldToolCalls | HeldNone, for the audit record
-	responseAfterID  string         // model.response.after's id when it is observed after a stream
-	streamStopped    bool           // a streamed tool call stopped the flow
-	heldResponse     int64          // bytes of a held response counted in the server's budget
-	requestOnly      bool           // count_tokens, embeddings, legacy completions: model.request.before only
+	final            *finalResponse   // what the client received, for turn.end
+	held             enforcement.Held // for the audit record
+	responseAfterID  string           // model.response.after's id when it is observed after a stream
+	streamStopped    bool             // a streamed tool call stopped the flow
+	heldResponse     int64            // bytes of a held response counted in the server's budget
+	requestOnly      bool             // count_tokens, embeddings, legacy completions: model.request.before only
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -261,7 +262,7 @@ func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlemen
 func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
 	x.s.traceObserved(x.ctx, ev)
 	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })
-	x.audit(ev, nil, DeliveryObserve, EnforceForwarded, callID, toolName)
+	x.audit(ev, nil, DeliveryObserve, enforcement.Forwarded, callID, toolName)
 }
 
 // waitObservers returns once every observation this request started has completed or
@@ -274,7 +275,7 @@ func (x *exchange) waitObservers() {
 }
 
 // audit hands the enforced boundary to the Auditor.
-func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcement, callID, toolName string) {
+func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, action enforcement.Action, callID, toolName string) {
 	if x.s.auditor == nil {
 		return
 	}
@@ -282,7 +283,7 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 		Time: time.Now().UTC(), Route: x.rt.prefix, API: x.rt.api,
 		EventID: ev.ID, EventType: ev.Type, ParentID: ev.ParentEventID,
 		SessionID: x.session.ID, TurnID: x.turn.ID, CallID: callID, ToolName: toolName,
-		Delivery: delivery, Enforcement: enforcement, Event: ev,
+		Delivery: delivery, Enforcement: action, Event: ev,
 		Permission: ahp.PermissionNone, Flow: ahp.FlowNone,
 	}
 	if ev.Model != nil {
@@ -296,7 +297,7 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcem
 	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
 		rec.Held = x.held
 		if rec.Held == "" {
-			rec.Held = HeldWhole // a JSON answer, or a supplied one, is decided before it is sent
+			rec.Held = enforcement.HeldWhole // a JSON answer, or a supplied one, is decided before it is sent
 		}
 	}
 	if st != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 const geminiGenerate = "/gemini/v1beta/models/gemini-2.5-flash:generateContent"
@@ -322,7 +323,7 @@ func TestGeminiStreamTextFlowsCallsHeld(t *testing.T) {
 		return nil
 	}}
 	var mu sync.Mutex
-	var held []string
+	var held []enforcement.Held
 	px := startProxy(t, geminiConfig(up.URL), newTestChain(t, pol, intercept("tool.before")), Options{Auditor: AuditorFunc(func(_ context.Context, r BoundaryRecord) {
 		mu.Lock()
 		held = append(held, r.Held)
@@ -367,7 +368,7 @@ func TestGeminiStreamTextFlowsCallsHeld(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(held) != 2 || held[0] != HeldToolCalls || held[1] != HeldToolCalls {
+	if len(held) != 2 || held[0] != enforcement.HeldToolCalls || held[1] != enforcement.HeldToolCalls {
 		t.Fatalf("audit held = %v", held)
 	}
 }

@@ -52,7 +52,7 @@ func NewMCPHandler(env MCPRoute) (http.Handler, error) {
 	if h.log == nil {
 		h.log = zap.NewNop()
 	}
-	h.env.Limits = withDefaultLimits(env.Limits)
+	h.env.Limits = env.Limits.WithDefaults()
 	h.connURL = connectionURL(up)
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
@@ -200,7 +200,7 @@ func (h *mcpHandler) proxyError(w http.ResponseWriter, r *http.Request, err erro
 	var id []byte
 	if st != nil && st.x != nil {
 		st.x.onForwardError()
-		id = st.x.singleID()
+		id = st.x.body.SingleID()
 	}
 	if errors.Is(err, errMCPRedirect) {
 		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "the MCP server answered with a redirect, which hookproxy does not pass on (set allowRedirects on the route to allow it)")

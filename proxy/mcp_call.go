@@ -16,6 +16,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping/mcp"
 )
 
@@ -261,12 +262,12 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	st := x.settle(ev, capsMCPToolBefore(x.modifyInput))
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 		return errInterrupted
 	case st.Refused():
 		reason, _ := denialText(st.Denial)
 		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult(reason))
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 		x.observeResolved(c, "denied", ahp.SkipPolicy, "", nil)
 		return nil
 	case st.Stopped():
@@ -275,7 +276,7 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 			reason = "Stopped by policy."
 		}
 		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult(reason))
-		x.audit(ev, st, DeliveryIntercept, EnforceStopped, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Stopped, c)
 		x.observeResolved(c, "cancelled", ahp.SkipPolicy, "flow stop", nil)
 		return nil
 	}
@@ -285,7 +286,7 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	if st.Candidate != nil {
 		return x.supplied(e, ev, st)
 	}
-	enforcement := EnforceForwarded
+	action := enforcement.Forwarded
 	if st.Modified {
 		out, err := mcp.WithArguments(e.raw, c.input)
 		if err != nil {
@@ -293,15 +294,15 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 			// arguments: those are exactly what the policy changed.
 			x.h.log.Error("mcp: applying modify(input) failed", zap.Error(err))
 			e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult("hookproxy could not apply a policy edit to the tool arguments."))
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 			x.observeResolved(c, "error", ahp.SkipOther, "policy edit could not be applied",
 				&ahp.ErrorInfo{Message: "a policy edit to the arguments could not be applied", Class: "hookproxy", Code: codeMCPRenderFailed})
 			return nil
 		}
 		e.raw = out
-		enforcement = EnforceRewritten
+		action = enforcement.Rewritten
 	}
-	x.audit(ev, st, DeliveryIntercept, enforcement, c)
+	x.audit(ev, st, DeliveryIntercept, action, c)
 	return nil
 }
 
@@ -315,12 +316,12 @@ func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement)
 		// this one, and forwarding instead would run what the policy meant to replace.
 		x.h.log.Warn("mcp: a supplied tool result is not a CallToolResult", zap.Error(err))
 		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult("hookproxy refused the call: a policy supplied a result that is not an MCP CallToolResult."))
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 		x.observeResolved(c, "error", ahp.SkipOther, "supplied result is not a CallToolResult",
 			&ahp.ErrorInfo{Message: "the supplied result is not an MCP CallToolResult", Class: "hookproxy", Code: codeMCPInvalidReturn})
 		return nil
 	}
-	x.audit(ev, st, DeliveryIntercept, EnforceSupplied, c)
+	x.audit(ev, st, DeliveryIntercept, enforcement.Supplied, c)
 	final, err := x.toolAfter(c, res, ahp.Execution{Status: ahp.ExecutionSkipped, Reason: ahp.SkipSuppliedResult})
 	if err != nil {
 		return err
@@ -358,13 +359,13 @@ func (x *mcpExchange) observeResolved(c *mcpCallSt, outcome, reason, detail stri
 	}
 	ev.Error = errInfo
 	ev.Items = []ahp.Message{}
-	enforcement := EnforceForwarded
+	action := enforcement.Forwarded
 	if outcome == "denied" || outcome == "cancelled" {
-		enforcement = EnforceRefused
+		action = enforcement.Refused
 	}
 	addTraceContext(x.ctx, ev)
 	x.observing.Go(func() { x.h.env.Chain.Observe(x.ctx, ev) })
-	x.audit(ev, nil, DeliveryObserve, enforcement, c)
+	x.audit(ev, nil, DeliveryObserve, action, c)
 }
 
 // wait returns once every delivery this request started has completed or reached its
@@ -377,7 +378,7 @@ func (x *mcpExchange) wait() {
 }
 
 // audit hands one boundary to the Auditor.
-func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enforcement string, c *mcpCallSt) {
+func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, action enforcement.Action, c *mcpCallSt) {
 	a := x.h.env.Auditor
 	if a == nil {
 		return
@@ -386,7 +387,7 @@ func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery, enfor
 		Time: time.Now().UTC(), Route: x.h.prefix, API: config.APIMCP,
 		EventID: ev.ID, EventType: ev.Type, ParentID: ev.ParentEventID,
 		CallID: c.callID, ToolName: c.call.Name,
-		Delivery: delivery, Enforcement: enforcement, Event: ev,
+		Delivery: delivery, Enforcement: action, Event: ev,
 		Permission: ahp.PermissionNone, Flow: ahp.FlowNone,
 	}
 	if ev.Session != nil {
@@ -412,14 +413,6 @@ func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
-}
-
-// singleID is the id of the one request of a single-message body, or nil.
-func (x *mcpExchange) singleID() []byte {
-	if x.body.Batch || len(x.body.Messages) != 1 {
-		return nil
-	}
-	return x.body.Messages[0].ID
 }
 
 // prepareOutbound sets the body that goes upstream (reverse proxy Rewrite).

@@ -21,6 +21,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/internal/ahptest"
 )
 
@@ -607,7 +608,7 @@ func TestMCPEndToEndDenyHTTPBackend(t *testing.T) {
 				t.Errorf("audit record route = %s %s", rec.API, rec.Route)
 			}
 			if rec.EventType == ahp.EventToolBefore && rec.ToolName == "delete_file" {
-				refused = rec.Enforcement == EnforceRefused && rec.Denial != nil && rec.Denial.Code == "com.example.no_delete"
+				refused = rec.Enforcement == enforcement.Refused && rec.Denial != nil && rec.Denial.Code == "com.example.no_delete"
 			}
 		}
 		if !refused {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping/mcp"
 )
 
@@ -208,26 +209,26 @@ func (x *mcpExchange) toolAfter(c *mcpCallSt, res *mcp.Result, exec ahp.Executio
 	st := x.settle(ev, capsMCPToolAfter())
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 		return nil, errInterrupted
 	case st.Refused():
 		// Only a fail-closed failure refuses here (tool.after admits no deny): the result
 		// is withheld.
 		reason, _ := denialText(st.Denial)
-		x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 		return mcp.DenialResult(reason), nil
 	case st.Modified && st.Event != nil:
 		b, err := out.Apply(st.Event.Items)
 		if err != nil {
 			// The edit cannot be rendered; the unedited result must not go out instead.
 			x.h.log.Error("mcp: applying modify(output) failed", zap.String("route", x.h.prefix), zap.Error(err))
-			x.audit(ev, st, DeliveryIntercept, EnforceRefused, c)
+			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
 			return mcp.DenialResult("hookproxy could not apply a policy edit to the tool result."), nil
 		}
-		x.audit(ev, st, DeliveryIntercept, EnforceRewritten, c)
+		x.audit(ev, st, DeliveryIntercept, enforcement.Rewritten, c)
 		return b, nil
 	}
-	x.audit(ev, st, DeliveryIntercept, EnforceForwarded, c)
+	x.audit(ev, st, DeliveryIntercept, enforcement.Forwarded, c)
 	return res.Raw, nil
 }
 
@@ -247,11 +248,7 @@ func (x *mcpExchange) replaceWith(resp *http.Response, msgs [][]byte) {
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
 	resp.Header.Set("Content-Type", "application/json")
 	resp.Header.Del("Content-Encoding")
-	if !x.body.Batch && len(msgs) == 1 {
-		setMCPBody(resp, msgs[0])
-		return
-	}
-	setMCPBody(resp, mcp.EncodeBatch(msgs))
+	setMCPBody(resp, x.body.Encode(msgs))
 }
 
 func setMCPBody(resp *http.Response, b []byte) {

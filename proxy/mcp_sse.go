@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -19,21 +18,18 @@ import (
 type mcpStream struct {
 	x     *mcpExchange
 	src   io.ReadCloser
-	rd    *bufio.Reader
+	rd    *mcp.EventReader
 	out   bytes.Buffer
 	check bool // results to check
-	limit int64
 	done  bool
 	err   error
 }
 
-var errMCPEventTooLarge = errors.New("an SSE event exceeds the proxy's response limit")
-
 func newMCPStream(x *mcpExchange, src io.ReadCloser, check bool) *mcpStream {
-	s := &mcpStream{x: x, src: src, rd: bufio.NewReaderSize(src, 32<<10), check: check, limit: x.h.env.Limits.MaxResponseBytes}
+	s := &mcpStream{x: x, src: src, rd: mcp.NewEventReader(src, x.h.env.Limits.MaxResponseBytes), check: check}
 	// Answers hookproxy gave itself (calls of a batch) go first.
 	for _, m := range x.local {
-		writeSSEMessage(&s.out, m)
+		mcp.WriteMessageEvent(&s.out, m)
 	}
 	return s
 }
@@ -52,12 +48,12 @@ func (s *mcpStream) Close() error { return s.src.Close() }
 
 // step reads one event and queues what the caller receives for it.
 func (s *mcpStream) step() {
-	raw, lines, err := s.readEvent()
-	if errors.Is(err, errMCPEventTooLarge) {
-		raw = nil // never relay part of an event: the client would misread the rest
+	ev, err := s.rd.Next()
+	if errors.Is(err, mcp.ErrEventTooLarge) {
+		ev.Raw = nil // never relay part of an event: the client would misread the rest
 	}
-	if len(raw) > 0 {
-		if perr := s.process(raw, lines); perr != nil {
+	if len(ev.Raw) > 0 {
+		if perr := s.process(ev); perr != nil {
 			s.done, s.err = true, perr // interrupted: the client went away
 			return
 		}
@@ -85,79 +81,25 @@ func (s *mcpStream) finish() {
 		return
 	}
 	for _, m := range s.x.failPending("the MCP server's stream ended before the tools/call result") {
-		writeSSEMessage(&s.out, m)
+		mcp.WriteMessageEvent(&s.out, m)
 	}
-}
-
-// readEvent reads one SSE event: raw is every byte of it including the blank line that
-// ends it, lines its field lines without line endings. At the end of the stream a last
-// unterminated event is returned with the error.
-func (s *mcpStream) readEvent() (raw []byte, lines [][]byte, err error) {
-	for {
-		var line []byte
-		for {
-			chunk, rerr := s.rd.ReadSlice('\n')
-			line = append(line, chunk...)
-			if int64(len(raw)+len(line)) > s.limit {
-				return raw, lines, errMCPEventTooLarge
-			}
-			if errors.Is(rerr, bufio.ErrBufferFull) {
-				continue
-			}
-			if rerr != nil {
-				raw = append(raw, line...)
-				if l := trimEOL(line); len(l) > 0 {
-					lines = append(lines, l)
-				}
-				return raw, lines, rerr
-			}
-			break
-		}
-		raw = append(raw, line...)
-		l := trimEOL(line)
-		if len(l) == 0 {
-			if len(lines) == 0 {
-				continue // blank lines between events dispatch nothing; relay them with the next
-			}
-			return raw, lines, nil
-		}
-		lines = append(lines, l)
-	}
-}
-
-func trimEOL(b []byte) []byte {
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
 // process queues one event, rewritten when it carries a checked result.
-func (s *mcpStream) process(raw []byte, lines [][]byte) error {
+func (s *mcpStream) process(ev mcp.Event) error {
 	if !s.check || len(s.x.pending) == 0 {
-		s.out.Write(raw)
+		s.out.Write(ev.Raw)
 		return nil
 	}
-	var (
-		name    string
-		data    [][]byte
-		hasData bool
-	)
-	for _, l := range lines {
-		field, value := sseField(l)
-		switch field {
-		case "event":
-			name = string(value)
-		case "data":
-			data, hasData = append(data, value), true
-		}
-	}
-	if !hasData || (name != "" && name != "message") {
-		s.out.Write(raw)
+	data, ok := ev.MessageData()
+	if !ok {
+		s.out.Write(ev.Raw)
 		return nil
 	}
-	body, err := mcp.ParseBody(bytes.Join(data, []byte("\n")))
+	body, err := mcp.ParseBody(data)
 	if err != nil {
 		// Not a message hookproxy can read, so not one of the results it waits for.
-		s.out.Write(raw)
+		s.out.Write(ev.Raw)
 		return nil
 	}
 	msgs := make([][]byte, 0, len(body.Messages))
@@ -177,51 +119,9 @@ func (s *mcpStream) process(raw []byte, lines [][]byte) error {
 		changed = changed || ch
 	}
 	if !changed {
-		s.out.Write(raw)
+		s.out.Write(ev.Raw)
 		return nil
 	}
-	payload := body.Encode(msgs)
-	wroteData := false
-	for _, l := range lines {
-		if field, _ := sseField(l); field == "data" {
-			if !wroteData {
-				writeSSEData(&s.out, payload)
-				wroteData = true
-			}
-			continue
-		}
-		s.out.Write(l)
-		s.out.WriteByte('\n')
-	}
-	s.out.WriteByte('\n')
+	ev.WriteWithData(&s.out, body.Encode(msgs))
 	return nil
-}
-
-// sseField splits an SSE line into field name and value (one leading space of the value
-// removed). Comment lines have the field name "".
-func sseField(l []byte) (string, []byte) {
-	if len(l) > 0 && l[0] == ':' {
-		return "", nil
-	}
-	name, value, found := bytes.Cut(l, []byte(":"))
-	if !found {
-		return string(l), nil
-	}
-	return string(name), bytes.TrimPrefix(value, []byte(" "))
-}
-
-// writeSSEData writes payload as data lines (one per line of payload).
-func writeSSEData(b *bytes.Buffer, payload []byte) {
-	for _, l := range bytes.Split(payload, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(trimEOL(l))
-		b.WriteByte('\n')
-	}
-}
-
-// writeSSEMessage writes one JSON-RPC message as a complete SSE event.
-func writeSSEMessage(b *bytes.Buffer, msg []byte) {
-	b.WriteString("event: message\n")
-	writeSSEData(b, msg)
-	b.WriteByte('\n')
 }

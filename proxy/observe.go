@@ -26,6 +26,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/tracing"
 )
 
@@ -41,19 +42,12 @@ type Metrics interface {
 	// UpstreamTTFB is the time until the upstream's response headers arrived.
 	UpstreamTTFB(route string, d time.Duration)
 	// StreamStarted counts an SSE response in progress and returns the function that ends
-	// it (safe to call more than once). mode is StreamPassthrough, StreamHeld or StreamToolCalls.
-	StreamStarted(route, mode string) func()
+	// it (safe to call more than once).
+	StreamStarted(route string, mode enforcement.StreamMode) func()
 	// ForwardedUnexamined counts a request forwarded to an endpoint the route does not map
 	// (routes[].unmapped: forward).
 	ForwardedUnexamined(route string)
 }
-
-// Stream modes reported to Metrics.StreamStarted.
-const (
-	StreamPassthrough = "passthrough" // relayed to the client as it arrives
-	StreamHeld        = "held"        // held until the response-side chains settle
-	StreamToolCalls   = "tool_calls"  // text relayed as it arrives, each tool call held until decided
-)
 
 // RequestIDHeader carries the request id: a client's value is accepted (when it is a
 // short printable token) and echoed; otherwise hookproxy generates one. The client's
@@ -121,7 +115,7 @@ func (s *Server) unexamined(ctx context.Context, rt *route, method, endpoint str
 	}
 	if s.auditor != nil {
 		s.auditor.OnBoundary(ctx, BoundaryRecord{Time: time.Now(), Route: rt.prefix, API: rt.api,
-			EventID: "unmapped_" + randomHex(), Enforcement: EnforceForwardedUnexamined})
+			EventID: "unmapped_" + randomHex(), Enforcement: enforcement.ForwardedUnexamined})
 	}
 	s.logAt(ctx, zapcore.InfoLevel, "forwarded unexamined (unmapped endpoint)", zap.String("route", rt.prefix),
 		zap.String("method", method), zap.String("endpoint", endpoint))
@@ -367,12 +361,12 @@ func interceptorSpans(ctx context.Context, tracer trace.Tracer, start time.Time,
 			trace.WithAttributes(
 				attribute.String("ahp.backend.id", r.BackendID),
 				attribute.Int("ahp.subscription", r.Subscription),
-				attribute.String("ahp.outcome", r.Outcome),
+				attribute.String("ahp.outcome", string(r.Outcome)),
 				attribute.StringSlice("ahp.effects", r.Effects)))
 		if r.FailureKind != "" {
-			span.SetAttributes(attribute.String("ahp.failure.kind", r.FailureKind),
+			span.SetAttributes(attribute.String("ahp.failure.kind", string(r.FailureKind)),
 				attribute.String("ahp.failure.policy", r.Policy))
-			span.SetStatus(codes.Error, r.FailureKind)
+			span.SetStatus(codes.Error, string(r.FailureKind))
 		}
 		span.End(trace.WithTimestamp(end))
 		at = end
@@ -417,11 +411,11 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	t.metrics.UpstreamTTFB(sc.route, time.Since(start))
 	mb := &meteredBody{rc: resp.Body, metrics: t.metrics, route: sc.route, start: start}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && isEventStream(resp.Header.Get("Content-Type")) {
-		mode := StreamPassthrough
+		mode := enforcement.StreamPassthrough
 		if x := exchangeFrom(req.Context()); x != nil && x.holdsResponse() {
-			mode = StreamHeld
+			mode = enforcement.StreamHeld
 			if _, ok := x.editsStream(true); ok {
-				mode = StreamToolCalls
+				mode = enforcement.StreamToolCalls
 			}
 		}
 		mb.endStream = t.metrics.StreamStarted(sc.route, mode)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/tracing"
 )
 
@@ -207,10 +208,10 @@ func (m *fakeMetrics) UpstreamTTFB(route string, _ time.Duration) {
 
 func (m *fakeMetrics) ForwardedUnexamined(route string) {}
 
-func (m *fakeMetrics) StreamStarted(route, mode string) func() {
+func (m *fakeMetrics) StreamStarted(route string, mode enforcement.StreamMode) func() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	k := route + " " + mode
+	k := route + " " + string(mode)
 	m.streams[k]++
 	m.maxActive[k] = max(m.maxActive[k], m.streams[k])
 	var once sync.Once
@@ -237,10 +238,10 @@ func TestMetricsHooks(t *testing.T) {
 	for _, tc := range []struct {
 		desc string
 		hold bool
-		mode string
+		mode enforcement.StreamMode
 	}{
-		{desc: "passthrough", mode: StreamPassthrough},
-		{desc: "held", hold: true, mode: StreamHeld},
+		{desc: "passthrough", mode: enforcement.StreamPassthrough},
+		{desc: "held", hold: true, mode: enforcement.StreamHeld},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			m := &fakeMetrics{streams: map[string]int{}, maxActive: map[string]int{}}
@@ -274,7 +275,7 @@ func TestMetricsHooks(t *testing.T) {
 			if len(m.ttfbs) != 1 || m.ttfbs[0] != "/openai" || len(m.latencies) != 1 || m.latencies[0] != "/openai" {
 				t.Errorf("upstream measurements: ttfb %q latency %q", m.ttfbs, m.latencies)
 			}
-			k := "/openai " + tc.mode
+			k := "/openai " + string(tc.mode)
 			if m.maxActive[k] != 1 || m.streams[k] != 0 {
 				t.Errorf("stream %s: max active %d, active after %d (all: %v)", k, m.maxActive[k], m.streams[k], m.maxActive)
 			}

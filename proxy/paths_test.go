@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 func TestPathVariantsAreExaminedOrRefused(t *testing.T) {
@@ -77,7 +78,7 @@ func TestUnmappedEndpointsRefusedUnlessOpened(t *testing.T) {
 		unexamined := 0
 		log.mu.Lock()
 		for _, r := range log.recs {
-			if r.Enforcement == EnforceForwardedUnexamined {
+			if r.Enforcement == enforcement.ForwardedUnexamined {
 				unexamined++
 			}
 		}

@@ -3,12 +3,13 @@ package proxy
 import (
 	"io"
 
-	"github.com/hookproxy/hookproxy/chain/ahp"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
 
 	"github.com/tidwall/gjson"
 )
@@ -54,7 +55,7 @@ func TestUpstreamRedirectNotPassedOn(t *testing.T) {
 }
 
 func TestUpstreamProxyOnlyWhenConfigured(t *testing.T) {
-	if newTransport(withDefaultLimits(testConfig("http://x").Limits)).Proxy != nil {
+	if newTransport(testConfig("http://x").Limits.WithDefaults()).Proxy != nil {
 		t.Fatal("the upstream transport reads a proxy from the environment")
 	}
 	var proxied atomic.Int32

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // The leaked credential of these tests (AWS's documentation example key).
@@ -183,9 +184,9 @@ func TestRewriteToolAfterPersistsAcrossTheLoop(t *testing.T) {
 				}
 			}
 			recs := audit.of(ahp.EventModelRequestBefore)
-			if len(recs) != 3 || recs[0].Reapplied != 0 || recs[0].Enforcement != EnforceForwarded ||
-				recs[1].Reapplied != 1 || recs[1].Enforcement != EnforceRewritten ||
-				recs[2].Reapplied != 1 || recs[2].Enforcement != EnforceRewritten {
+			if len(recs) != 3 || recs[0].Reapplied != 0 || recs[0].Enforcement != enforcement.Forwarded ||
+				recs[1].Reapplied != 1 || recs[1].Enforcement != enforcement.Rewritten ||
+				recs[2].Reapplied != 1 || recs[2].Enforcement != enforcement.Rewritten {
 				t.Fatalf("model.request.before audit records: %+v", recs)
 			}
 			assertValidIntercepts(t, pol)

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel/trace"
@@ -101,7 +100,7 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 		health:    opts.StoreHealth,
 		transport: opts.Transport,
 		source:    cfg.Source,
-		limits:    withDefaultLimits(cfg.Limits),
+		limits:    cfg.Limits.WithDefaults(),
 		metrics:   opts.Metrics,
 		tracer:    opts.Tracer,
 	}
@@ -217,48 +216,4 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// Default limits (config.Limits documents them).
-const (
-	defaultMaxRequestBytes       = 32 << 20
-	defaultMaxResponseBytes      = 64 << 20
-	defaultDialTimeout           = 10 * time.Second
-	defaultTLSHandshakeTimeout   = 10 * time.Second
-	defaultResponseHeaderTimeout = 10 * time.Minute
-	defaultShutdownTimeout       = 30 * time.Second
-)
-
-func withDefaultLimits(l config.Limits) config.Limits {
-	if l.MaxRequestBytes <= 0 {
-		l.MaxRequestBytes = defaultMaxRequestBytes
-	}
-	if l.MaxResponseBytes <= 0 {
-		l.MaxResponseBytes = defaultMaxResponseBytes
-	}
-	if l.DialTimeout <= 0 {
-		l.DialTimeout = defaultDialTimeout
-	}
-	if l.TLSHandshakeTimeout <= 0 {
-		l.TLSHandshakeTimeout = defaultTLSHandshakeTimeout
-	}
-	if l.ResponseHeaderTimeout <= 0 {
-		l.ResponseHeaderTimeout = defaultResponseHeaderTimeout
-	}
-	if l.ShutdownTimeout <= 0 {
-		l.ShutdownTimeout = defaultShutdownTimeout
-	}
-	if l.RequestBodyGrace <= 0 {
-		l.RequestBodyGrace = config.DefaultRequestBodyGrace
-	}
-	if l.MinRequestBodyRate <= 0 {
-		l.MinRequestBodyRate = config.DefaultMinRequestBodyRate
-	}
-	if l.MaxConcurrentRequests <= 0 {
-		l.MaxConcurrentRequests = config.DefaultMaxConcurrentRequests
-	}
-	if l.MaxHeldBytes <= 0 {
-		l.MaxHeldBytes = config.DefaultMaxHeldBytes
-	}
-	return l
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/internal/redistest"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -137,11 +138,11 @@ type stateMetrics struct {
 	failures map[string]int
 }
 
-func (m *stateMetrics) ObserveRequest(string, int)            {}
-func (m *stateMetrics) UpstreamLatency(string, time.Duration) {}
-func (m *stateMetrics) UpstreamTTFB(string, time.Duration)    {}
-func (m *stateMetrics) StreamStarted(string, string) func()   { return func() {} }
-func (m *stateMetrics) ForwardedUnexamined(string)            {}
+func (m *stateMetrics) ObserveRequest(string, int)                          {}
+func (m *stateMetrics) UpstreamLatency(string, time.Duration)               {}
+func (m *stateMetrics) UpstreamTTFB(string, time.Duration)                  {}
+func (m *stateMetrics) StreamStarted(string, enforcement.StreamMode) func() { return func() {} }
+func (m *stateMetrics) ForwardedUnexamined(string)                          {}
 func (m *stateMetrics) StoreFailure(op, mode string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -34,7 +35,7 @@ func (x *exchange) editsStream(streaming bool) (mapping.StreamEditing, bool) {
 
 // editStream puts an editing reader in place of the upstream's streamed body.
 func (x *exchange) editStream(resp *http.Response, se mapping.StreamEditing) {
-	x.held = HeldToolCalls
+	x.held = enforcement.HeldToolCalls
 	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get(), out: editOutputs.Get().(*bytes.Buffer)}
 	d := &streamDecider{x: x}
 	b.ed = se.NewStreamEditor(b.out, d)
@@ -206,7 +207,7 @@ func (b *editedBody) finish() {
 	if !hasCalls && !x.streamStopped && x.subs.any(ahp.EventTurnFinishBefore) {
 		ev := x.turnFinishEvent(clientItems)
 		st := x.settle(ev, capsTurnFinish()) // observers only: it settles at once
-		x.audit(ev, st, DeliveryIntercept, EnforceForwarded, "", "")
+		x.audit(ev, st, DeliveryIntercept, enforcement.Forwarded, "", "")
 	}
 	x.final = &finalResponse{items: clientItems, hasToolCalls: hasCalls, stopped: x.streamStopped}
 }

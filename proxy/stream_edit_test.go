@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 const chatStreamReq = `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`
@@ -66,7 +68,7 @@ func TestStreamedToolBeforeFailsClosedPerCall(t *testing.T) {
 			t.Fatalf("the call went out after a failed tool.before:\n%s", s)
 		}
 		recs := log.of("tool.before")
-		if len(recs) != 1 || recs[0].Held != HeldToolCalls || recs[0].Enforcement != EnforceRefused {
+		if len(recs) != 1 || recs[0].Held != enforcement.HeldToolCalls || recs[0].Enforcement != enforcement.Refused {
 			t.Errorf("tool.before audit %+v", recs)
 		}
 	}
@@ -121,14 +123,14 @@ func TestStreamedObserversSeeTheUpstreamAndClientMessages(t *testing.T) {
 		t.Errorf("model.response.after does not carry the upstream's message: %s", textOf(mra[0].Items))
 	}
 	recs := log.of("tool.before")
-	if len(recs) != 2 || recs[0].Held != HeldToolCalls || recs[1].Held != HeldToolCalls {
+	if len(recs) != 2 || recs[0].Held != enforcement.HeldToolCalls || recs[1].Held != enforcement.HeldToolCalls {
 		t.Errorf("tool.before audit %+v", recs)
 	}
 	// Control: with a model.response.after interceptor the response is held whole.
 	log2 := &auditLog{}
 	px2 := startProxy(t, testConfig(up.URL), newTestChain(t, &fakePolicy{}, intercept("tool.before", "model.response.after")), Options{Auditor: log2.auditor()})
 	post(t, px2.URL+chatPath, chatStreamReq, nil)
-	if recs := log2.of("tool.before"); len(recs) != 2 || recs[0].Held != HeldWhole {
+	if recs := log2.of("tool.before"); len(recs) != 2 || recs[0].Held != enforcement.HeldWhole {
 		t.Errorf("held-whole audit %+v", recs)
 	}
 }

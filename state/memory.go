@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/config"
 )
 
 // Memory is the in-process Store: bounded in sessions (the least recently used session
@@ -33,14 +34,17 @@ type memScope struct {
 
 var _ Store = (*Memory)(nil)
 
-// NewMemory returns an in-memory store; zero arguments take DefaultMaxSessions and
-// DefaultTTL.
+// NewMemory returns an in-memory store; zero arguments take the defaults of
+// state.memory.maxSessions and state.memory.ttl (config). The TTL is measured from a
+// conversation's last request: a conversation resumed after it expired is settled again
+// (its hooks run again), never forwarded unexamined; beyond maxSessions the least recently
+// used session goes.
 func NewMemory(maxSessions int, ttl time.Duration) *Memory {
 	if maxSessions <= 0 {
-		maxSessions = DefaultMaxSessions
+		maxSessions = config.DefaultStateMaxSessions
 	}
 	if ttl <= 0 {
-		ttl = DefaultTTL
+		ttl = config.DefaultStateTTL
 	}
 	return &Memory{maxSessions: maxSessions, ttl: ttl, now: time.Now,
 		scopes: map[Scope]*list.Element{}, lru: list.New()}

@@ -16,14 +16,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/config"
 )
 
 // RedisOptions configure a Redis store (config state.redis).
 type RedisOptions struct {
 	URL       string        // redis:// or rediss:// (TLS); no password in it
 	Password  string        // from the environment variable the configuration names
-	KeyPrefix string        // every key starts with it (default "hookproxy:")
-	TTL       time.Duration // from a conversation's last use (default DefaultTTL)
+	KeyPrefix string        // every key starts with it (default config.DefaultStateKeyPrefix)
+	TTL       time.Duration // from a conversation's last use (default config.DefaultStateTTL)
 	Timeout   time.Duration // bounds each store operation, one round trip (default 250ms)
 	TLS       RedisTLS
 }
@@ -34,12 +35,6 @@ type RedisTLS struct {
 	CAFile     string // PEM bundle of the CAs to trust ("" = the system roots)
 	ServerName string // expected name in the server's certificate ("" = the URL's host)
 }
-
-// Default values of RedisOptions.
-const (
-	DefaultKeyPrefix    = "hookproxy:"
-	DefaultRedisTimeout = 250 * time.Millisecond
-)
 
 // Redis is the shared Store. One conversation's state is three keys with a common hash
 // tag (so a Redis Cluster keeps them on one slot): a hash of records by message id and two
@@ -89,13 +84,13 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 		}
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultRedisTimeout
+		o.Timeout = config.DefaultStateTimeoutMs * time.Millisecond
 	}
 	if o.TTL <= 0 {
-		o.TTL = DefaultTTL
+		o.TTL = config.DefaultStateTTL
 	}
 	if o.KeyPrefix == "" {
-		o.KeyPrefix = DefaultKeyPrefix
+		o.KeyPrefix = config.DefaultStateKeyPrefix
 	}
 	// The operation's own deadline bounds it; the client's timeouts only keep a dead
 	// connection from holding a pool slot longer than that.

@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 )
@@ -82,11 +81,6 @@ var ErrTooLarge = errors.New("state: value too large for the store")
 
 // Bounds shared by the stores.
 const (
-	// DefaultTTL is measured from a conversation's last request. A conversation resumed
-	// after it expired is settled again (its hooks run again), never forwarded unexamined.
-	DefaultTTL = 24 * time.Hour
-	// DefaultMaxSessions bounds the memory store; the least recently used session goes.
-	DefaultMaxSessions = 10000
 	// MaxRecordsPerScope bounds one conversation; records beyond it are dropped (and
 	// their content settled again when it is sent again).
 	MaxRecordsPerScope = 4096

@@ -20,9 +20,6 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 )
 
-// DefaultServiceName is service.name when the configuration sets none.
-const DefaultServiceName = "hookproxy"
-
 // ExtensionKey is the AHP event extension that carries the W3C trace context
 // (SPEC-DIGEST §2.2).
 const ExtensionKey = "org.w3c.trace_context"
@@ -67,7 +64,7 @@ func Setup(ctx context.Context, cfg config.Tracing) (shutdown func(context.Conte
 	}
 	name := cfg.ServiceName
 	if name == "" {
-		name = DefaultServiceName
+		name = config.DefaultServiceName
 	}
 	res, err := resource.Merge(resource.Default(),
 		resource.NewSchemaless(attribute.String("service.name", name)))

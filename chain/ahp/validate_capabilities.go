@@ -16,6 +16,9 @@ var (
 		TargetInstructions, TargetSummary, TargetWorkspace}
 )
 
+// IsEffectType reports whether t is one of the eight core effect types of the draft.
+func IsEffectType(t string) bool { return slices.Contains(coreEffects, t) }
+
 // ValidateCapabilities validates a capability advertisement. With eventType set it must also
 // lie within that event's per-event bound (EventBounds): only the event's effects, its own
 // modify target and its flow operations. eventType "" checks the generic shape only.

@@ -28,305 +28,311 @@ type eventRule struct {
 	check func(v *validator, path string, ev map[string]any)
 }
 
-var eventRules map[string]*eventRule
+// Member checks shared by several event types. They are functions, not closures built in
+// an init, so that the rule table below is plain package-level data.
+func checkModel(v *validator, p string, x any)        { v.stringRecord(p, x, "id", "provider") }
+func checkAttempt(v *validator, p string, x any)      { v.attempt(p, x) }
+func checkExecution(v *validator, p string, x any)    { v.execution(p, x) }
+func checkErrorInfo(v *validator, p string, x any)    { v.errorInfo(p, x) }
+func checkCall(v *validator, p string, x any)         { v.identity(p, x, true) }
+func checkTool(v *validator, p string, x any)         { v.tool(p, x) }
+func checkBatch(v *validator, p string, x any)        { v.batch(p, x) }
+func checkToolPath(v *validator, p string, x any)     { v.str(p, x, 1) }
+func checkNonEmpty(v *validator, p string, x any)     { v.str(p, x, 1) }
+func checkBoolean(v *validator, p string, x any)      { v.boolean(p, x) }
+func checkObject(v *validator, p string, x any)       { v.object(p, x) }
+func checkNonNegative(v *validator, p string, x any)  { v.nonNegative(p, x) }
+func checkCount(v *validator, p string, x any)        { v.integer(p, x, 0) }
+func checkMessage(v *validator, p string, x any)      { v.message(p, x, "") }
+func checkTextParts(v *validator, p string, x any)    { v.parts(p, x, true) }
+func checkAttemptUsage(v *validator, p string, x any) { v.usage(p, x, false) }
+func checkTurnUsage(v *validator, p string, x any)    { v.usage(p, x, true) }
+func checkTask(v *validator, p string, x any)         { v.task(p, x) }
+func checkWorkspace(v *validator, p string, x any)    { v.workspace(p, x) }
 
-func init() {
-	// Shared member checks.
-	model := func(v *validator, p string, x any) { v.stringRecord(p, x, "id", "provider") }
-	attempt := func(v *validator, p string, x any) { v.attempt(p, x) }
-	execution := func(v *validator, p string, x any) { v.execution(p, x) }
-	errorInfo := func(v *validator, p string, x any) { v.errorInfo(p, x) }
-	call := func(v *validator, p string, x any) { v.identity(p, x, true) }
-	tool := func(v *validator, p string, x any) { v.tool(p, x) }
-	batch := func(v *validator, p string, x any) { v.batch(p, x) }
-	toolPath := func(v *validator, p string, x any) { v.str(p, x, 1) }
-	nonEmpty := func(v *validator, p string, x any) { v.str(p, x, 1) }
-	boolean := func(v *validator, p string, x any) { v.boolean(p, x) }
-	object := func(v *validator, p string, x any) { v.object(p, x) }
-	nonNegative := func(v *validator, p string, x any) { v.nonNegative(p, x) }
-	count := func(v *validator, p string, x any) { v.integer(p, x, 0) }
-	message := func(v *validator, p string, x any) { v.message(p, x, "") }
-	textParts := func(v *validator, p string, x any) { v.parts(p, x, true) }
-	attemptUsage := func(v *validator, p string, x any) { v.usage(p, x, false) }
-	turnUsage := func(v *validator, p string, x any) { v.usage(p, x, true) }
-	enum := func(values ...string) fieldCheck {
-		return func(v *validator, p string, x any) { v.enum(p, x, values...) }
-	}
-	finishOutcome := enum("completed", "failed", "cancelled", "max_iterations")
-	toolOutcome := enum("ok", "error", "denied", "cancelled", "timeout")
-	configChange := func(after bool) fieldCheck {
-		return func(v *validator, p string, x any) { v.configChange(p, x, after) }
-	}
-	task := func(v *validator, p string, x any) { v.task(p, x) }
-	workspace := func(v *validator, p string, x any) { v.workspace(p, x) }
-	toolFields := func(extra map[string]fieldCheck) map[string]fieldCheck {
-		m := map[string]fieldCheck{"call": call, "tool": tool, "path": toolPath, "batch": batch}
-		for k, f := range extra {
-			m[k] = f
-		}
-		return m
-	}
+// checkEnum accepts only the listed string values.
+func checkEnum(values ...string) fieldCheck {
+	return func(v *validator, p string, x any) { v.enum(p, x, values...) }
+}
 
-	eventRules = map[string]*eventRule{
-		"session.start": {
-			required:     []string{"session", "trigger", "harness", "permissionMode", "manifest", "items"},
-			forbidden:    []string{"tool", "outcome"},
-			messageItems: true,
-			fields: map[string]fieldCheck{
-				"trigger":        enum("startup", "resume", "clear", "compact", "fork"),
-				"resumedFrom":    call,
-				"permissionMode": nonEmpty,
-				"harness":        func(v *validator, p string, x any) { v.stringRecord(p, x, "name", "version") },
-				"manifest":       func(v *validator, p string, x any) { v.manifest(p, x) },
-			},
-			check: func(v *validator, p string, ev map[string]any) {
-				if t, _ := ev["trigger"].(string); t == "clear" || t == "fork" {
-					if _, has := ev["resumedFrom"]; !has {
-						v.failf(p, "\"resumedFrom\" is required when trigger is %q", t)
+var (
+	checkFinishOutcome = checkEnum("completed", "failed", "cancelled", "max_iterations")
+	checkToolOutcome   = checkEnum("ok", "error", "denied", "cancelled", "timeout")
+)
+
+func checkConfigChange(after bool) fieldCheck {
+	return func(v *validator, p string, x any) { v.configChange(p, x, after) }
+}
+
+// checkToolFields is the member set every tool.* event shares, plus extra.
+func checkToolFields(extra map[string]fieldCheck) map[string]fieldCheck {
+	m := map[string]fieldCheck{"call": checkCall, "tool": checkTool, "path": checkToolPath, "batch": checkBatch}
+	for k, f := range extra {
+		m[k] = f
+	}
+	return m
+}
+
+// eventRules is the rule table: one entry per event type.
+var eventRules = map[string]*eventRule{
+	"session.start": {
+		required:     []string{"session", "trigger", "harness", "permissionMode", "manifest", "items"},
+		forbidden:    []string{"tool", "outcome"},
+		messageItems: true,
+		fields: map[string]fieldCheck{
+			"trigger":        checkEnum("startup", "resume", "clear", "compact", "fork"),
+			"resumedFrom":    checkCall,
+			"permissionMode": checkNonEmpty,
+			"harness":        func(v *validator, p string, x any) { v.stringRecord(p, x, "name", "version") },
+			"manifest":       func(v *validator, p string, x any) { v.manifest(p, x) },
+		},
+		check: func(v *validator, p string, ev map[string]any) {
+			if t, _ := ev["trigger"].(string); t == "clear" || t == "fork" {
+				if _, has := ev["resumedFrom"]; !has {
+					v.failf(p, "\"resumedFrom\" is required when trigger is %q", t)
+				}
+			}
+		},
+	},
+	"session.end": {
+		required:  []string{"session", "outcome", "reason"},
+		forbidden: []string{"tool"},
+		fields: map[string]fieldCheck{
+			"outcome":  checkEnum("completed", "cancelled", "error", "unknown"),
+			"reason":   checkNonEmpty,
+			"counters": func(v *validator, p string, x any) { v.counters(p, x) },
+		},
+	},
+	"config.change.before": {required: []string{"change"}, fields: map[string]fieldCheck{"change": checkConfigChange(false)}},
+	"config.change.after":  {required: []string{"change"}, fields: map[string]fieldCheck{"change": checkConfigChange(true)}},
+	"turn.start": {
+		required:     []string{"turn", "trigger", "items"},
+		messageItems: true,
+		closedTurn:   true,
+		fields: map[string]fieldCheck{
+			"trigger":      checkEnum("user", "continuation", "hook", "external"),
+			"expandedFrom": checkNonEmpty,
+		},
+	},
+	"turn.finish.before": {
+		required:     []string{"turn", "outcome", "continuationCount", "items"},
+		messageItems: true,
+		closedTurn:   true,
+		fields: map[string]fieldCheck{
+			"outcome":           checkFinishOutcome,
+			"continuationCount": checkCount,
+			"lastAssistantItem": checkCall,
+			"usage":             checkTurnUsage,
+		},
+	},
+	"turn.end": {
+		required:     []string{"turn", "outcome", "continuationCount", "items"},
+		messageItems: true,
+		closedTurn:   true,
+		fields: map[string]fieldCheck{
+			"outcome":           checkFinishOutcome,
+			"continuationCount": checkCount,
+			"lastAssistantItem": checkCall,
+			"usage":             checkTurnUsage,
+			"error":             checkErrorInfo,
+		},
+		check: func(v *validator, p string, ev map[string]any) {
+			if o, _ := ev["outcome"].(string); o == "completed" {
+				v.forbidden(p, ev, "when outcome is \"completed\"", "error")
+			}
+		},
+	},
+	"turn.progress": {
+		required:   []string{"turn", "item", "delta", "final"},
+		closedTurn: true,
+		fields:     map[string]fieldCheck{"item": checkCall, "delta": checkMessage, "final": checkBoolean},
+	},
+	"model.request.before": {
+		required:     []string{"model", "attempt", "params", "items"},
+		forbidden:    []string{"usage", "execution", "finishReason", "latencyMs", "error"},
+		messageItems: true,
+		closedTurn:   true,
+		fields:       map[string]fieldCheck{"model": checkModel, "attempt": checkAttempt, "params": checkObject},
+	},
+	"model.response.after": {
+		required:     []string{"model", "attempt", "execution", "items", "finishReason"},
+		forbidden:    []string{"error"},
+		messageItems: true,
+		closedTurn:   true,
+		fields: map[string]fieldCheck{
+			"model": checkModel, "attempt": checkAttempt, "execution": checkExecution, "usage": checkAttemptUsage,
+			"finishReason": checkNonEmpty, "latencyMs": checkNonNegative,
+		},
+		check: func(v *validator, p string, ev map[string]any) {
+			// A supplied result fabricates no usage or latency.
+			if status, reason := executionOf(ev); status == ExecutionSkipped {
+				if reason != "" && reason != SkipSuppliedResult {
+					v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "reason"), "must be %q on checkModel.response.after", SkipSuppliedResult)
+				}
+				v.forbidden(p, ev, "when the response was a supplied result (checkExecution skipped)", "usage", "latencyMs")
+			}
+		},
+	},
+	"model.error": {
+		required:   []string{"model", "attempt", "execution", "error"},
+		forbidden:  []string{"finishReason"},
+		closedTurn: true,
+		fields: map[string]fieldCheck{
+			"model": checkModel, "attempt": checkAttempt, "execution": checkExecution, "error": checkErrorInfo,
+			"usage": checkAttemptUsage, "latencyMs": checkNonNegative, "recovery": checkNonEmpty,
+		},
+		check: func(v *validator, p string, ev map[string]any) {
+			if status, _ := executionOf(ev); status != "" && status != ExecutionExecuted {
+				v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "status"), "must be %q on checkModel.error", ExecutionExecuted)
+			}
+		},
+	},
+	"model.switch.before": {
+		required:   []string{"current", "proposed", "reason"},
+		forbidden:  []string{"previous"},
+		closedTurn: true,
+		fields: map[string]fieldCheck{
+			"current": checkModel, "proposed": checkModel, "reason": checkNonEmpty,
+			"pricing": func(v *validator, p string, x any) { v.pricing(p, x) },
+		},
+	},
+	"model.switch.after": {
+		required:   []string{"previous", "current", "reason"},
+		forbidden:  []string{"proposed"},
+		closedTurn: true,
+		fields:     map[string]fieldCheck{"previous": checkModel, "current": checkModel, "reason": checkNonEmpty},
+	},
+	"tool.before": {
+		required:  []string{"call", "tool", "path"},
+		forbidden: []string{"outcome", "execution", "durationMs", "fileChanges"},
+		fields:    checkToolFields(nil),
+	},
+	"tool.after": {
+		required:     []string{"outcome", "execution", "call", "tool", "path", "items"},
+		messageItems: true,
+		fields: checkToolFields(map[string]fieldCheck{
+			"outcome": checkToolOutcome, "execution": checkExecution, "error": checkErrorInfo, "durationMs": checkNonNegative,
+			"fileChanges": func(v *validator, p string, x any) {
+				if arr, ok := v.array(p, x); ok {
+					for i, e := range arr {
+						v.fileChange(jsonpath.Index(p, i), e)
 					}
 				}
 			},
+		}),
+		check: func(v *validator, p string, ev map[string]any) {
+			outcome, _ := ev["outcome"].(string)
+			if outcome == "error" {
+				if _, has := ev["error"]; !has {
+					v.failf(p, "\"error\" is required when outcome is \"error\"")
+				}
+			} else if _, isStr := ev["outcome"].(string); isStr {
+				v.forbidden(p, ev, "unless outcome is \"error\"", "error")
+			}
+			v.deniedIsPolicySkip(p, ev, outcome)
+			if status, _ := executionOf(ev); status == ExecutionSkipped {
+				v.forbidden(p, ev, "when the checkCall was not executed (checkExecution skipped)", "durationMs", "fileChanges")
+			}
 		},
-		"session.end": {
-			required:  []string{"session", "outcome", "reason"},
-			forbidden: []string{"tool"},
-			fields: map[string]fieldCheck{
-				"outcome":  enum("completed", "cancelled", "error", "unknown"),
-				"reason":   nonEmpty,
-				"counters": func(v *validator, p string, x any) { v.counters(p, x) },
+	},
+	"tool.permission.request": {
+		required:   []string{"call", "tool", "path", "suggestions", "sandboxBypass"},
+		forbidden:  []string{"decision", "decidedBy", "outcome", "execution"},
+		closedTurn: true,
+		fields: checkToolFields(map[string]fieldCheck{
+			"suggestions": func(v *validator, p string, x any) {
+				if arr, ok := v.array(p, x); ok {
+					for i, e := range arr {
+						v.object(jsonpath.Index(p, i), e)
+					}
+				}
 			},
+			"sandboxBypass": checkBoolean,
+		}),
+	},
+	"tool.permission.resolved": {
+		required:   []string{"call", "tool", "path", "decision", "decidedBy"},
+		closedTurn: true,
+		fields: checkToolFields(map[string]fieldCheck{
+			"decision":  checkEnum("allow", "deny"),
+			"decidedBy": checkEnum("user", "policy", "hook", "auto", "classifier"),
+		}),
+	},
+	"tool.progress": {
+		required:   []string{"call", "tool", "path", "partialOutput", "backgrounded"},
+		forbidden:  []string{"outcome", "execution"},
+		closedTurn: true,
+		fields:     checkToolFields(map[string]fieldCheck{"partialOutput": checkMessage, "backgrounded": checkBoolean}),
+	},
+	"tool.batch.after": {
+		required:   []string{"batch", "calls"},
+		closedTurn: true,
+		fields: map[string]fieldCheck{
+			"batch": checkCall, // {id, synthesized?}: the aggregate boundary names only the checkBatch
+			"calls": func(v *validator, p string, x any) { v.batchCalls(p, x) },
 		},
-		"config.change.before": {required: []string{"change"}, fields: map[string]fieldCheck{"change": configChange(false)}},
-		"config.change.after":  {required: []string{"change"}, fields: map[string]fieldCheck{"change": configChange(true)}},
-		"turn.start": {
-			required:     []string{"turn", "trigger", "items"},
-			messageItems: true,
-			closedTurn:   true,
-			fields: map[string]fieldCheck{
-				"trigger":      enum("user", "continuation", "hook", "external"),
-				"expandedFrom": nonEmpty,
-			},
-		},
-		"turn.finish.before": {
-			required:     []string{"turn", "outcome", "continuationCount", "items"},
-			messageItems: true,
-			closedTurn:   true,
-			fields: map[string]fieldCheck{
-				"outcome":           finishOutcome,
-				"continuationCount": count,
-				"lastAssistantItem": call,
-				"usage":             turnUsage,
-			},
-		},
-		"turn.end": {
-			required:     []string{"turn", "outcome", "continuationCount", "items"},
-			messageItems: true,
-			closedTurn:   true,
-			fields: map[string]fieldCheck{
-				"outcome":           finishOutcome,
-				"continuationCount": count,
-				"lastAssistantItem": call,
-				"usage":             turnUsage,
-				"error":             errorInfo,
-			},
-			check: func(v *validator, p string, ev map[string]any) {
-				if o, _ := ev["outcome"].(string); o == "completed" {
-					v.forbidden(p, ev, "when outcome is \"completed\"", "error")
+	},
+	"context.compact.before": {
+		required:     []string{"trigger", "items"},
+		forbidden:    []string{"summary", "removed", "execution"},
+		messageItems: true,
+		closedTurn:   true,
+		fields: map[string]fieldCheck{
+			"trigger":      checkEnum("auto", "manual", "hook"),
+			"instructions": checkTextParts,
+			"tokenCounts": func(v *validator, p string, x any) {
+				if m := v.tokenCounts(p, x); m != nil {
+					v.forbidden(p, m, "before compaction ran", "after")
 				}
 			},
 		},
-		"turn.progress": {
-			required:   []string{"turn", "item", "delta", "final"},
-			closedTurn: true,
-			fields:     map[string]fieldCheck{"item": call, "delta": message, "final": boolean},
-		},
-		"model.request.before": {
-			required:     []string{"model", "attempt", "params", "items"},
-			forbidden:    []string{"usage", "execution", "finishReason", "latencyMs", "error"},
-			messageItems: true,
-			closedTurn:   true,
-			fields:       map[string]fieldCheck{"model": model, "attempt": attempt, "params": object},
-		},
-		"model.response.after": {
-			required:     []string{"model", "attempt", "execution", "items", "finishReason"},
-			forbidden:    []string{"error"},
-			messageItems: true,
-			closedTurn:   true,
-			fields: map[string]fieldCheck{
-				"model": model, "attempt": attempt, "execution": execution, "usage": attemptUsage,
-				"finishReason": nonEmpty, "latencyMs": nonNegative,
-			},
-			check: func(v *validator, p string, ev map[string]any) {
-				// A supplied result fabricates no usage or latency.
-				if status, reason := executionOf(ev); status == ExecutionSkipped {
-					if reason != "" && reason != SkipSuppliedResult {
-						v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "reason"), "must be %q on model.response.after", SkipSuppliedResult)
-					}
-					v.forbidden(p, ev, "when the response was a supplied result (execution skipped)", "usage", "latencyMs")
-				}
-			},
-		},
-		"model.error": {
-			required:   []string{"model", "attempt", "execution", "error"},
-			forbidden:  []string{"finishReason"},
-			closedTurn: true,
-			fields: map[string]fieldCheck{
-				"model": model, "attempt": attempt, "execution": execution, "error": errorInfo,
-				"usage": attemptUsage, "latencyMs": nonNegative, "recovery": nonEmpty,
-			},
-			check: func(v *validator, p string, ev map[string]any) {
-				if status, _ := executionOf(ev); status != "" && status != ExecutionExecuted {
-					v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "status"), "must be %q on model.error", ExecutionExecuted)
-				}
-			},
-		},
-		"model.switch.before": {
-			required:   []string{"current", "proposed", "reason"},
-			forbidden:  []string{"previous"},
-			closedTurn: true,
-			fields: map[string]fieldCheck{
-				"current": model, "proposed": model, "reason": nonEmpty,
-				"pricing": func(v *validator, p string, x any) { v.pricing(p, x) },
-			},
-		},
-		"model.switch.after": {
-			required:   []string{"previous", "current", "reason"},
-			forbidden:  []string{"proposed"},
-			closedTurn: true,
-			fields:     map[string]fieldCheck{"previous": model, "current": model, "reason": nonEmpty},
-		},
-		"tool.before": {
-			required:  []string{"call", "tool", "path"},
-			forbidden: []string{"outcome", "execution", "durationMs", "fileChanges"},
-			fields:    toolFields(nil),
-		},
-		"tool.after": {
-			required:     []string{"outcome", "execution", "call", "tool", "path", "items"},
-			messageItems: true,
-			fields: toolFields(map[string]fieldCheck{
-				"outcome": toolOutcome, "execution": execution, "error": errorInfo, "durationMs": nonNegative,
-				"fileChanges": func(v *validator, p string, x any) {
-					if arr, ok := v.array(p, x); ok {
-						for i, e := range arr {
-							v.fileChange(jsonpath.Index(p, i), e)
-						}
-					}
-				},
-			}),
-			check: func(v *validator, p string, ev map[string]any) {
-				outcome, _ := ev["outcome"].(string)
-				if outcome == "error" {
-					if _, has := ev["error"]; !has {
-						v.failf(p, "\"error\" is required when outcome is \"error\"")
-					}
-				} else if _, isStr := ev["outcome"].(string); isStr {
-					v.forbidden(p, ev, "unless outcome is \"error\"", "error")
-				}
-				v.deniedIsPolicySkip(p, ev, outcome)
-				if status, _ := executionOf(ev); status == ExecutionSkipped {
-					v.forbidden(p, ev, "when the call was not executed (execution skipped)", "durationMs", "fileChanges")
-				}
-			},
-		},
-		"tool.permission.request": {
-			required:   []string{"call", "tool", "path", "suggestions", "sandboxBypass"},
-			forbidden:  []string{"decision", "decidedBy", "outcome", "execution"},
-			closedTurn: true,
-			fields: toolFields(map[string]fieldCheck{
-				"suggestions": func(v *validator, p string, x any) {
-					if arr, ok := v.array(p, x); ok {
-						for i, e := range arr {
-							v.object(jsonpath.Index(p, i), e)
-						}
-					}
-				},
-				"sandboxBypass": boolean,
-			}),
-		},
-		"tool.permission.resolved": {
-			required:   []string{"call", "tool", "path", "decision", "decidedBy"},
-			closedTurn: true,
-			fields: toolFields(map[string]fieldCheck{
-				"decision":  enum("allow", "deny"),
-				"decidedBy": enum("user", "policy", "hook", "auto", "classifier"),
-			}),
-		},
-		"tool.progress": {
-			required:   []string{"call", "tool", "path", "partialOutput", "backgrounded"},
-			forbidden:  []string{"outcome", "execution"},
-			closedTurn: true,
-			fields:     toolFields(map[string]fieldCheck{"partialOutput": message, "backgrounded": boolean}),
-		},
-		"tool.batch.after": {
-			required:   []string{"batch", "calls"},
-			closedTurn: true,
-			fields: map[string]fieldCheck{
-				"batch": call, // {id, synthesized?}: the aggregate boundary names only the batch
-				"calls": func(v *validator, p string, x any) { v.batchCalls(p, x) },
-			},
-		},
-		"context.compact.before": {
-			required:     []string{"trigger", "items"},
-			forbidden:    []string{"summary", "removed", "execution"},
-			messageItems: true,
-			closedTurn:   true,
-			fields: map[string]fieldCheck{
-				"trigger":      enum("auto", "manual", "hook"),
-				"instructions": textParts,
-				"tokenCounts": func(v *validator, p string, x any) {
-					if m := v.tokenCounts(p, x); m != nil {
-						v.forbidden(p, m, "before compaction ran", "after")
-					}
-				},
-			},
-		},
-		"context.compact.after": {
-			required:     []string{"summary", "removed", "execution"},
-			messageItems: true,
-			closedTurn:   true,
-			fields: map[string]fieldCheck{
-				"summary":   textParts,
-				"execution": execution,
-				"removed": func(v *validator, p string, x any) {
-					if arr, ok := v.array(p, x); ok {
-						for i, e := range arr {
-							ip := jsonpath.Index(p, i)
-							if m, ok := v.object(ip, e); ok {
-								v.required(ip, m, "id")
-								v.closed(ip, m, "id")
-								if id, has := m["id"]; has {
-									v.str(jsonpath.Member(ip, "id"), id, 1)
-								}
+	},
+	"context.compact.after": {
+		required:     []string{"summary", "removed", "execution"},
+		messageItems: true,
+		closedTurn:   true,
+		fields: map[string]fieldCheck{
+			"summary":   checkTextParts,
+			"execution": checkExecution,
+			"removed": func(v *validator, p string, x any) {
+				if arr, ok := v.array(p, x); ok {
+					for i, e := range arr {
+						ip := jsonpath.Index(p, i)
+						if m, ok := v.object(ip, e); ok {
+							v.required(ip, m, "id")
+							v.closed(ip, m, "id")
+							if id, has := m["id"]; has {
+								v.str(jsonpath.Member(ip, "id"), id, 1)
 							}
 						}
 					}
-				},
-				"tokenCounts": func(v *validator, p string, x any) { v.tokenCounts(p, x) },
-			},
-			check: func(v *validator, p string, ev map[string]any) {
-				if status, reason := executionOf(ev); status == ExecutionSkipped && reason != "" && reason != SkipSuppliedResult {
-					v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "reason"), "must be %q on context.compact.after", SkipSuppliedResult)
 				}
 			},
+			"tokenCounts": func(v *validator, p string, x any) { v.tokenCounts(p, x) },
 		},
-		"task.change.before":       {required: []string{"task"}, fields: map[string]fieldCheck{"task": task}},
-		"task.change.after":        {required: []string{"task"}, fields: map[string]fieldCheck{"task": task}},
-		"user.attention":           {required: []string{"attention"}, fields: map[string]fieldCheck{"attention": func(v *validator, p string, x any) { v.attention(p, x) }}},
-		"user.elicitation.request": {required: []string{"elicitation"}, fields: map[string]fieldCheck{"elicitation": func(v *validator, p string, x any) { v.elicitation(p, x, false) }}},
-		"user.elicitation.result":  {required: []string{"elicitation"}, fields: map[string]fieldCheck{"elicitation": func(v *validator, p string, x any) { v.elicitation(p, x, true) }}},
-		"user.message.inbound":     {required: []string{"message"}, fields: map[string]fieldCheck{"message": func(v *validator, p string, x any) { v.userMessage(p, x, true) }}},
-		"user.message.outbound":    {required: []string{"message"}, fields: map[string]fieldCheck{"message": func(v *validator, p string, x any) { v.userMessage(p, x, false) }}},
-		"workspace.change.before":  {required: []string{"workspace"}, fields: map[string]fieldCheck{"workspace": workspace}},
-		"workspace.change.after":   {required: []string{"workspace"}, fields: map[string]fieldCheck{"workspace": workspace}},
-		"file.changed": {
-			required: []string{"changes"},
-			fields:   map[string]fieldCheck{"changes": func(v *validator, p string, x any) { v.fileChanged(p, x) }},
+		check: func(v *validator, p string, ev map[string]any) {
+			if status, reason := executionOf(ev); status == ExecutionSkipped && reason != "" && reason != SkipSuppliedResult {
+				v.failf(jsonpath.Member(jsonpath.Member(p, "execution"), "reason"), "must be %q on context.compact.after", SkipSuppliedResult)
+			}
 		},
-		"hook.failure": {
-			required: []string{"failure", "parentEventId"},
-			fields:   map[string]fieldCheck{"failure": func(v *validator, p string, x any) { v.failure(p, x) }},
-		},
-	}
+	},
+	"task.change.before":       {required: []string{"task"}, fields: map[string]fieldCheck{"task": checkTask}},
+	"task.change.after":        {required: []string{"task"}, fields: map[string]fieldCheck{"task": checkTask}},
+	"user.attention":           {required: []string{"attention"}, fields: map[string]fieldCheck{"attention": func(v *validator, p string, x any) { v.attention(p, x) }}},
+	"user.elicitation.request": {required: []string{"elicitation"}, fields: map[string]fieldCheck{"elicitation": func(v *validator, p string, x any) { v.elicitation(p, x, false) }}},
+	"user.elicitation.result":  {required: []string{"elicitation"}, fields: map[string]fieldCheck{"elicitation": func(v *validator, p string, x any) { v.elicitation(p, x, true) }}},
+	"user.message.inbound":     {required: []string{"message"}, fields: map[string]fieldCheck{"message": func(v *validator, p string, x any) { v.userMessage(p, x, true) }}},
+	"user.message.outbound":    {required: []string{"message"}, fields: map[string]fieldCheck{"message": func(v *validator, p string, x any) { v.userMessage(p, x, false) }}},
+	"workspace.change.before":  {required: []string{"workspace"}, fields: map[string]fieldCheck{"workspace": checkWorkspace}},
+	"workspace.change.after":   {required: []string{"workspace"}, fields: map[string]fieldCheck{"workspace": checkWorkspace}},
+	"file.changed": {
+		required: []string{"changes"},
+		fields:   map[string]fieldCheck{"changes": func(v *validator, p string, x any) { v.fileChanged(p, x) }},
+	},
+	"hook.failure": {
+		required: []string{"failure", "parentEventId"},
+		fields:   map[string]fieldCheck{"failure": func(v *validator, p string, x any) { v.failure(p, x) }},
+	},
 }
 
 // ValidateEvent validates one event object (the params.event member of a message).

@@ -13,7 +13,7 @@ import (
 
 // fail builds an operational failure. The text is always a short local description:
 // callers never format backend-supplied bytes or credentials into it.
-func fail(kind, format string, args ...any) *Error {
+func fail(kind Kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
 }
 

@@ -221,7 +221,7 @@ func mustNew(t *testing.T, b registration.Backend, opts Options) Transport {
 	return tr
 }
 
-func wantKind(t *testing.T, err error, kind string) {
+func wantKind(t *testing.T, err error, kind Kind) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want kind %s", kind)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 )
 
 // Transport is one backend's delivery channel. Implementations are safe for concurrent use.
@@ -24,42 +25,84 @@ type Transport interface {
 // PolicyFactory builds a built-in policy from its registration config.
 type PolicyFactory func(config json.RawMessage) (ahp.Interceptor, error)
 
-// Failure kinds of an operational failure, used in records, hook.failure and metrics.
-// The text never carries backend-supplied content or credentials.
+// Kind is the kind of an operational failure, used in records, hook.failure, the audit log
+// and metrics: the one declaration of that vocabulary. The text never carries
+// backend-supplied content or credentials.
+type Kind string
+
 const (
-	KindTimeout     = "timeout"      // deadline exceeded
-	KindConnection  = "connection"   // refused, reset, DNS, TLS
-	KindHTTPStatus  = "http_status"  // non-200 for intercept, non-2xx for observe
-	KindRedirect    = "redirect"     // a redirect was answered; never followed
-	KindOversized   = "oversized"    // reply larger than the local limit
-	KindCredentials = "credentials"  // tokenEnv unset or empty
-	KindProcess     = "process"      // stdio launch failure, crash, non-zero exit, no reply
-	KindMalformed   = "malformed"    // not one UTF-8 JSON-RPC object, wrong framing, wrong id
-	KindRPCError    = "rpc_error"    // the backend answered with a JSON-RPC error
-	KindInvalid     = "invalid"      // the reply failed AHP validation (set by chain)
-	KindPolicy      = "policy_error" // an in-process policy returned an error
-	KindCancelled   = "cancelled"    // the enclosing operation was interrupted
+	KindTimeout     Kind = "timeout"      // deadline exceeded
+	KindConnection  Kind = "connection"   // refused, reset, DNS, TLS
+	KindHTTPStatus  Kind = "http_status"  // non-200 for intercept, non-2xx for observe
+	KindRedirect    Kind = "redirect"     // a redirect was answered; never followed
+	KindOversized   Kind = "oversized"    // reply larger than the local limit
+	KindCredentials Kind = "credentials"  // tokenEnv unset or empty
+	KindProcess     Kind = "process"      // stdio launch failure, crash, non-zero exit, no reply
+	KindMalformed   Kind = "malformed"    // not one UTF-8 JSON-RPC object, wrong framing, wrong id
+	KindRPCError    Kind = "rpc_error"    // the backend answered with a JSON-RPC error
+	KindInvalid     Kind = "invalid"      // the reply failed AHP validation (set by chain)
+	KindPolicy      Kind = "policy_error" // an in-process policy returned an error
+	KindCancelled   Kind = "cancelled"    // the enclosing operation was interrupted
 )
+
+// Known reports whether k is one of the Kind* values.
+func (k Kind) Known() bool {
+	switch k {
+	case KindTimeout, KindConnection, KindHTTPStatus, KindRedirect, KindOversized, KindCredentials,
+		KindProcess, KindMalformed, KindRPCError, KindInvalid, KindPolicy, KindCancelled:
+		return true
+	}
+	return false
+}
+
+// MarshalText writes a value outside the vocabulary as enforcement.Unknown, so that a
+// mistaken assignment can never put free text in the audit log.
+func (k Kind) MarshalText() ([]byte, error) {
+	if !k.Known() {
+		return []byte(enforcement.Unknown), nil
+	}
+	return []byte(k), nil
+}
 
 // Violations refine a KindInvalid or KindMalformed failure: which protocol rule the
 // backend's reply broke. They are audited and counted beside the kind, so an operator can
 // tell a protocol fault of the backend (it answered, wrongly) from an outage.
+type Violation string
+
 const (
-	ViolationMalformed          = "malformed_reply"     // not one JSON-RPC 2.0 response object
-	ViolationWrongID            = "wrong_id"            // the reply answers another request
-	ViolationInvalidResult      = "invalid_result"      // result envelope: protocolVersion, effects array
-	ViolationUnknownEffect      = "unknown_effect"      // an effect type the draft does not define
-	ViolationUnadvertisedEffect = "unadvertised_effect" // an effect the request did not advertise
-	ViolationInvalidEffect      = "invalid_effect"      // an effect with a missing, extra or wrong member or value
+	ViolationMalformed          Violation = "malformed_reply"     // not one JSON-RPC 2.0 response object
+	ViolationWrongID            Violation = "wrong_id"            // the reply answers another request
+	ViolationInvalidResult      Violation = "invalid_result"      // result envelope: protocolVersion, effects array
+	ViolationUnknownEffect      Violation = "unknown_effect"      // an effect type the draft does not define
+	ViolationUnadvertisedEffect Violation = "unadvertised_effect" // an effect the request did not advertise
+	ViolationInvalidEffect      Violation = "invalid_effect"      // an effect with a missing, extra or wrong member or value
 )
+
+// Known reports whether v is one of the Violation* values.
+func (v Violation) Known() bool {
+	switch v {
+	case ViolationMalformed, ViolationWrongID, ViolationInvalidResult, ViolationUnknownEffect,
+		ViolationUnadvertisedEffect, ViolationInvalidEffect:
+		return true
+	}
+	return false
+}
+
+// MarshalText writes a value outside the vocabulary as enforcement.Unknown.
+func (v Violation) MarshalText() ([]byte, error) {
+	if !v.Known() {
+		return []byte(enforcement.Unknown), nil
+	}
+	return []byte(v), nil
+}
 
 // Error is an operational failure of one delivery.
 type Error struct {
-	Kind string
+	Kind Kind
 	Err  error
 	// Violation and Effect are set on replies refused for a protocol reason: the rule
 	// broken (Violation*) and the type of the offending effect, when one effect is to blame.
-	Violation string
+	Violation Violation
 	Effect    string
 }
 
@@ -72,7 +115,7 @@ func InvalidReply(err error) bool {
 }
 
 // ViolationOf returns the protocol rule err's reply broke, or "" for other failures.
-func ViolationOf(err error) (violation, effect string) {
+func ViolationOf(err error) (violation Violation, effect string) {
 	var te *Error
 	if !errors.As(err, &te) {
 		return "", ""
@@ -97,7 +140,7 @@ func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Kind, e.Err) }
 func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the failure kind of err, or KindConnection for an unclassified error.
-func KindOf(err error) string {
+func KindOf(err error) Kind {
 	var te *Error
 	if errors.As(err, &te) {
 		return te.Kind

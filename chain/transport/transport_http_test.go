@@ -119,7 +119,7 @@ func TestHTTPBearerToken(t *testing.T) {
 		desc    string
 		auth    *registration.Authentication
 		env     string // value of HOOKPROXY_TEST_TOKEN; "-" leaves it unset
-		want    string // "" for success
+		want    Kind   // "" for success
 		wantHdr string
 	}{
 		{"token from the environment", &registration.Authentication{Type: "bearer", TokenEnv: "HOOKPROXY_TEST_TOKEN"}, secret, "", "Bearer " + secret},
@@ -367,7 +367,7 @@ func TestHTTPCancelled(t *testing.T) {
 func TestHTTPReplyFraming(t *testing.T) {
 	for _, tc := range []struct {
 		desc, contentType, body string
-		want                    string
+		want                    Kind
 	}{
 		{"text/html content type", "text/html", replyBody, KindMalformed},
 		{"missing content type", "", replyBody, KindMalformed},
@@ -404,7 +404,7 @@ func TestHTTPObserve(t *testing.T) {
 	for _, tc := range []struct {
 		desc   string
 		status int
-		want   string
+		want   Kind
 	}{
 		{"202 accepted", http.StatusAccepted, ""},
 		{"204 no content", http.StatusNoContent, ""},

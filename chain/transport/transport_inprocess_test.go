@@ -82,7 +82,7 @@ func TestInProcessFailures(t *testing.T) {
 	for _, tc := range []struct {
 		desc string
 		fn   func(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error)
-		want string
+		want Kind
 	}{
 		{"error", func(context.Context, *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 			return nil, errors.New("rules unavailable")

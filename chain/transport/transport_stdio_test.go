@@ -197,7 +197,7 @@ func TestStdioMalformedAndOversizedReplies(t *testing.T) {
 	for _, tc := range []struct {
 		desc, lifecycle, mode string
 		args                  []string
-		want                  string
+		want                  Kind
 	}{
 		{"persistent garbage line", registration.LifecyclePersistent, "garbage", nil, KindMalformed},
 		{"per_event garbage line", registration.LifecyclePerEvent, "garbage", nil, KindMalformed},
@@ -229,7 +229,7 @@ func TestStdioPersistentRecoversAfterMalformedReply(t *testing.T) {
 func TestStdioPerEvent(t *testing.T) {
 	for _, tc := range []struct {
 		desc, mode string
-		want       string // "" for success
+		want       Kind // "" for success
 	}{
 		{"one line, exit 0", "echo", ""},
 		{"non-zero exit after a reply", "exit-nonzero", KindProcess},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/audit"
 	"github.com/hookproxy/hookproxy/chain"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/proxy"
 )
@@ -32,10 +33,10 @@ func AuditRecord(rec proxy.BoundaryRecord) audit.Record {
 	out.CallID = audit.Text(rec.CallID)
 	out.Model = audit.Text(rec.Model)
 	out.Tool = audit.Text(rec.ToolName)
-	out.Enforcement = audit.Enforcement(rec.Enforcement)
+	out.Enforcement = rec.Enforcement
 	out.Reapplied = rec.Reapplied
 	out.Resettled = rec.Resettled
-	out.Held = audit.Held(rec.Held)
+	out.Held = rec.Held
 	return out
 }
 
@@ -87,13 +88,13 @@ func (b *Boundaries) OnBoundary(ctx context.Context, rec proxy.BoundaryRecord) {
 				zap.String("requestId", proxy.RequestID(ctx)), zap.String("eventId", rec.EventID),
 				zap.String("event", rec.EventType), zap.String("route", rec.Route),
 				zap.String("backend", r.BackendID), zap.Int("subscription", r.Subscription),
-				zap.String("kind", r.FailureKind), zap.String("policy", r.Policy),
+				zap.String("kind", string(r.FailureKind)), zap.String("policy", r.Policy),
 				zap.Duration("latency", r.Latency),
 			}
 			if r.Violation != "" {
 				msg = "interceptor reply refused: protocol violation by the backend"
 				eff, _ := audit.EffectType(r.OffendingEffect).MarshalText()
-				fields = append(fields, zap.String("violation", r.Violation))
+				fields = append(fields, zap.String("violation", string(r.Violation)))
 				if r.OffendingEffect != "" {
 					fields = append(fields, zap.ByteString("offendingEffect", eff))
 				}
@@ -105,14 +106,14 @@ func (b *Boundaries) OnBoundary(ctx context.Context, rec proxy.BoundaryRecord) {
 		return
 	}
 	lvl := zap.DebugLevel
-	if rec.Enforcement == proxy.EnforceRefused || rec.Enforcement == proxy.EnforceStopped {
+	if rec.Enforcement == enforcement.Refused || rec.Enforcement == enforcement.Stopped {
 		lvl = zap.InfoLevel // what was refused is what a security team asks about first
 	}
 	if ce := b.Log.Check(lvl, "boundary settled"); ce != nil {
 		fields := []zap.Field{
 			zap.String("requestId", proxy.RequestID(ctx)), zap.String("eventId", rec.EventID),
 			zap.String("event", rec.EventType), zap.String("route", rec.Route),
-			zap.String("enforcement", rec.Enforcement), zap.String("permission", rec.Permission),
+			zap.String("enforcement", string(rec.Enforcement)), zap.String("permission", rec.Permission),
 			zap.String("flow", rec.Flow),
 		}
 		if rec.ToolName != "" {

@@ -1,6 +1,8 @@
 // Package mcp maps the Model Context Protocol's tool calls, as they travel over JSON-RPC,
-// onto canonical AHP content and back. It knows JSON only: the HTTP side (Streamable HTTP,
-// SSE framing, headers, sessions) lives in package proxy.
+// onto canonical AHP content and back. It owns the MCP framing: JSON-RPC messages and
+// batches (jsonrpc.go), tools/call (call.go), CallToolResult mapping (result.go) and the
+// SSE framing of Streamable HTTP answers (sse.go). The HTTP side (requests, headers,
+// sessions, limits) and the enforcement of settlements live in package proxy.
 //
 // Native JSON is read with gjson and patched with sjson, so a message or result that no
 // policy changed leaves byte for byte as it arrived, and unknown members (_meta, future

@@ -81,6 +81,14 @@ func (b *Body) Encode(msgs [][]byte) []byte {
 	return EncodeBatch(msgs)
 }
 
+// SingleID is the id of the one request of a single-message body, or nil for a batch.
+func (b *Body) SingleID() json.RawMessage {
+	if b.Batch || len(b.Messages) != 1 {
+		return nil
+	}
+	return b.Messages[0].ID
+}
+
 // EncodeBatch renders msgs as a JSON array.
 func EncodeBatch(msgs [][]byte) []byte {
 	out := make([]byte, 0, 64)
