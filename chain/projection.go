@@ -114,7 +114,8 @@ func project(ev *ahp.Event, sel *selection) (*ahp.Event, withheld) {
 	var items []ahp.Message // allocated on first change
 	for mi := range ev.Items {
 		m := &ev.Items[mi]
-		if bp, ok := m.AsPart(); ok {
+		if m.BarePart != nil {
+			bp, _ := m.AsPart()
 			// A bare part of a generic slot (tool.before's items, ...): the same selection
 			// as a message part, except that an omitted one is left out of the list
 			// entirely (SPEC-DIGEST §4.2: "Omission can also be expressed by leaving the
