@@ -241,6 +241,21 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 		}
 	}
 
+	// Every frame a backend received is valid against the draft's own schema.
+	for _, f := range frames {
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(f.raw, &m)
+		schema := "observe-notification.schema.json"
+		if m.Method == ahp.MethodIntercept {
+			schema = "intercept-request.schema.json"
+		}
+		if err := ahptest.ValidIfAvailable(t, schema, f.raw); err != nil {
+			return fmt.Sprintf("backend %s received a frame that fails %s: %v", f.backend, schema, err), ""
+		}
+	}
+
 	// What the chain recorded, by scenario subscription id.
 	var called, failures, observed []string
 	subID := func(r *Record) string {
