@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
@@ -36,7 +37,7 @@ import (
 )
 
 // interopChainArg makes the test binary one stdio backend of a chain scenario:
-// <exe> interopChainArg SEQUENCE_FILE COUNTER_FILE RECEIPTS_FILE.
+// <exe> interopChainArg SEQUENCE_FILE COUNTER_FILE RECEIPTS_FILE HOLD.
 const interopChainArg = "hookproxy-chain-interop-chain"
 
 type chainSubscription struct {
@@ -67,8 +68,8 @@ type chainProof struct {
 
 const reasonInterruptObserved = "contradicts the protocol's own normative texts, which hookproxy follows: after the interceptor's " +
 	"exchange is interrupted it expects the remaining subscriptions and the observer to receive hooks/observe, while the seed says " +
-	"interruption \"MUST NOT initiate further best-effort observations\" (hookproxy starts none once its caller's context ends; " +
-	"chain.TestInterruption)"
+	"interruption \"MUST NOT initiate further best-effort observations\"; run with the caller's context ending while the first " +
+	"interceptor holds its reply, hookproxy publishes nothing and starts no observation (checked over HTTP and stdio)"
 
 // chainFrame is one frame a chain scenario's backend received.
 type chainFrame struct {
@@ -83,9 +84,6 @@ func runChainScenario(t *testing.T, sc *interopScenario) interopVerdict {
 	var spec chainSpec
 	if err := json.Unmarshal(sc.Chain, &spec); err != nil {
 		return interopVerdict{"failed", "chain: " + err.Error()}
-	}
-	if spec.Interrupt {
-		return interopVerdict{"inapplicable", reasonInterruptObserved}
 	}
 	var problems []string
 	contradicted := ""
@@ -156,6 +154,7 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 	names, bySub := chainBackends(spec)
 	var mu sync.Mutex
 	var frames []chainFrame
+	var interruptNow context.CancelFunc // set before the chain runs
 	next := 0
 	var hooks []registration.Backend
 	dir := t.TempDir()
@@ -190,6 +189,11 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 					w.WriteHeader(http.StatusAccepted)
 					return
 				}
+				if spec.Interrupt {
+					interruptNow()
+					<-r.Context().Done()
+					return
+				}
 				if n >= len(seq) {
 					w.WriteHeader(http.StatusInternalServerError)
 					return
@@ -207,7 +211,7 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 			rf := filepath.Join(dir, "receipts-"+name+".jsonl")
 			receiptsOf[name] = rf
 			transportOf = registration.Transport{Type: registration.TransportStdio, Command: exe,
-				Args: []string{interopChainArg, seqFile, counterFile, rf}, Lifecycle: registration.LifecyclePerEvent}
+				Args: []string{interopChainArg, seqFile, counterFile, rf, strconv.FormatBool(spec.Interrupt)}, Lifecycle: registration.LifecyclePerEvent}
 		}
 		b := registration.Backend{ID: chainBackendID(name), Transport: transportOf}
 		for _, s := range bySub[name] {
@@ -225,7 +229,31 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 		return "chain: " + err.Error(), ""
 	}
 	defer c.Close()
-	st := c.Intercept(context.Background(), &ev, caps)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if spec.Interrupt {
+		// The interruption comes while the first interceptor holds its reply: the HTTP
+		// backend ends the caller's context itself; a stdio child records the request
+		// and never answers, and the context ends once that receipt exists.
+		interruptNow = cancel
+		if tr == registration.TransportStdio {
+			go func() {
+				for ctx.Err() == nil {
+					for _, rf := range receiptsOf {
+						if b, _ := os.ReadFile(rf); len(b) > 0 {
+							cancel()
+							return
+						}
+					}
+					select {
+					case <-ctx.Done():
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}()
+		}
+	}
+	st := c.Intercept(ctx, &ev, caps)
 	st.Wait()
 	if tr == registration.TransportStdio {
 		for _, name := range names {
@@ -271,6 +299,7 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 		switch {
 		case r.Outcome == OutcomeObserved:
 			observed = append(observed, subID(r))
+		case r.Outcome == OutcomeNotCalled:
 		case r.Mode == registration.ModeIntercept:
 			called = append(called, subID(r))
 			if r.Outcome == OutcomeFailed {
@@ -279,6 +308,30 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 		}
 	}
 	var diffs []string
+	if spec.Interrupt {
+		// The seed decides against the scenario's observations: none may start.
+		if !st.Interrupted {
+			diffs = append(diffs, "the chain did not report the interruption")
+		}
+		if len(observed) > 0 {
+			diffs = append(diffs, fmt.Sprintf("observations %q started after the interruption", observed))
+		}
+		for _, f := range frames {
+			if !strings.Contains(string(f.raw), `"method":"hooks/intercept"`) {
+				diffs = append(diffs, "backend "+f.backend+" received a notification after the interruption")
+			}
+		}
+		if !slices.Equal(called, expected.Called) {
+			diffs = append(diffs, fmt.Sprintf("called = %q, want %q", called, expected.Called))
+		}
+		if st.Event == nil || st.Event.Tool == nil || !jsonEqual(st.Event.Tool.Input, expected.Input) {
+			diffs = append(diffs, "the interrupted exchange's reply was published")
+		}
+		if len(diffs) > 0 {
+			return strings.Join(diffs, "; "), ""
+		}
+		return "", reasonInterruptObserved
+	}
 	if !slices.Equal(called, expected.Called) {
 		diffs = append(diffs, fmt.Sprintf("called = %q, want %q", called, expected.Called))
 	}
@@ -436,10 +489,11 @@ outer:
 // reply the shared counter points at: the chain calls interceptors one at a time
 // (AHP-COMP-001), so the n-th call of any backend reads and advances the counter alone.
 func runInteropChainBackend(args []string) int {
-	if len(args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: SEQUENCE_FILE COUNTER_FILE RECEIPTS_FILE")
+	if len(args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: SEQUENCE_FILE COUNTER_FILE RECEIPTS_FILE HOLD")
 		return 2
 	}
+	hold := args[3] == "true" // record the request and never answer (interruption scenarios)
 	data, err := os.ReadFile(args[0])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -467,6 +521,12 @@ func runInteropChainBackend(args []string) int {
 			var m struct {
 				ID     *string `json:"id"`
 				Method string  `json:"method"`
+			}
+			if hold {
+				// Never answer and never exit on its own: the interruption ends it (the
+				// chain kills a per_event process whose exchange is cancelled).
+				time.Sleep(time.Hour)
+				return 2
 			}
 			if json.Unmarshal(line, &m) == nil && m.ID != nil && m.Method == ahp.MethodIntercept {
 				cb, _ := os.ReadFile(args[1])
@@ -579,5 +639,41 @@ func TestInteropChainCanFail(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInteropChainInterruptIsChecked: the interruption scenario is run, not skipped — the
+// unmodified one ends as the seed's contradiction over both transports, and a different
+// expected call list or published input is reported as a failure.
+func TestInteropChainInterruptIsChecked(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(ahptest.AHPDir(t), "interop", "observation-chain-scenarios.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf interopFile
+	if err := json.Unmarshal(data, &sf); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(sf.Scenarios, func(s interopScenario) bool { return s.ID == "observation-chain-interrupt" })
+	if i < 0 {
+		t.Fatal("observation-chain-interrupt not found")
+	}
+	base := &sf.Scenarios[i]
+	var spec chainSpec
+	if err := json.Unmarshal(base.Chain, &spec); err != nil || !spec.Interrupt {
+		t.Fatalf("chain %s: %v", base.Chain, err)
+	}
+	for _, tr := range []string{registration.TransportHTTP, registration.TransportStdio} {
+		if p, c := runChainOnce(t, base, &spec, tr); p != "" || c != reasonInterruptObserved {
+			t.Errorf("%s: unmodified: problem %q, contradiction %q", tr, p, c)
+		}
+		for key, bad := range map[string]string{"called": `[]`, "input": `{"value":"settled"}`} {
+			sc := *base
+			sc.Expected = maps.Clone(base.Expected)
+			sc.Expected[key] = json.RawMessage(bad)
+			if p, _ := runChainOnce(t, &sc, &spec, tr); p == "" {
+				t.Errorf("%s: expected %s altered: no failure reported", tr, key)
+			}
+		}
 	}
 }
