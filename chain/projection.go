@@ -117,7 +117,7 @@ func project(ev *ahp.Event, sel *selection) (*ahp.Event, withheld) {
 		if m.BarePart != nil {
 			bp, _ := m.AsPart()
 			// A bare part of a generic slot (tool.before's items, ...): the same selection
-			// as a message part, except that an omitted one is left out of the list
+			// as a message part (AHP-CONTENT-002: selection applies to every copy), except that an omitted one is left out of the list
 			// entirely (SPEC-DIGEST §4.2: "Omission can also be expressed by leaving the
 			// part out entirely"), as the protocol's observation-chain vectors expect; a
 			// message keeps an omit variant so that its part positions stay.
