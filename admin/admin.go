@@ -1,6 +1,3 @@
-// Package admin is the handler of hookproxy's admin listener: liveness, readiness,
-// Prometheus metrics and AHP capability discovery (hooks/capabilities). It is meant for a
-// separate, private listener (config key admin), never the proxy listener.
 package admin
 
 import (

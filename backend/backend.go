@@ -1,16 +1,3 @@
-// Package backend serves hookproxy's built-in policies as one standalone AHP backend, so
-// that any AHP harness — not only hookproxy's own proxy — can use them over HTTP
-// (AHP-HTTP-001) or stdio (AHP-STDIO-001).
-//
-// The in_process entries of a registration document become the backend. Its answer to a
-// hooks/intercept request is computed by hookproxy's own chain, run in-process over those
-// entries (registration order, their subscriptions' events, mode, timeoutMs,
-// failurePolicy and content selection), and the chain's settlement is then encoded as ONE
-// reply. Reusing the chain is what keeps the combined reply valid AHP: every policy sees
-// the event with the earlier policies' accepted edits applied (AHP-EDIT-001 chaining), a
-// deny or flow stop short-circuits the rest, and whole-response validation of each policy
-// reply happens exactly as in the proxy. How a settlement becomes one reply is documented
-// on compose.
 package backend
 
 import (
@@ -60,16 +47,6 @@ type Server struct {
 // Option configures a Server.
 type Option func(*Server)
 
-// WithMaxFrameBytes sets the size limit of one incoming message (default
-// DefaultMaxFrameBytes). Values below 1 keep the default.
-func WithMaxFrameBytes(n int64) Option {
-	return func(s *Server) {
-		if n > 0 {
-			s.maxFrame = n
-		}
-	}
-}
-
 // WithBearerToken makes the HTTP binding require "Authorization: Bearer <token>" on every
 // request (AHP-AUTH-001: a protected server rejects unauthorized requests before
 // processing the event). It is for a backend reachable beyond loopback; the harness
@@ -78,9 +55,10 @@ func WithBearerToken(token string) Option {
 	return func(s *Server) { s.token = token }
 }
 
-// New builds the backend from the in_process entries of doc, in their order. Entries with
-// another transport are skipped (and logged): a backend cannot forward to other backends
-// on a harness's behalf. factories builds the policies by name (policies.Factories()).
+// New builds the backend from the in_process entries of doc, in their order, served over
+// HTTP (AHP-HTTP-001) or stdio (AHP-STDIO-001), each policy seeing the earlier ones'
+// accepted edits (AHP-EDIT-001 chaining). Entries with another transport are skipped (and
+// logged): a backend cannot forward to other backends on a harness's behalf. factories builds the policies by name (policies.Factories()).
 // logger may be nil; it receives diagnostics only, never event content.
 func New(doc *registration.Document, factories map[string]transport.PolicyFactory, logger *zap.Logger, opts ...Option) (*Server, error) {
 	if doc == nil {
@@ -132,13 +110,6 @@ func (s *Server) RequiresToken() bool { return s.token != "" }
 
 // Close releases the policies. It is idempotent.
 func (s *Server) Close() error { return s.chain.Close() }
-
-// Respond handles one JSON-RPC message and returns the response frame to send, or nil when
-// the message is a notification (which is never answered, SPEC-DIGEST §2.6). It is the
-// binding-independent core of Handler and ServeStdio.
-func (s *Server) Respond(ctx context.Context, frame []byte) []byte {
-	return s.respond(ctx, frame).reply
-}
 
 // outcome is the result of one message: a response frame, or none for a notification.
 // rejected marks a notification that failed validation (HTTP answers it with 400).

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,8 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
+	"github.com/hookproxy/hookproxy/cmd/hookproxy/cli"
+	"github.com/hookproxy/hookproxy/internal/hookproxybin"
 )
 
 // harnessCaps is what hookproxy's proxy advertises at these boundaries (modify with
@@ -124,13 +124,13 @@ func TestFromChainOverHTTP(t *testing.T) {
 }
 
 // TestFromChainOverStdio: hookproxy's chain runs `hookproxy backend --config F --stdio` as
-// a persistent stdio backend, from a binary built for the test.
+// a persistent stdio backend, the test binary itself started as hookproxy.
 func TestFromChainOverStdio(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the hookproxy binary")
+		t.Skip("starts the hookproxy binary as a child process")
 	}
 	dir := t.TempDir()
-	bin := buildHookproxy(t, dir)
+	bin := hookproxybin.Path(t)
 	reg := filepath.Join(dir, "policies.json")
 	if err := os.WriteFile(reg, defaultRegistrationBytes(t), 0o600); err != nil {
 		t.Fatal(err)
@@ -152,22 +152,9 @@ func defaultRegistrationBytes(t testing.TB) []byte {
 	return b
 }
 
-// buildHookproxy builds cmd/hookproxy into dir with the go command that runs the tests.
-func buildHookproxy(t *testing.T, dir string) string {
-	t.Helper()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(dir, "hookproxy")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "github.com/hookproxy/hookproxy/cmd/hookproxy")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+// TestMain makes this test binary a hookproxy binary for the stdio backend test
+// (hookproxybin), so that no go build is needed.
+func TestMain(m *testing.M) {
+	hookproxybin.RunIfInvoked(cli.Main)
+	os.Exit(m.Run())
 }

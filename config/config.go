@@ -1,5 +1,3 @@
-// Package config holds hookproxy's configuration file model (YAML, JSON accepted), its
-// defaults and the embedded default configuration used when no file is given.
 package config
 
 import "time"

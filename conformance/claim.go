@@ -1,8 +1,3 @@
-// Package conformance is hookproxy's AHP conformance claim (AHP-CORE-001, AHP-CORE-002):
-// the implementation role, each transport binding and each capability profile, for the
-// proxy (role harness) and for `hookproxy backend` (role backend). README states the same
-// claim, with a requirement table that this package's test regenerates from the code and
-// the tests, so the claim cannot drift from what is implemented.
 package conformance
 
 import "github.com/hookproxy/hookproxy/chain/ahp"
@@ -17,7 +12,7 @@ const (
 	RoleBackend = "backend"
 )
 
-// Claim is one conformance claim.
+// Claim is one conformance claim (AHP-CORE-001, AHP-CORE-002): role, bindings, profiles.
 type Claim struct {
 	ProtocolVersion string   `json:"protocolVersion"`
 	Role            string   `json:"role"`

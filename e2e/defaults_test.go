@@ -13,7 +13,7 @@ import (
 	openaioption "github.com/openai/openai-go/v3/option"
 
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/wiring"
+	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 
@@ -62,7 +62,7 @@ routes:
 	if len(cfg.RegistrationInline) == 0 {
 		t.Fatal("no registration")
 	}
-	ch, err := wiring.BuildChain(cfg, "", nil)
+	ch, err := app.BuildChain(cfg, "", nil)
 	if err != nil || ch == nil {
 		t.Fatalf("default chain: %v", err)
 	}

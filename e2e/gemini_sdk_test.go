@@ -18,7 +18,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/wiring"
+	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 
@@ -389,7 +389,7 @@ func TestGeminiSDKDefaultPolicies(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg.RegistrationInline = config.Default().RegistrationInline
-			ch, err := wiring.BuildChain(cfg, "", nil)
+			ch, err := app.BuildChain(cfg, "", nil)
 			if err != nil || ch == nil {
 				t.Fatalf("default chain: %v", err)
 			}

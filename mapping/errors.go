@@ -41,14 +41,6 @@ func UpstreamFailureType(provider string) string {
 	return "server_error"
 }
 
-// NotFoundType is the error type of a request to a path hookproxy does not serve (404).
-func NotFoundType(provider string) string {
-	if provider == "anthropic" {
-		return "not_found_error"
-	}
-	return "invalid_request_error"
-}
-
 // UpstreamErrorFromBody reads the provider error carried by an upstream HTTP error body.
 // OpenAI ({"error":{"message","type","code"}}), Anthropic
 // ({"type":"error","error":{"type","message"}}) and Gemini ({"error":{"code","message",

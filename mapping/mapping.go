@@ -1,11 +1,3 @@
-// Package mapping translates native model-API and tool-endpoint JSON to and from canonical
-// AHP content. Each native API has its own subpackage (openai, anthropic, mcp) implementing
-// Translator; this file holds the shapes they share.
-//
-// The canonical message list is the single source of truth for edits: the proxy settles a
-// boundary, takes the effective canonical list, and asks the translator to render it back
-// onto the original native body. Translators patch only what changed (gjson to read, sjson
-// to write), so unknown native fields and unchanged messages survive byte for byte.
 package mapping
 
 import (

@@ -278,3 +278,9 @@ func TestCorpusDestructive(t *testing.T) {
 	}
 	t.Logf("corpus destructive: %d/%d positives caught, %d/%d negatives clean", caught, len(pos), clean, len(neg))
 }
+
+// ruleFor reports which rule denies a call (the corpus tests name the rule they expect).
+func (p *Tools) ruleFor(name string, input json.RawMessage) (string, bool) {
+	v := p.evaluate(name, input)
+	return v.rule, v.denied
+}

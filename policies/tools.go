@@ -262,12 +262,6 @@ func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 	return verdict{}
 }
 
-// ruleFor reports which rule denies a call (used by the corpus tests).
-func (p *Tools) ruleFor(name string, input json.RawMessage) (string, bool) {
-	v := p.evaluate(name, input)
-	return v.rule, v.denied
-}
-
 func globAny(globs []string, name string) bool {
 	for _, g := range globs {
 		if ok, _ := path.Match(g, name); ok {

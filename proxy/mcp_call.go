@@ -414,9 +414,6 @@ func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
 	_, _ = w.Write(body)
 }
 
-// localBody renders the local answers for merging into the server's answer.
-func (x *mcpExchange) localBody() []byte { return mcp.EncodeBatch(x.local) }
-
 // singleID is the id of the one request of a single-message body, or nil.
 func (x *mcpExchange) singleID() []byte {
 	if x.body.Batch || len(x.body.Messages) != 1 {

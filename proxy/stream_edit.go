@@ -65,10 +65,9 @@ type editedBody struct {
 	// assembled copies for observers (nil when nobody observes)
 	upstream, client mapping.Assembler
 
-	done    bool
-	failed  bool
-	abort   error // the client went away: the copy ends with this error
-	clientN int   // bytes of out already handed to the client assembler
+	done   bool
+	failed bool
+	abort  error // the client went away: the copy ends with this error
 }
 
 func (b *editedBody) Read(p []byte) (int, error) {

@@ -1,5 +1,3 @@
-// Package registration loads and validates the AHP registration document (the portable
-// format of SPEC-DIGEST §10, plus hookproxy's in_process transport for built-in policies).
 package registration
 
 import "encoding/json"

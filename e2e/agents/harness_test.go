@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +25,9 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/hookproxy/hookproxy/cmd/hookproxy/cli"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/hookproxybin"
 )
 
 // Environment of the suite.
@@ -37,8 +38,8 @@ const (
 	// EnvRecord names a directory that gets one JSON file per agent run with every
 	// request the imitation received.
 	EnvRecord = "HOOKPROXY_AGENTS_RECORD"
-	// EnvHookproxy names a hookproxy binary to test instead of building cmd/hookproxy
-	// from this checkout (to run the suite against another build).
+	// EnvHookproxy names a hookproxy binary to test instead of this checkout's (the test
+	// binary started as hookproxy), to run the suite against another build.
 	EnvHookproxy = "HOOKPROXY_AGENTS_HOOKPROXY"
 )
 
@@ -109,48 +110,19 @@ func checkVersion(t *testing.T, bin, pkg string) string {
 	return got
 }
 
-var (
-	buildOnce sync.Once
-	buildBin  string
-	buildErr  error
-	buildDir  string
-)
-
-// hookproxyBin builds cmd/hookproxy once per test binary (or returns $EnvHookproxy).
+// hookproxyBin returns the hookproxy binary the agents talk to: $EnvHookproxy, else this
+// test binary started as hookproxy (hookproxybin; see TestMain), so no go build is needed.
 func hookproxyBin(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv(EnvHookproxy); bin != "" {
 		return bin
 	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "hookproxy-agents-bin-")
-		if buildErr != nil {
-			return
-		}
-		goCmd, err := exec.LookPath("go")
-		if err != nil {
-			goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-		}
-		buildBin = filepath.Join(buildDir, "hookproxy")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, goCmd, "build", "-o", buildBin, "github.com/hookproxy/hookproxy/cmd/hookproxy").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildBin
+	return hookproxybin.Path(t)
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
+	hookproxybin.RunIfInvoked(cli.Main)
+	os.Exit(m.Run())
 }
 
 // lockedBuffer is an io.Writer safe for a child's output and the test reading it.

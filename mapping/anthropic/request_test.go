@@ -240,11 +240,6 @@ func TestRequestIDsStableAsConversationGrows(t *testing.T) {
 	}
 }
 
-// edit returns a copy of req.Items with f applied.
-func edit(req *mapping.Request, f func(items []ahp.Message) []ahp.Message) []ahp.Message {
-	return f(clone(req.Items))
-}
-
 func TestEncodeRequest(t *testing.T) {
 	tests := []struct {
 		desc string

@@ -1,0 +1,5 @@
+// Package mappingtest holds what the codecs' tests share about stream editing: a scripted
+// StreamDecider, a driver that feeds a stream in arbitrary chunks, and the equivalence
+// check against the held path (assemble, decode, remove or rewrite calls, encode). It is
+// imported by tests only.
+package mappingtest
