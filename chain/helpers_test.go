@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 && os.Args[1] == interopBackendArg {
 		os.Exit(runInteropBackend(os.Args[2:]))
 	}
+	if len(os.Args) >= 2 && os.Args[1] == interopChainArg {
+		os.Exit(runInteropChainBackend(os.Args[2:]))
+	}
 	if len(os.Args) >= 2 && os.Args[1] == interopFramingArg {
 		os.Exit(runInteropFraming(os.Args[2:]))
 	}

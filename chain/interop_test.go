@@ -59,6 +59,10 @@ type interopScenario struct {
 	Requests   map[string]json.RawMessage `json:"requests"`
 	Responses  map[string]json.RawMessage `json:"responses"`
 	Transports []string                   `json:"transports"`
+	// Observation-chain scenarios: the replies in call order and the frames each
+	// subscription must receive.
+	ResponseSequences map[string][]json.RawMessage `json:"responseSequences"`
+	ChainProof        json.RawMessage              `json:"chainProof"`
 
 	httpStatus int // adapter controls only: the HTTP backend answers this status instead
 }
@@ -189,11 +193,6 @@ const (
 		"so a registration loaded before its secret exists still starts"
 	reasonHookFailureEmitted = "expects a host that does not emit hook.failure; hookproxy emits it for observation (checked against the " +
 		"events it emits), so the subscription is rightly accepted"
-	reasonObservationChain = "its tool.before event carries items as content parts (content-item.schema.json), which hookproxy never emits at " +
-		"tool.before (its tool events carry tool.input) and its event model holds only as canonical messages, so the event cannot be delivered " +
-		"as written; the chain semantics these scenarios check (serial order, deny/stop/fail-closed ending decision-making with the rest observing, " +
-		"fail-open continuing) are exercised by chain.TestInterceptOrder, chain.TestHTTPBackendFailures and the other engine tests"
-
 	reasonApplicationTool = "the edit is invalid only under the scenario application's own tool contract (task must be a positive integer), " +
 		"which the event does not carry: a proxy does not own the tool, forwards the edited input, and the tool's own input validation applies"
 )
@@ -262,7 +261,7 @@ func runInteropScenario(t *testing.T, file string, sc *interopScenario) interopV
 	switch {
 	case len(sc.Request) > 0:
 	case sc.Chain != nil:
-		return interopVerdict{"inapplicable", reasonObservationChain}
+		return runChainScenario(t, sc)
 	case sc.Category == "registration":
 		return runRegistrationScenario(sc)
 	case len(sc.Steps) > 0 && (sc.Steps[0].Op == "notify" || sc.Steps[0].Op == "rawNotify"):

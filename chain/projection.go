@@ -114,6 +114,33 @@ func project(ev *ahp.Event, sel *selection) (*ahp.Event, withheld) {
 	var items []ahp.Message // allocated on first change
 	for mi := range ev.Items {
 		m := &ev.Items[mi]
+		if m.BarePart != nil {
+			bp, _ := m.AsPart()
+			// A bare part of a generic slot (tool.before's items, ...): the same selection
+			// as a message part (AHP-CONTENT-002: selection applies to every copy), except that an omitted one is left out of the list
+			// entirely (SPEC-DIGEST §4.2: "Omission can also be expressed by leaving the
+			// part out entirely"), as the protocol's observation-chain vectors expect; a
+			// message keeps an omit variant so that its part positions stay.
+			want := sel.of(&bp)
+			if rank(want) <= rank(bp.Selection) {
+				w.note(&bp)
+				if items != nil {
+					items = append(items, *m)
+				}
+				continue
+			}
+			if items == nil {
+				items = make([]ahp.Message, mi, len(ev.Items))
+				copy(items, ev.Items[:mi])
+			}
+			q := withhold(&bp, want)
+			w.note(&q)
+			if want == ahp.SelectionOmit {
+				continue
+			}
+			items = append(items, ahp.PartItem(q))
+			continue
+		}
 		var parts []ahp.Part
 		for pi := range m.Parts {
 			p := &m.Parts[pi]
@@ -129,12 +156,15 @@ func project(ev *ahp.Event, sel *selection) (*ahp.Event, withheld) {
 			parts[pi] = withhold(p, want)
 			w.note(&parts[pi])
 		}
-		if parts != nil {
-			if items == nil {
-				items = make([]ahp.Message, len(ev.Items))
-				copy(items, ev.Items)
+		if parts != nil && items == nil {
+			items = make([]ahp.Message, mi, len(ev.Items))
+			copy(items, ev.Items[:mi])
+		}
+		if items != nil {
+			items = append(items, *m)
+			if parts != nil {
+				items[len(items)-1].Parts = parts
 			}
-			items[mi].Parts = parts
 		}
 	}
 	if items == nil && !stripNative {

@@ -195,3 +195,59 @@ func TestReplaceNotAdvertisedToMetadataSubscriber(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectBareParts: the bare part items of a generic slot (tool.before) are projected
+// by the same selection as message parts; an omitted one is left out of the list.
+func TestProjectBareParts(t *testing.T) {
+	size := int64(7)
+	toolEvent := func() *ahp.Event {
+		return &ahp.Event{ID: "evt_tb", Type: ahp.EventToolBefore, Items: []ahp.Message{
+			ahp.PartItem(ahp.TextPart("t", "secret text")),
+			ahp.PartItem(ahp.Part{ID: "i", Kind: ahp.KindAttachment, MediaType: "image/png", Selection: ahp.SelectionBody, Body: &ahp.Ref{Ref: "ref-1"}}),
+			ahp.PartItem(ahp.Part{ID: "m", Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionMetadata, Size: &size}),
+		}}
+	}
+	sum := sha256.Sum256([]byte("secret text"))
+	tests := []struct {
+		desc       string
+		content    map[string]string
+		wantSame   bool
+		wantHidden withheld
+		want       string // the projected items
+	}{
+		{desc: "body: the event itself", content: bodyAll, wantSame: true, wantHidden: withheld{text: true},
+			want: `[{"id":"t","kind":"text","mediaType":"text/plain","selection":"body","text":"secret text"},` +
+				`{"id":"i","kind":"attachment","mediaType":"image/png","selection":"body","body":{"ref":"ref-1"}},` +
+				`{"id":"m","kind":"text","mediaType":"text/plain","selection":"metadata","size":7}]`},
+		{desc: "metadata describes text by size and sha256", content: map[string]string{"default": "metadata"}, wantHidden: withheld{text: true, attachments: true},
+			want: `[{"id":"t","kind":"text","mediaType":"text/plain","selection":"metadata","size":11,"sha256":"` + hex.EncodeToString(sum[:]) + `"},` +
+				`{"id":"i","kind":"attachment","mediaType":"image/png","selection":"metadata"},` +
+				`{"id":"m","kind":"text","mediaType":"text/plain","selection":"metadata","size":7}]`},
+		{desc: "omit leaves every part out", content: map[string]string{"default": "omit"}, wantHidden: withheld{text: true, attachments: true},
+			want: `[]`},
+		{desc: "images omitted, text kept", content: map[string]string{"default": "body", "images": "omit"}, wantHidden: withheld{text: true, attachments: true},
+			want: `[{"id":"t","kind":"text","mediaType":"text/plain","selection":"body","text":"secret text"},` +
+				`{"id":"m","kind":"text","mediaType":"text/plain","selection":"metadata","size":7}]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			ev := toolEvent()
+			before, _ := json.Marshal(ev)
+			sel := newSelection(tc.content, false)
+			view, w := project(ev, &sel)
+			if (view == ev) != tc.wantSame {
+				t.Errorf("view is the event itself = %v, want %v", view == ev, tc.wantSame)
+			}
+			if w != tc.wantHidden {
+				t.Errorf("withheld = %+v, want %+v", w, tc.wantHidden)
+			}
+			got, _ := json.Marshal(view.Items)
+			if !jsonEqual(got, json.RawMessage(tc.want)) {
+				t.Errorf("items = %s\nwant %s", got, tc.want)
+			}
+			if after, _ := json.Marshal(ev); string(before) != string(after) {
+				t.Errorf("projection mutated the event")
+			}
+		})
+	}
+}

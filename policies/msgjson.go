@@ -35,6 +35,12 @@ func appendEditedMessages(dst []byte, msgs []ahp.Message, hits []partHit, edit t
 			dst = append(dst, ',')
 		}
 		m := &msgs[i]
+		if p, ok := m.AsPart(); ok {
+			// A bare part item of a generic slot: encoded as the part it is. The
+			// policies scan message parts only, so it is never an edit target.
+			dst = appendPart(dst, &p, nil, 0)
+			continue
+		}
 		dst = append(dst, `{"id":`...)
 		dst = appendJSONString(dst, m.ID)
 		dst = append(dst, `,"role":`...)

@@ -16,7 +16,7 @@ import (
 // appendMessages must write what encoding/json writes for the ahp types (up to HTML
 // escaping and the nil-parts case), and must learn about any member added to them.
 func TestAppendMessagesMatchesEncodingJSON(t *testing.T) {
-	if n := reflect.TypeOf(ahp.Message{}).NumField(); n != 4 {
+	if n := reflect.TypeOf(ahp.Message{}).NumField(); n != 5 {
 		t.Fatalf("ahp.Message has %d fields; update appendMessages", n)
 	}
 	if n := reflect.TypeOf(ahp.Part{}).NumField(); n != 11 {
@@ -32,6 +32,7 @@ func TestAppendMessagesMatchesEncodingJSON(t *testing.T) {
 			{ID: "d", Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody, Gap: &ahp.Gap{Reason: "unavailable"}},
 		}},
 		{ID: "m2", Role: ahp.RoleAssistant, Parts: []ahp.Part{}},
+		ahp.PartItem(ahp.Part{ID: "bare", Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionMetadata, Size: &size, Synthesized: true}),
 	}
 	var got, want []any
 	if err := json.Unmarshal(appendMessages(nil, msgs), &got); err != nil {

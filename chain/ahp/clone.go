@@ -96,6 +96,10 @@ func CloneMessages(ms []Message) []Message {
 	}
 	for i := range ms {
 		out[i] = ms[i]
+		if b := ms[i].BarePart; b != nil {
+			// A bare part item of a generic slot: rare, so one allocation of its own.
+			out[i].BarePart = b.clone()
+		}
 		if ms[i].Parts == nil {
 			continue
 		}
@@ -118,6 +122,16 @@ func CloneMessages(ms []Message) []Message {
 		out[i].Parts = ps
 	}
 	return out
+}
+
+// clone deep-copies a bare part's members.
+func (b *BarePart) clone() *BarePart {
+	c := *b
+	c.Text = clonePtr(b.Text)
+	c.Body = clonePtr(b.Body)
+	c.Gap = clonePtr(b.Gap)
+	c.Size = clonePtr(b.Size)
+	return &c
 }
 
 // PartValues holds what a copied part's Size, Body and Gap point to. Kept in one array for

@@ -343,10 +343,12 @@ func (t *stdioTransport) interceptPerEvent(ctx context.Context, id string, line 
 }
 
 // observePerEvent starts a process for the notification, writes it, closes stdin and
-// returns. The process is reaped in the background; it may run until ctx's deadline (or
-// stdioObserveLifetime when ctx has none) and no longer, and Close kills it sooner. Its
-// lifetime follows the deadline rather than the cancellation of ctx, so a caller that
-// cancels ctx once Observe returns does not kill the observer mid-work.
+// waits for the process to exit: the hook call owns the delivery, and a per_event process
+// still running after the call returned would be a detached observer delivery (seed,
+// Observers: "implementations MUST NOT leave detached observer deliveries running after
+// that completion"). The wait is bounded by ctx (the chain's observe timeout) or
+// stdioObserveLifetime when ctx has none; when ctx ends first the process is killed and
+// reaped, and the delivery fails as a timeout or cancellation. Close kills it sooner.
 func (t *stdioTransport) observePerEvent(ctx context.Context, line []byte) error {
 	if err := t.acquireSlot(ctx); err != nil {
 		return err
@@ -373,7 +375,14 @@ func (t *stdioTransport) observePerEvent(ctx context.Context, line []byte) error
 		p.kill()
 		return fail(KindProcess, "writing the notification to the backend process: %v", errors.Join(werr, cerr))
 	}
-	return nil
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		p.kill()
+		<-p.exited // bounded cleanup: reap what this call owns
+		return ctxFailure(ctx, "waiting for the notification process to exit")
+	}
 }
 
 func (t *stdioTransport) acquireSlot(ctx context.Context) error {

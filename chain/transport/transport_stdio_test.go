@@ -397,16 +397,16 @@ func TestStdioCloseStopsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A persistent process that ignores stdin EOF, and lingering notification processes
-	// whose deadline is far away.
+	// whose deadline is far away: their deliveries wait for them to exit (no detached
+	// observer delivery), so they are still in flight when Close comes.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := persistent.Observe(ctx, testObserveParams("obs_p")); err != nil {
 		t.Fatal(err)
 	}
+	observing := make(chan error, 3)
 	for i := 0; i < 3; i++ {
-		if err := perEvent.Observe(ctx, testObserveParams(fmt.Sprintf("obs_%d", i))); err != nil {
-			t.Fatal(err)
-		}
+		go func() { observing <- perEvent.Observe(ctx, testObserveParams(fmt.Sprintf("obs_%d", i))) }()
 	}
 	inFlight := make(chan error, 1)
 	go func() {
@@ -426,6 +426,13 @@ func TestStdioCloseStopsEverything(t *testing.T) {
 		t.Fatalf("Close took %v", el)
 	}
 	wantKind(t, <-inFlight, KindProcess)
+	for i := 0; i < 3; i++ {
+		select {
+		case <-observing: // the killed process is reaped: the delivery has ended
+		case <-time.After(3 * time.Second):
+			t.Fatal("a notification delivery outlived Close")
+		}
+	}
 
 	if _, err := persistent.Intercept(ctx, "evt_after", testParams("evt_after")); err == nil {
 		t.Fatal("Intercept after Close succeeded")
@@ -505,3 +512,20 @@ func TestStdioReadLine(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReaderSize(strings.NewReader(s), 16) }
+
+// TestStdioPerEventObserveOwnsItsProcess: a per_event notification's delivery ends when
+// its process has exited, so no observer work outlives the hook call (seed, Observers); a
+// process that lingers past the delivery's deadline is killed, reaped and reported.
+func TestStdioPerEventObserveOwnsItsProcess(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	tr := mustNew(t, stdioBackend(registration.LifecyclePerEvent, "sleep-forever"), Options{})
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := tr.Observe(ctx, testObserveParams("obs_linger"))
+	wantKind(t, err, KindTimeout)
+	if el := time.Since(start); el < 250*time.Millisecond || el > 3*time.Second {
+		t.Errorf("Observe returned after %v, want at its deadline", el)
+	}
+}
