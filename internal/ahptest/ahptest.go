@@ -22,20 +22,33 @@ const EnvSharedDir = "HOOKPROXY_SHARED_DIR"
 const schemaBase = "https://agenthooksprotocol.org/schemas/draft/"
 
 // EnvRequireShared makes a missing shared folder fail the tests instead of skipping the
-// protocol checks; .ci/run sets it whenever the folder is beside the checkout.
+// protocol checks; .ci/run sets it whenever the folder is beside the checkout. A CI
+// environment (CI set, as CI services set it) requires the folder too.
 const EnvRequireShared = "HOOKPROXY_REQUIRE_SHARED"
+
+// sharedRequired reports whether a missing shared folder is a failure.
+func sharedRequired() bool {
+	if os.Getenv(EnvRequireShared) == "1" {
+		return true
+	}
+	switch strings.ToLower(os.Getenv("CI")) {
+	case "", "0", "false", "no":
+		return false
+	}
+	return true
+}
 
 // SharedDir returns the absolute path of the shared folder (the one holding ahp/schema/draft).
 // It walks up from the working directory until <dir>/../shared/ahp/schema/draft exists, so it
 // works from any package directory of the repository. When none is found the test is
 // skipped, saying so — a clone on its own still passes its test command — unless
-// HOOKPROXY_REQUIRE_SHARED=1, which fails it: where the folder should be, a missing one
+// HOOKPROXY_REQUIRE_SHARED=1 or CI is set, which fails it: where the folder should be, a missing one
 // must never turn into silently skipped protocol checks.
 func SharedDir(t testing.TB) string {
 	t.Helper()
 	dir, err := FindSharedDir()
 	if err != nil {
-		if os.Getenv(EnvRequireShared) == "1" {
+		if sharedRequired() {
 			t.Fatalf("ahptest: %v", err)
 		}
 		t.Skipf("ahptest: protocol checks skipped: %v (place the protocol folder at ../shared, or set %s)", err, EnvSharedDir)
@@ -199,7 +212,7 @@ func Validate(t testing.TB, schemaFile string, doc []byte) error {
 // is skipped, with a log line, and the test goes on instead of being skipped whole.
 func ValidIfAvailable(t testing.TB, schemaFile string, doc []byte) error {
 	t.Helper()
-	if _, err := FindSharedDir(); err != nil && os.Getenv(EnvRequireShared) != "1" {
+	if _, err := FindSharedDir(); err != nil && !sharedRequired() {
 		t.Logf("ahptest: schema validation of %s skipped: %v", schemaFile, err)
 		return nil
 	}
