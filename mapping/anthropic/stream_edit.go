@@ -24,19 +24,18 @@ import (
 // NewStreamEditor implements mapping.StreamEditing.
 func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
 	e := &editor{m: m, out: out, d: d, settle: mapping.CallSettler{D: d}}
-	e.sse.Dispatch = e.event
-	e.sse.MaxEvent = 16 << 20
+	e.Name = "anthropic: stream"
+	e.SSE.Dispatch = e.event
+	e.SSE.MaxEvent = 16 << 20
 	return e
 }
 
 type editor struct {
+	mapping.StreamFeed
 	m   *Messages
 	out io.Writer
 	d   mapping.StreamDecider
-	sse mapping.SSESplitter
 
-	err     error
-	done    bool // message_stop relayed, or the stream ended in an error event
 	started bool
 	msgID   string
 	next    int   // the next upstream block index
@@ -72,50 +71,28 @@ type editItem struct {
 	stop  bool // message_stop
 }
 
-func (e *editor) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	if e.done {
-		return len(p), nil
-	}
-	if err := e.sse.Write(p); err != nil {
-		if e.err == nil {
-			e.err = fmt.Errorf("anthropic: stream: %w", err)
-		}
-		return 0, e.err
-	}
-	return len(p), nil
-}
-
 func (e *editor) Close() error {
-	if e.err != nil {
-		return e.err
+	if err := e.CloseInput(); err != nil {
+		return err
 	}
-	if !e.done {
-		if _, err := e.sse.Close(); err != nil {
-			e.err = fmt.Errorf("anthropic: stream: %w", err)
-			return e.err
-		}
-	}
-	if !e.done {
+	if !e.Done {
 		// No message_stop: a held call is dropped, never sent undecided.
-		e.err = fmt.Errorf("anthropic: stream: incomplete: no message_stop")
-		return e.err
+		e.Err = fmt.Errorf("anthropic: stream: incomplete: no message_stop")
+		return e.Err
 	}
 	return nil
 }
 
 func (e *editor) Fail(errType, code, message string) error {
-	e.done = true
+	e.Done = true
 	_, err := io.WriteString(e.out, "event: error\ndata: "+string(e.m.ErrorBody(0, errType, code, message))+"\n\n")
 	return err
 }
 
-func (e *editor) Held() int { return e.held + e.sse.Buffered() }
+func (e *editor) Held() int { return e.held + e.SSE.Buffered() }
 
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.done {
+	if e.Done {
 		return nil
 	}
 	if !hasData || len(bytes.TrimSpace(data)) == 0 {
@@ -243,7 +220,7 @@ func (e *editor) endWith(raw []byte) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	e.done = true
+	e.Done = true
 	_, err := e.out.Write(raw)
 	return err
 }
@@ -320,7 +297,7 @@ func (e *editor) render(it editItem) error {
 		}
 	}
 	if it.stop {
-		e.done = true
+		e.Done = true
 	}
 	data := mapping.BytesString(it.data) // copied only when changed
 	if gjson.Get(data, "type").String() == "content_block_start" {

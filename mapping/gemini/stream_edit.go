@@ -23,18 +23,17 @@ import (
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
 	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{}, openHosted: -1}
-	e.sse.Dispatch = e.event
-	e.sse.MaxEvent = 16 << 20
+	e.Name = "gemini stream"
+	e.SSE.Dispatch = e.event
+	e.SSE.MaxEvent = 16 << 20
 	return e
 }
 
 type editor struct {
+	mapping.StreamFeed
 	t      *Translator
 	out    io.Writer
-	sse    mapping.SSESplitter
 	settle mapping.CallSettler
-	err    error
-	done   bool             // an error event was relayed: nothing more goes out
 	seen   map[int]callIDs  // per candidate index: derived call ids so far
 	notes  map[int][]string // per candidate index: notes not yet emitted
 	// kept and removed count the calls so far: when every call was removed, the finish
@@ -76,33 +75,19 @@ func (e *editor) noteHosted(data []byte, cands gjson.Result) {
 	})
 }
 
-func (e *editor) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	if e.done {
-		return len(p), nil
-	}
-	if err := e.sse.Write(p); err != nil {
-		e.err = err
-		return 0, err
-	}
-	return len(p), nil
-}
-
 // Close ends the stream: a partial event is an error (never sent undecided); notes not yet
 // emitted go out in an event of their own.
 func (e *editor) Close() error {
-	if e.err != nil {
-		return e.err
+	if e.Err != nil {
+		return e.Err
 	}
-	if e.done {
+	if e.Done {
 		return nil
 	}
-	if e.sse.Buffered() > 0 {
+	if e.SSE.Buffered() > 0 {
 		// A last event without its blank line: complete it, as a client would read it.
-		if err := e.sse.Write([]byte("\n\n")); err != nil {
-			e.err = err
+		if err := e.SSE.Write([]byte("\n\n")); err != nil {
+			e.Err = err
 			return err
 		}
 	}
@@ -117,7 +102,7 @@ func (e *editor) Close() error {
 		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + mapping.Quote(strings.Join(notes, "\n")) + `}]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
 		delete(e.notes, idx)
 		if err := writeEvent(e.out, []byte(chunk)); err != nil {
-			e.err = err
+			e.Err = err
 			return err
 		}
 	}
@@ -126,15 +111,15 @@ func (e *editor) Close() error {
 
 // Fail writes an in-stream Gemini error event.
 func (e *editor) Fail(errType, code, message string) error {
-	e.done = true
+	e.Done = true
 	return writeEvent(e.out, e.t.ErrorBody(statusOfErrType(errType), errType, code, message))
 }
 
 // Held is the size of the event being read: calls are held only inside their own chunk.
-func (e *editor) Held() int { return e.sse.Buffered() }
+func (e *editor) Held() int { return e.SSE.Buffered() }
 
 func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
-	if e.done {
+	if e.Done {
 		return nil
 	}
 	if !hasData || len(bytes.TrimSpace(data)) == 0 {
@@ -149,7 +134,7 @@ func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
 		return fmt.Errorf("%w: a stream chunk is not a JSON object", mapping.ErrMalformed)
 	}
 	if chunk.Get("error").IsObject() {
-		e.done = true
+		e.Done = true
 		_, err := e.out.Write(raw)
 		return err
 	}

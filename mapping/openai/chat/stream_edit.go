@@ -31,19 +31,18 @@ import (
 // NewStreamEditor implements mapping.StreamEditing.
 func (c *Chat) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
 	e := &chatEditor{c: c, out: out, d: d, choices: map[int]*editChoice{}, settle: mapping.CallSettler{D: d}}
-	e.sse.Dispatch = e.event
-	e.sse.MaxEvent = 16 << 20
+	e.Name = "openai chat stream"
+	e.SSE.Dispatch = e.event
+	e.SSE.MaxEvent = 16 << 20
 	return e
 }
 
 type chatEditor struct {
+	mapping.StreamFeed
 	c   *Chat
 	out io.Writer
 	d   mapping.StreamDecider
-	sse mapping.SSESplitter
 
-	err     error // sticky: the editing ended
-	done    bool  // [DONE] relayed, or the stream ended in an error event
 	head    []byte
 	choices map[int]*editChoice
 	queue   []editItem // what waits behind an undecided call, in stream order
@@ -99,42 +98,18 @@ type finishAt struct {
 	text   bool // the choice had text when the finish came
 }
 
-func (e *chatEditor) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	if e.done {
-		return len(p), nil
-	}
-	if err := e.sse.Write(p); err != nil {
-		if e.err == nil {
-			e.err = fmt.Errorf("openai chat stream: %w", err)
-		}
-		return 0, e.err
-	}
-	return len(p), nil
-}
-
 func (e *chatEditor) Close() error {
-	if e.err != nil {
-		return e.err
+	if err := e.CloseInput(); err != nil {
+		return err
 	}
-	if !e.done {
-		// An event cut off before its blank line is still dispatched, as the assembler
-		// (and an SDK) reads it.
-		if _, err := e.sse.Close(); err != nil {
-			e.err = fmt.Errorf("openai chat stream: %w", err)
-			return e.err
-		}
-	}
-	if e.done {
+	if e.Done {
 		return nil
 	}
 	// Some compatible servers end without [DONE]; a stream whose every choice finished is
 	// complete. Anything else was cut short: an open call is dropped, never sent undecided.
 	if len(e.choices) == 0 || !e.allFinished() {
-		e.err = fmt.Errorf("openai chat stream: ended before completion (no finish_reason and no [DONE])")
-		return e.err
+		e.Err = fmt.Errorf("openai chat stream: ended before completion (no finish_reason and no [DONE])")
+		return e.Err
 	}
 	return e.end()
 }
@@ -191,16 +166,16 @@ func (e *chatEditor) allFinished() bool {
 }
 
 func (e *chatEditor) Fail(errType, code, message string) error {
-	e.done = true
+	e.Done = true
 	_, err := e.out.Write(sseData(oaiwire.ErrorBody(errType, code, message)))
 	return err
 }
 
-func (e *chatEditor) Held() int { return e.held + e.sse.Buffered() }
+func (e *chatEditor) Held() int { return e.held + e.SSE.Buffered() }
 
 // event handles one SSE block.
 func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.done {
+	if e.Done {
 		return nil
 	}
 	if !hasData {
@@ -213,7 +188,7 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 		if err := e.end(); err != nil {
 			return err
 		}
-		e.done = true
+		e.Done = true
 		return e.write(raw)
 	}
 	// The event is parsed in place: data is the splitter's buffer, valid during this call,
@@ -330,7 +305,7 @@ func (e *chatEditor) endWith(raw []byte) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	e.done = true
+	e.Done = true
 	return e.write(raw)
 }
 

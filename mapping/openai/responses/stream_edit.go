@@ -34,19 +34,18 @@ import (
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
 	e := &editor{t: t, out: out, d: d, items: map[int]*itemState{}, maxIndex: -1, settle: mapping.CallSettler{D: d}}
-	e.sse.Dispatch = e.event
-	e.sse.MaxEvent = 64 << 20 // the terminal event repeats the whole response
+	e.Name = "openai responses stream"
+	e.SSE.Dispatch = e.event
+	e.SSE.MaxEvent = 64 << 20 // the terminal event repeats the whole response
 	return e
 }
 
 type editor struct {
+	mapping.StreamFeed
 	t   *Translator
 	out io.Writer
 	d   mapping.StreamDecider
-	sse mapping.SSESplitter
 
-	err      error
-	done     bool // the terminal event (or an error) was relayed
 	respID   string
 	items    map[int]*itemState // by upstream output_index
 	maxIndex int                // highest upstream output_index seen, -1 before any
@@ -94,41 +93,19 @@ type queued struct {
 // items DecodeResponse maps to tool_call parts.
 func isCallItem(item gjson.Result) bool { return clientCall(item) }
 
-func (e *editor) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	if e.done {
-		return len(p), nil
-	}
-	if err := e.sse.Write(p); err != nil {
-		if e.err == nil {
-			e.err = fmt.Errorf("openai responses stream: %w", err)
-		}
-		return 0, e.err
-	}
-	return len(p), nil
-}
-
 func (e *editor) Close() error {
-	if e.err != nil {
-		return e.err
+	if err := e.CloseInput(); err != nil {
+		return err
 	}
-	if !e.done {
-		if _, err := e.sse.Close(); err != nil {
-			e.err = fmt.Errorf("openai responses stream: %w", err)
-			return e.err
-		}
-	}
-	if !e.done {
-		e.err = fmt.Errorf("openai responses stream: ended before completion (no response.completed)")
-		return e.err
+	if !e.Done {
+		e.Err = fmt.Errorf("openai responses stream: ended before completion (no response.completed)")
+		return e.Err
 	}
 	return nil
 }
 
 func (e *editor) Fail(errType, code, message string) error {
-	e.done = true
+	e.Done = true
 	if code == "" {
 		code = errType
 	}
@@ -137,10 +114,10 @@ func (e *editor) Fail(errType, code, message string) error {
 	return err
 }
 
-func (e *editor) Held() int { return e.held + e.sse.Buffered() }
+func (e *editor) Held() int { return e.held + e.SSE.Buffered() }
 
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.done {
+	if e.Done {
 		return nil
 	}
 	if !hasData {
@@ -272,7 +249,7 @@ func (e *editor) endWith(raw []byte) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	e.done = true
+	e.Done = true
 	_, err := e.out.Write(raw)
 	return err
 }
@@ -355,7 +332,7 @@ func (e *editor) render(q queued) error {
 		if data, rewrite, err = e.terminal(data, root); err != nil {
 			return err
 		}
-		e.done = true
+		e.Done = true
 	}
 	if oi := root.Get("output_index"); oi.Type == gjson.Number {
 		if ci := e.clientIndex(int(oi.Int())); ci != int(oi.Int()) {
