@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsonpath"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // object is a decoded JSON object with exact (case-sensitive) member names.
@@ -141,16 +143,17 @@ func isJSONInteger(raw []byte) bool {
 // known to be valid JSON (json.Valid); this is the allocation-free path used for reply
 // envelopes, where every call of the hot path goes.
 func eachMember(raw []byte, fn func(key []byte, val []byte) error) error {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	s := bytesView(raw)
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
 		return errors.New("must be an object")
 	}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == '}' {
+	i = jsontext.SkipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
 		return nil
 	}
-	for i < len(raw) {
-		end := skipString(raw, i)
+	for i < len(s) {
+		end := jsontext.SkipValue(s, i)
 		key := raw[i+1 : end-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			var k string
@@ -159,102 +162,45 @@ func eachMember(raw []byte, fn func(key []byte, val []byte) error) error {
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(raw, end)
-		i = skipSpace(raw, i+1) // ':'
-		vend := skipValue(raw, i)
+		i = jsontext.SkipSpace(s, end)
+		i = jsontext.SkipSpace(s, i+1) // ':'
+		vend := jsontext.SkipValue(s, i)
 		if err := fn(key, raw[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(raw, vend)
-		if i < len(raw) && raw[i] == '}' {
+		i = jsontext.SkipSpace(s, vend)
+		if i < len(s) && s[i] == '}' {
 			return nil
 		}
-		i = skipSpace(raw, i+1) // ','
+		i = jsontext.SkipSpace(s, i+1) // ','
 	}
 	return errors.New("must be an object")
 }
 
 // eachElement calls fn for every element of the JSON array raw (valid JSON required).
 func eachElement(raw []byte, fn func(val []byte) error) error {
-	i := skipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
+	s := bytesView(raw)
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
 		return errors.New("must be an array")
 	}
-	i = skipSpace(raw, i+1)
-	if i < len(raw) && raw[i] == ']' {
+	i = jsontext.SkipSpace(s, i+1)
+	if i < len(s) && s[i] == ']' {
 		return nil
 	}
-	for i < len(raw) {
-		vend := skipValue(raw, i)
+	for i < len(s) {
+		vend := jsontext.SkipValue(s, i)
 		if err := fn(raw[i:vend]); err != nil {
 			return err
 		}
-		i = skipSpace(raw, vend)
-		if i < len(raw) && raw[i] == ']' {
+		i = jsontext.SkipSpace(s, vend)
+		if i < len(s) && s[i] == ']' {
 			return nil
 		}
-		i = skipSpace(raw, i+1) // ','
+		i = jsontext.SkipSpace(s, i+1) // ','
 	}
 	return errors.New("must be an array")
 }
 
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) {
-		switch raw[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at raw[i] == '"'.
-func skipString(raw []byte, i int) int {
-	for j := i + 1; j < len(raw); j++ {
-		switch raw[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(raw)
-}
-
-// skipValue returns the index just past the JSON value starting at raw[i].
-func skipValue(raw []byte, i int) int {
-	if i >= len(raw) {
-		return i
-	}
-	switch raw[i] {
-	case '"':
-		return skipString(raw, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(raw); j++ {
-			switch raw[j] {
-			case '"':
-				j = skipString(raw, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(raw)
-	}
-	j := i
-	for j < len(raw) {
-		switch raw[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-		j++
-	}
-	return j
-}
+// bytesView is b as a string, without a copy: the scanners only read it.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -124,7 +124,7 @@ func (a *Arena) ToolCallPart(partID, id, name, input string) (p ahp.Part, heldIn
 // Pick is mapping.Pick with string values decoded into the arena.
 func (a *Arena) Pick(obj gjson.Result, names []string, out []gjson.Result) {
 	s := obj.Raw
-	if i := skipSpace(s, 0); i < len(s) && s[i] == '{' {
+	if i := jsontext.SkipSpace(s, 0); i < len(s) && s[i] == '{' {
 		a.pickObject(s, i, obj.Index, names, out)
 	}
 }
@@ -136,18 +136,18 @@ func (a *Arena) Pick(obj gjson.Result, names []string, out []gjson.Result) {
 // is the same pass.
 func (a *Arena) PickElements(arr gjson.Result, names []string, out []gjson.Result, fn func(elem gjson.Result) bool) {
 	s := arr.Raw
-	i := skipSpace(s, 0)
+	i := jsontext.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
 		return
 	}
-	i = skipSpace(s, i+1)
+	i = jsontext.SkipSpace(s, i+1)
 	for i < len(s) && s[i] != ']' {
 		clear(out)
 		var end int
 		if s[i] == '{' {
 			end = a.pickObject(s, i, arr.Index, names, out)
 		} else {
-			end = skipValue(s, i)
+			end = jsontext.SkipValue(s, i)
 		}
 		elem := gjson.Result{Type: gjson.JSON, Raw: s[i:end], Index: arr.Index + i}
 		if s[i] != '{' {
@@ -156,9 +156,9 @@ func (a *Arena) PickElements(arr gjson.Result, names []string, out []gjson.Resul
 		if !fn(elem) {
 			return
 		}
-		i = skipSpace(s, end)
+		i = jsontext.SkipSpace(s, end)
 		if i < len(s) && s[i] == ',' {
-			i = skipSpace(s, i+1)
+			i = jsontext.SkipSpace(s, i+1)
 		}
 	}
 }
@@ -172,19 +172,19 @@ func (a *Arena) pickObject(s string, open, base int, names []string, out []gjson
 		panic("mapping: Pick reads at most 64 members") // a programming error, not input
 	}
 	var seen uint64
-	i := skipSpace(s, open+1)
+	i := jsontext.SkipSpace(s, open+1)
 	for i < len(s) && s[i] == '"' {
-		kEnd := skipValue(s, i)
+		kEnd := jsontext.SkipValue(s, i)
 		key := s[i+1 : kEnd-1]
 		if strings.IndexByte(key, '\\') >= 0 {
 			key = a.Unquote(s[i:kEnd])
 		}
-		i = skipSpace(s, kEnd)
+		i = jsontext.SkipSpace(s, kEnd)
 		if i >= len(s) || s[i] != ':' {
 			return i
 		}
-		vStart := skipSpace(s, i+1)
-		vEnd := skipValue(s, vStart)
+		vStart := jsontext.SkipSpace(s, i+1)
+		vEnd := jsontext.SkipValue(s, vStart)
 		for j, n := range names {
 			if key == n {
 				if seen&(1<<j) == 0 {
@@ -193,9 +193,9 @@ func (a *Arena) pickObject(s string, open, base int, names []string, out []gjson
 				break
 			}
 		}
-		i = skipSpace(s, vEnd)
+		i = jsontext.SkipSpace(s, vEnd)
 		if i < len(s) && s[i] == ',' {
-			i = skipSpace(s, i+1)
+			i = jsontext.SkipSpace(s, i+1)
 		}
 	}
 	if i < len(s) && s[i] == '}' {

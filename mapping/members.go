@@ -51,24 +51,24 @@ func Pick(obj gjson.Result, names []string, out []gjson.Result) {
 // decoded into a, or allocated when a is nil.
 func eachMember(obj gjson.Result, a *Arena, fn func(k, v gjson.Result)) {
 	s, base := obj.Raw, obj.Index
-	i := skipSpace(s, 0)
+	i := jsontext.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return
 	}
-	i = skipSpace(s, i+1)
+	i = jsontext.SkipSpace(s, i+1)
 	for i < len(s) && s[i] == '"' {
-		kEnd := skipValue(s, i)
+		kEnd := jsontext.SkipValue(s, i)
 		key := valueAt(s, i, kEnd, base, a)
-		i = skipSpace(s, kEnd)
+		i = jsontext.SkipSpace(s, kEnd)
 		if i >= len(s) || s[i] != ':' {
 			return
 		}
-		vStart := skipSpace(s, i+1)
-		vEnd := skipValue(s, vStart)
+		vStart := jsontext.SkipSpace(s, i+1)
+		vEnd := jsontext.SkipValue(s, vStart)
 		fn(key, valueAt(s, vStart, vEnd, base, a))
-		i = skipSpace(s, vEnd)
+		i = jsontext.SkipSpace(s, vEnd)
 		if i < len(s) && s[i] == ',' {
-			i = skipSpace(s, i+1)
+			i = jsontext.SkipSpace(s, i+1)
 		}
 	}
 }
@@ -78,19 +78,19 @@ func eachMember(obj gjson.Result, a *Arena, fn func(k, v gjson.Result)) {
 // TopMembers; each element's Index counts from the start of the parsed text, as gjson's do.
 func Elements(arr gjson.Result, fn func(elem gjson.Result) bool) {
 	s := arr.Raw
-	i := skipSpace(s, 0)
+	i := jsontext.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
 		return
 	}
-	i = skipSpace(s, i+1)
+	i = jsontext.SkipSpace(s, i+1)
 	for i < len(s) && s[i] != ']' {
-		end := skipValue(s, i)
+		end := jsontext.SkipValue(s, i)
 		if !fn(valueAt(s, i, end, arr.Index, nil)) {
 			return
 		}
-		i = skipSpace(s, end)
+		i = jsontext.SkipSpace(s, end)
 		if i < len(s) && s[i] == ',' {
-			i = skipSpace(s, i+1)
+			i = jsontext.SkipSpace(s, i+1)
 		}
 	}
 }
@@ -110,54 +110,6 @@ func valueAt(s string, start, end, base int, a *Arena) gjson.Result {
 	}
 	r.Index = base + start
 	return r
-}
-
-// skipSpace returns the index of the first non-whitespace byte at or after i.
-func skipSpace(s string, i int) int {
-	for i < len(s) {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at s[i]. s is valid
-// JSON, so a container ends where its depth returns to zero.
-func skipValue(s string, i int) int {
-	if i >= len(s) {
-		return i
-	}
-	switch s[i] {
-	case '"':
-		return jsontext.StringEnd(s, i) + 1
-	case '{', '[':
-		depth := 0
-		for ; i < len(s); i++ {
-			switch s[i] {
-			case '"':
-				i = jsontext.StringEnd(s, i)
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(s)
-	}
-	for ; i < len(s); i++ { // number, true, false, null
-		switch s[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-	}
-	return i
 }
 
 // Get returns the value of the member named name; the result does not Exist when there

@@ -104,6 +104,56 @@ func StringEnd(s string, open int) int {
 	return len(s) - 1
 }
 
+// SkipSpace returns the index of the first non-whitespace byte of s at or after i.
+func SkipSpace(s string, i int) int {
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// SkipValue returns the index just past the JSON value that starts at s[i]. s must be valid
+// JSON (Check): a container ends where its depth returns to zero, and string literals are
+// skipped with StringEnd's vectorised search. It is how the codecs and the engine locate
+// members without decoding them.
+func SkipValue(s string, i int) int {
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '"':
+		return StringEnd(s, i) + 1
+	case '{', '[':
+		depth := 0
+		for ; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				i = StringEnd(s, i)
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(s)
+	}
+	for ; i < len(s); i++ { // number, true, false, null
+		switch s[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
 // IsCompact reports whether the JSON text s has no whitespace outside its string literals,
 // so that it is already in the form json.Compact would give.
 func IsCompact(s string) bool {
