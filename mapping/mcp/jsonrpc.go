@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -292,11 +291,5 @@ func ErrorResponse(id json.RawMessage, code int, message string, data json.RawMe
 }
 
 // appendString appends s as a JSON string literal. HTML characters stay as they are: the
-// text is for an agent, not for a browser.
-func appendString(dst []byte, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(dst, bytes.TrimRight(buf.Bytes(), "\n")...)
-}
+// text is for an agent, not for a browser (jsontext.AppendString, as every codec writes).
+func appendString(dst []byte, s string) []byte { return jsontext.AppendString(dst, s) }
