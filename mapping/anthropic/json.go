@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
@@ -35,61 +34,25 @@ var strictJSON = jsontext.CheckOptions{
 // duplicate object keys (gjson reads the first, many servers the last: a policy would vet
 // one value while the model saw another), and escaped spellings of plain ASCII keys
 // ("te\u0078t"), which gjson paths and sjson patches would not match. One pass
-// (jsontext.CheckOptions.Check); only a rejected body is looked at again, to report its
-// faults in that order.
+// (jsontext.CheckOptions.Check), which reports the first fault it meets.
 func checkJSON(body string) error {
 	err := strictJSON.CheckString(body)
 	if err == nil {
 		return nil
 	}
-	if !utf8.ValidString(body) {
-		return fmt.Errorf("body is not valid UTF-8")
-	}
-	if nestingDepth(body) > maxDepth {
-		return fmt.Errorf("JSON nesting deeper than %d", maxDepth)
-	}
 	var ce *jsontext.CheckError
 	errors.As(err, &ce)
 	switch ce.Kind {
+	case jsontext.ErrInvalidUTF8:
+		return fmt.Errorf("body is not valid UTF-8")
+	case jsontext.ErrDepth:
+		return fmt.Errorf("JSON nesting deeper than %d", maxDepth)
 	case jsontext.ErrKey:
 		return ce.Err
 	case jsontext.ErrDuplicateKey:
 		return fmt.Errorf("duplicate object key %q", ce.Key)
 	}
 	return fmt.Errorf("body is not valid JSON: %s at byte %d", ce.Msg, ce.Offset)
-}
-
-// nestingDepth returns the maximum array/object nesting of a JSON text, ignoring brackets
-// inside strings. It does not validate.
-func nestingDepth(s string) int {
-	depth, max := 0, 0
-	inString, escaped := false, false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			if depth > max {
-				max = depth
-			}
-		case ']', '}':
-			depth--
-		}
-	}
-	return max
 }
 
 // isPlainKey reports whether a key uses only the characters of Anthropic field names, so an
