@@ -75,6 +75,7 @@ type heldCall struct {
 	argsFinal *string
 	done      string
 	complete  bool
+	dropped   bool // never finished, and the terminal response holds no item in its place
 	size      int
 	// announced: the client has the item's output_item.added already — an item announced
 	// as something else that finished as a call (lateCall).
@@ -150,10 +151,21 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		}
 		return e.emit(q)
 	case "response.completed", "response.incomplete", "response.failed", "response.cancelled":
-		// Calls never finished by output_item.done are complete now, from what came.
+		// Calls never finished by output_item.done are complete now. As the held path reads
+		// the stream, the terminal response is their final form: the item it holds at
+		// that index, or, when it holds none, no call at all (the client never saw one).
+		// Without a terminal output, what came is all there is.
+		out := root.Get("response.output")
 		for _, it := range e.items {
-			if it.call != nil && !it.call.complete {
-				it.call.complete = true
+			if c := it.call; c != nil && !c.complete {
+				c.complete = true
+				if out.IsArray() {
+					if ti := out.Get(strconv.Itoa(c.index)); ti.Exists() {
+						c.done = strings.Clone(ti.Raw)
+					} else {
+						c.dropped = true
+					}
+				}
 			}
 		}
 		if err := e.emit(q); err != nil {
@@ -386,6 +398,11 @@ func (e *editor) emitter() func(string, ...string) error {
 
 // decideHeld settles a held call item and emits it when it is kept.
 func (e *editor) decideHeld(c *heldCall) error {
+	if c.dropped {
+		e.changed = true
+		e.removed = append(e.removed, c.index)
+		return nil
+	}
 	item := c.done
 	if item == "" {
 		// No output_item.done: the item as announced, with the arguments (or custom tool
@@ -410,7 +427,7 @@ func (e *editor) decideHeld(c *heldCall) error {
 		it.done = item
 		return writeItem(e.emitter(), pos, gjson.Parse(item))
 	}
-	kept, out, err := e.decide(item)
+	kept, out, err := e.decide(item, c.index)
 	if err != nil {
 		return err
 	}
@@ -436,9 +453,16 @@ func (e *editor) decideHeld(c *heldCall) error {
 }
 
 // decide settles one call item: whether it is kept, and the item as the client gets it.
-func (e *editor) decide(item string) (bool, string, error) {
-	single := []byte(`{"id":` + mapping.Quote(e.respID) + `,"object":"response","status":"completed","output":[` + item + `]}`)
-	kept, rendered, note, err := e.settle.Settle(e.t, single)
+// The call is decoded at its upstream output index idx (empty items stand before it), so
+// that a call without a call_id gets the id the held path derives from its position.
+func (e *editor) decide(item string, idx int) (bool, string, error) {
+	var b strings.Builder
+	b.WriteString(`{"id":` + mapping.Quote(e.respID) + `,"object":"response","status":"completed","output":[`)
+	for range idx {
+		b.WriteString(`{},`)
+	}
+	b.WriteString(item + `]}`)
+	kept, rendered, note, err := e.settle.Settle(e.t, []byte(b.String()))
 	if err != nil || !kept {
 		if note != "" {
 			e.notes = append(e.notes, note)
@@ -446,7 +470,7 @@ func (e *editor) decide(item string) (bool, string, error) {
 		return false, "", err
 	}
 	e.kept++
-	return true, gjson.GetBytes(rendered, "output.0").Raw, nil
+	return true, gjson.GetBytes(rendered, "output."+strconv.Itoa(idx)).Raw, nil
 }
 
 // terminal rebuilds the terminal event's response from what was judged, and writes the
@@ -477,17 +501,23 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 			rebuilt = rebuilt || ti.Raw != st.done
 		case st != nil && ti.Exists() && ti.Get("type").String() == st.typ && !isCallItem(ti):
 			final = append(final, ti.Raw)
-		case st != nil:
+		case st != nil && st.done != "":
 			// The terminal item is not the one streamed (or is missing): the client keeps
 			// what it was shown.
-			if st.done != "" {
-				final = append(final, st.done)
-			}
+			final = append(final, st.done)
+			rebuilt = true
+		case st != nil && !ti.Exists():
+			rebuilt = true // announced, never completed, not in the terminal response
+		case st != nil && !isCallItem(ti):
+			// Announced but never completed, and the terminal holds something else that is
+			// not a call: it takes the item's place, so later items keep the positions
+			// their events gave them.
+			final = append(final, ti.Raw)
 			rebuilt = true
 		case ti.Exists() && isCallItem(ti):
 			// A call only the terminal response holds: judged here.
 			e.changed, rebuilt = true, true
-			kept, item, err := e.decide(ti.Raw)
+			kept, item, err := e.decide(ti.Raw, i)
 			if err != nil {
 				return "", false, err
 			}
