@@ -99,11 +99,15 @@ func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOu
 	for i := range x.req.Items {
 		ids[i] = x.req.Items[i].ID
 	}
-	// And the links of the tool.before ids its tool results will name as parents.
+	// And the links of the tool.before ids its new tool results (those after the last
+	// assistant message) will name as parents. Older results are settled again only when
+	// forgotten, and then the link is likely gone too: their ids are not hashed on every
+	// request of a long conversation.
 	var links []string
 	if x.subs.any(ahp.EventToolAfter) && x.subs.any(ahp.EventToolBefore) {
+		last := lastRole(x.req.Items, ahp.RoleAssistant)
 		for _, r := range x.req.ToolResults {
-			if r.CallFound && r.CallID != "" {
+			if r.ItemIndex > last && r.CallFound && r.CallID != "" {
 				id := toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, mapping.ToolCall{ID: r.CallID, Name: r.ToolName, Input: r.Input})
 				links = append(links, id)
 				ids = append(ids, state.LinkID(id))
