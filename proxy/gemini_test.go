@@ -18,6 +18,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/enforcement"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 const geminiGenerate = "/gemini/v1beta/models/gemini-2.5-flash:generateContent"
@@ -28,25 +29,7 @@ func geminiConfig(upstream string) *config.Config {
 	return cfg
 }
 
-// lockedBuffer is a log sink safe for the proxy's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func debugLogger(buf *lockedBuffer) *zap.Logger {
+func debugLogger(buf *testsupport.LockedBuffer) *zap.Logger {
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(buf), zap.DebugLevel))
 }
 
@@ -80,8 +63,8 @@ func TestGeminiQueryKeyNeverLeaks(t *testing.T) {
 	for _, tc := range []struct{ desc, upstream string }{{"upstream error", up.URL}, {"transport error", "http://" + dead.Addr().String()}} {
 		t.Run(tc.desc, func(t *testing.T) {
 			pol := &fakePolicy{}
-			var logs lockedBuffer
-			var audit lockedBuffer
+			var logs testsupport.LockedBuffer
+			var audit testsupport.LockedBuffer
 			px := startProxy(t, geminiConfig(tc.upstream), newTestChain(t, pol, intercept("model.request.before"), observe("model.error")),
 				Options{Logger: debugLogger(&logs), Auditor: AuditorFunc(func(_ context.Context, r BoundaryRecord) {
 					b, _ := json.Marshal(r)

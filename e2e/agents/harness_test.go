@@ -3,13 +3,11 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +26,7 @@ import (
 	"github.com/hookproxy/hookproxy/cmd/hookproxy/cli"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/internal/hookproxybin"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 // Environment of the suite.
@@ -125,41 +124,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// lockedBuffer is an io.Writer safe for a child's output and the test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // proxy is a running hookproxy child process.
 type proxy struct {
 	url    string // http://127.0.0.1:PORT
 	dir    string
-	stderr *lockedBuffer
+	stderr *testsupport.LockedBuffer
 }
 
 // auditLog returns the decision log written so far.
@@ -198,7 +167,7 @@ func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 	t.Helper()
 	bin := hookproxyBin(t)
 	dir := t.TempDir()
-	listen, admin := freeAddr(t), freeAddr(t)
+	listen, admin := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	cfg := "listen: " + listen + "\nadmin: " + admin + "\nregistration: hooks.json\n" +
 		"audit:\n  path: audit.jsonl\n" +
 		"routes:\n" +
@@ -210,7 +179,7 @@ func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 	if err := os.WriteFile(filepath.Join(dir, "hooks.json"), reg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{url: "http://" + listen, dir: dir, stderr: &lockedBuffer{}}
+	p := &proxy{url: "http://" + listen, dir: dir, stderr: &testsupport.LockedBuffer{}}
 	cmd := exec.Command(bin, "serve", "--config", filepath.Join(dir, "hookproxy.yaml"), "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -320,7 +289,7 @@ func runAgent(t *testing.T, bin string, args, env []string, dir string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), agentTimeout)
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testsupport.LockedBuffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env, cmd.Dir = env, dir
 	cmd.Stdin = nil // /dev/null

@@ -2,11 +2,9 @@ package app
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 // Credentials every test request carries. "CANARY" appears nowhere else, so finding it in
@@ -91,36 +90,6 @@ func wantSlowStream() string {
 	return b.String()
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago (the config
-// requires admin to differ from listen, so both cannot be 127.0.0.1:0).
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 	t.Helper()
 	// Write a sibling and rename it over the target, as editors and deployment tools do,
@@ -138,7 +107,7 @@ func writeFile(t *testing.T, path, content string, mode os.FileMode) {
 // routes to up; extra is appended verbatim.
 func configYAML(t *testing.T, up string, extra string) string {
 	return "listen: 127.0.0.1:0\n" +
-		"admin: " + freeAddr(t) + "\n" +
+		"admin: " + testsupport.FreeAddr(t) + "\n" +
 		"registration: hooks.json\n" +
 		"source: urn:hookproxy:test\n" +
 		"audit:\n  path: audit.jsonl\n" +
@@ -167,7 +136,7 @@ type testServer struct {
 	dir    string
 	proxy  string // base URL
 	admin  string // base URL
-	logs   *syncBuffer
+	logs   *testsupport.LockedBuffer
 	reload chan struct{}
 
 	stopOnce sync.Once
@@ -188,7 +157,7 @@ func startServer(t *testing.T, dir, configText, registration string) *testServer
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	s := &testServer{dir: dir, logs: &syncBuffer{}, reload: make(chan struct{}, 1), done: make(chan error, 1)}
+	s := &testServer{dir: dir, logs: &testsupport.LockedBuffer{}, reload: make(chan struct{}, 1), done: make(chan error, 1)}
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
 		zapcore.AddSync(s.logs), zapcore.DebugLevel))
 	ctx, cancel := context.WithCancel(context.Background())

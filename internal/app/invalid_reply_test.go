@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 // sdkExampleBackend answers every hooks/intercept the way the Rust SDK's example policy
@@ -50,7 +52,7 @@ func TestInvalidReplyIsNamedAsAProtocolFault(t *testing.T) {
 	}{
 		{desc: "allow from the SDK example", url: sdkExampleBackend(t).URL + "/ahp", wantCode: "hookproxy.backend_invalid_reply",
 			wantViolation: "unadvertised_effect", wantEffect: "allow", wantReason: "violates the hook protocol"},
-		{desc: "control: unreachable backend", url: "http://" + freeAddr(t) + "/ahp", wantCode: "hookproxy.fail_closed",
+		{desc: "control: unreachable backend", url: "http://" + testsupport.FreeAddr(t) + "/ahp", wantCode: "hookproxy.fail_closed",
 			wantReason: "unavailable"},
 	}
 	for _, tc := range tests {

@@ -19,6 +19,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/internal/app"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 // backendSecret is a made-up AWS access key id in the real format.
@@ -56,7 +57,7 @@ func assertRedacts(t *testing.T, reply []byte) {
 func startBackend(t *testing.T, args ...string) (url string, stop func() (int, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr testsupport.LockedBuffer
 	ready := make(chan string, 1)
 	exit := make(chan int, 1)
 	args = append(args, "--listen", "127.0.0.1:0")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,28 +9,11 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reading test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // curlCommand is one printed curl line, parsed.
 type curlCommand struct {
@@ -149,7 +131,7 @@ func (c curlCommand) do(t *testing.T) (int, string) {
 func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testsupport.LockedBuffer
 	exit := make(chan int, 1)
 	go func() { exit <- runDemoContext(ctx, []string{"--listen", "127.0.0.1:0"}, &stdout, &stderr) }()
 

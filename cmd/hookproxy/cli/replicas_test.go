@@ -25,6 +25,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/internal/redistest"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 const replicaSecret = "AKIAIOSFODNN7EXAMPLE"
@@ -110,13 +111,13 @@ func (b *redactingBackend) count(callID string) int {
 type replica struct {
 	listen string
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testsupport.LockedBuffer
 	done   chan struct{}
 }
 
 func startReplica(t *testing.T, bin, cfgPath, listen, admin string) *replica {
 	t.Helper()
-	r := &replica{listen: listen, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	r := &replica{listen: listen, stderr: &testsupport.LockedBuffer{}, done: make(chan struct{})}
 	r.cmd = exec.Command(bin, "serve", "--config", cfgPath)
 	r.cmd.Stderr = r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -221,7 +222,7 @@ func TestReplicasShareStateOnRedis(t *testing.T) {
 	var reps []*replica
 	for i := range 2 {
 		dir := t.TempDir()
-		listen, admin := loopbackAddr(t), loopbackAddr(t)
+		listen, admin := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 		cfg := writeReplicaConfig(t, dir, "hookproxy.yaml", listen, admin, up.URL, backend.URL, stateBlock)
 		if code, _, stderr := runBinary(t, bin, "validate", "--config", cfg); code != 0 {
 			t.Fatalf("replica %d config does not validate: %s", i, stderr)
@@ -269,7 +270,7 @@ func TestRestartWithMemoryStoreReSettles(t *testing.T) {
 	bin := hookproxyBinary(t)
 	up, backend := newRecordingUpstream(t), newRedactingBackend(t)
 	dir := t.TempDir()
-	listen, admin := loopbackAddr(t), loopbackAddr(t)
+	listen, admin := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	cfg := writeReplicaConfig(t, dir, "hookproxy.yaml", listen, admin, up.URL, backend.URL, "")
 	for _, stream := range []bool{false, true} {
 		session := "restart-" + strconv.FormatBool(stream)

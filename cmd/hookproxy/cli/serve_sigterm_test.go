@@ -14,39 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
-
-// lockedBuffer collects a child process's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func loopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 // TestServeSIGTERMDuringSlowStream runs the real binary: SIGTERM arrives while a model
 // stream is in flight; the proxy stops accepting connections, the client still receives
@@ -79,7 +52,7 @@ func TestServeSIGTERMDuringSlowStream(t *testing.T) {
 	}))
 	defer up.Close()
 
-	listen, adminAddr := loopbackAddr(t), loopbackAddr(t)
+	listen, adminAddr := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 	reg := `{"protocolVersion":"draft","hooks":[{"id":"org.example.secrets","transport":{"type":"in_process","policy":"secrets","config":{"action":"redact"}},` +
 		`"subscriptions":[{"events":["model.request.before"],"mode":"intercept","timeoutMs":2000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}`
 	cfg := "listen: " + listen + "\nadmin: " + adminAddr + "\nregistration: hooks.json\naudit:\n  path: audit.jsonl\n" +
@@ -91,7 +64,7 @@ func TestServeSIGTERMDuringSlowStream(t *testing.T) {
 		}
 	}
 
-	var stderr lockedBuffer
+	var stderr testsupport.LockedBuffer
 	cmd := exec.Command(bin, "serve", "--config", cfgPath)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
