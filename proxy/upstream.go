@@ -120,8 +120,13 @@ func (rt *route) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	out.Header.Del(SessionHeader)
-	if x := exchangeFrom(in.Context()); x != nil {
-		x.prepareOutbound(out)
+	st := stateFrom(in.Context())
+	switch {
+	case st == nil:
+	case st.x != nil:
+		st.x.prepareOutbound(out)
+	case st.small != nil:
+		out.Body = io.NopCloser(bytes.NewReader(st.small))
 	}
 }
 
@@ -326,8 +331,9 @@ func readAllGrowing(r io.Reader, prefix []byte, limit int64) ([]byte, error) {
 // requestState travels in the request context from the route handler to the reverse
 // proxy's hooks.
 type requestState struct {
-	body *limitedBody // fast path
-	x    *exchange    // boundary path
+	body  *limitedBody // fast path
+	small []byte       // fast path: a small body read whole, sent from memory
+	x     *exchange    // boundary path
 }
 
 type stateKey struct{}
