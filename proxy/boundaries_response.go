@@ -98,6 +98,13 @@ func (x *exchange) holdResponse(resp *http.Response, streaming bool) error {
 		}
 		native = body
 	}
+	if x.onlyCallsMatter() {
+		if sc, ok := x.tr.(mapping.CallScreen); ok && sc.NoToolCalls(native) {
+			// No call, so no tool.before: nothing to settle, the response goes out as it came.
+			setBody(resp, raw, streaming)
+			return nil
+		}
+	}
 	mresp, err := x.tr.DecodeResponse(native)
 	if err != nil || mresp == nil {
 		return x.rt.upstreamFailure("the upstream response could not be decoded", err)

@@ -375,6 +375,15 @@ func (x *exchange) holdsResponse() bool {
 		x.subs.intercepted(ahp.EventTurnFinishBefore)
 }
 
+// onlyCallsMatter reports whether tool.before is the only response-side event a
+// subscription selects, so that a response without a tool call builds no event at all
+// (hosted tools are reported as tool.after, a final answer as turn.finish.before and
+// turn.end).
+func (x *exchange) onlyCallsMatter() bool {
+	return !x.subs.any(ahp.EventModelResponseAfter) && !x.subs.any(ahp.EventTurnFinishBefore) &&
+		!x.subs.any(ahp.EventTurnEnd) && !x.subs.any(ahp.EventToolAfter)
+}
+
 // observesResponse reports whether a streamed-through response must be tapped for
 // observers.
 func (x *exchange) observesResponse() bool {

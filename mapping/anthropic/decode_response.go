@@ -117,3 +117,8 @@ func usage(u gjson.Result) *ahp.Usage {
 	}
 	return out
 }
+
+// NoToolCalls implements mapping.CallScreen: a call is a content block of type tool_use.
+func (*Messages) NoToolCalls(body []byte) bool {
+	return !mapping.MayHold(body, blockToolUse) && strictJSON.Check(body) == nil
+}

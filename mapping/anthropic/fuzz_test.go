@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 )
 
 // FuzzDecodeRequest: any body either fails as a *mapping.BadRequest or decodes into a
@@ -74,6 +75,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp, err := tr.DecodeResponse(body)
+		mappingtest.CheckScreen(t, tr, body, resp, err)
 		if err != nil {
 			var up *mapping.UpstreamError
 			if !errors.Is(err, mapping.ErrMalformed) && !errors.As(err, &up) {

@@ -206,3 +206,9 @@ func hostedCalls(items []ahp.Message, st *responseState) []mapping.HostedCall {
 	}
 	return out
 }
+
+// NoToolCalls implements mapping.CallScreen: a call is a functionCall part (function_call
+// in the snake_case spelling the decoder also reads).
+func (*Translator) NoToolCalls(body []byte) bool {
+	return !mapping.MayHold(body, "functionCall", "function_call") && strictJSON.Check(body) == nil
+}

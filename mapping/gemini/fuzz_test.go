@@ -82,6 +82,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp, err := arrayTr.DecodeResponse(body)
+		mappingtest.CheckScreen(t, arrayTr, body, resp, err)
 		if err != nil {
 			var up *mapping.UpstreamError
 			if !errors.Is(err, mapping.ErrMalformed) && !errors.As(err, &up) {

@@ -164,3 +164,9 @@ func (st *chatResponse) decodeMessage(m gjson.Result, msgID string) ([]ahp.Part,
 	}
 	return parts, nil
 }
+
+// NoToolCalls implements mapping.CallScreen: a response names its calls under tool_calls
+// (or the legacy function_call) in every choice's message.
+func (*Chat) NoToolCalls(body []byte) bool {
+	return !mapping.MayHold(body, "tool_calls", "function_call") && oaiwire.CheckClientJSON(body) == nil
+}

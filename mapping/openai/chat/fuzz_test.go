@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
@@ -129,6 +130,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	c := NewChat()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp, err := c.DecodeResponse(body)
+		mappingtest.CheckScreen(t, c, body, resp, err)
 		if err != nil {
 			var ue *mapping.UpstreamError
 			if !errors.Is(err, mapping.ErrMalformed) && !errors.As(err, &ue) {

@@ -151,3 +151,9 @@ func setFinish(raw, finish string) (string, error) {
 	}
 	return out, err
 }
+
+// NoToolCalls implements mapping.CallScreen: every call item type the client runs ends in
+// _call (callTools), so a body where no string ends so holds none.
+func (*Translator) NoToolCalls(body []byte) bool {
+	return !mapping.MayHold(body, `_call"`) && oaiwire.CheckClientJSON(body) == nil
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 )
 
 // The fuzz targets run in CI for a few seconds each (.ci/fuzz-targets); their committed seed
@@ -143,6 +144,7 @@ func FuzzDecodeResponse(f *testing.F) {
 	tr := New()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp, err := tr.DecodeResponse(body)
+		mappingtest.CheckScreen(t, tr, body, resp, err)
 		if err != nil {
 			var ue *mapping.UpstreamError
 			if !errors.Is(err, mapping.ErrMalformed) && !errors.As(err, &ue) {
