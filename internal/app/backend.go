@@ -39,6 +39,7 @@ func NewBackend(path string, logger *zap.Logger, opts ...backend.Option) (*backe
 
 // ServeBackendStdio serves srv on stdin/stdout until end of input or ctx ends.
 func ServeBackendStdio(ctx context.Context, srv *backend.Server, from string, stdin io.Reader, stdout io.Writer, logger *zap.Logger) error {
+	tuneGC()
 	logger.Info("hookproxy backend serving on stdio", zap.String("registration", from), zap.Strings("events", srv.Events()))
 	// stdout carries protocol messages only (AHP-STDIO-001); everything else is on stderr.
 	err := srv.ServeStdio(ctx, stdin, stdout)
@@ -51,6 +52,7 @@ func ServeBackendStdio(ctx context.Context, srv *backend.Server, from string, st
 // ServeBackendHTTP serves srv on listen until ctx ends, then shuts down gracefully.
 // ready, when set, receives the listener's address once it accepts connections.
 func ServeBackendHTTP(ctx context.Context, srv *backend.Server, listen, from string, logger *zap.Logger, ready func(string)) error {
+	tuneGC()
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", listen, err)

@@ -223,8 +223,10 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // Serve is `hookproxy serve` once its flags are read: Run until SIGINT or SIGTERM, with
-// SIGHUP as a reload request. opts.Reload is replaced by the SIGHUP channel.
+// SIGHUP as a reload request. opts.Reload is replaced by the SIGHUP channel. The process's
+// garbage collector target is set here (tuneGC), not in Run, which tests share.
 func Serve(opts Options) error {
+	tuneGC()
 	ctx, stop := StopSignals(context.Background())
 	defer stop()
 	reload, stopReload := ReloadSignals()
