@@ -54,6 +54,12 @@ func newHTTP(b registration.Backend, opts Options, log *zap.Logger) (*httpTransp
 	// TLS verification stays on (platform trust); plain http is confined to loopback by
 	// registration validation (SPEC-DIGEST §11.2).
 	rt := cleanhttp.DefaultPooledTransport()
+	// cleanhttp keeps GOMAXPROCS+1 idle connections per host: on a proxy pinned to one core
+	// that is two, so 16 requests in flight opened and closed a connection to the backend
+	// for most events (a loopback connect per request, and TIME_WAIT piling up). Every
+	// request in flight may hold one connection to each backend; keep as many idle.
+	rt.MaxIdleConnsPerHost = maxIdlePerBackend
+	rt.MaxIdleConns = maxIdlePerBackend
 	if opts.RootCAs != nil {
 		rt.TLSClientConfig = &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
 	}
@@ -84,6 +90,9 @@ func newHTTP(b registration.Backend, opts Options, log *zap.Logger) (*httpTransp
 	}
 	return t, nil
 }
+
+// maxIdlePerBackend bounds the idle keep-alive connections kept to one backend.
+const maxIdlePerBackend = 256
 
 // Intercept posts hooks/intercept and returns the raw response body (AHP-HTTP-001).
 func (t *httpTransport) Intercept(ctx context.Context, id string, params *ahp.InterceptParams) ([]byte, error) {

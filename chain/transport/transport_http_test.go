@@ -448,6 +448,47 @@ func TestHTTPConnectionsAreReused(t *testing.T) {
 	}
 }
 
+// A proxy with many requests in flight keeps one idle connection per request for the
+// next wave, not cleanhttp's GOMAXPROCS+1: otherwise each wave reconnects for most events.
+func TestHTTPConcurrentConnectionsStayPooled(t *testing.T) {
+	const inFlight = 16
+	var arrived sync.WaitGroup
+	var release chan struct{}
+	var mu sync.Mutex
+	srv, rec := newBackendServer(t, func(w http.ResponseWriter, r *http.Request, _ int32) {
+		mu.Lock()
+		gate := release
+		mu.Unlock()
+		arrived.Done()
+		<-gate // every call of the wave holds its own connection
+		jsonReply(replyBody)(w, r, 0)
+	})
+	tr := mustNew(t, httpBackend(srv.URL), Options{})
+	for wave := 0; wave < 2; wave++ {
+		mu.Lock()
+		release = make(chan struct{})
+		mu.Unlock()
+		arrived.Add(inFlight)
+		errs := make(chan error, inFlight)
+		for i := 0; i < inFlight; i++ {
+			go func() {
+				_, err := intercept(t, tr, "evt_1", 5*time.Second)
+				errs <- err
+			}()
+		}
+		arrived.Wait()
+		close(release)
+		for i := 0; i < inFlight; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := rec.conns.Load(); n != inFlight {
+		t.Fatalf("two waves of %d concurrent calls opened %d connections, want %d (the second wave reuses the first's)", inFlight, n, inFlight)
+	}
+}
+
 func TestHTTPCertificateIsVerifiedAndNotRetried(t *testing.T) {
 	rec := &recorder{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
