@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/internal/jsonpath"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
 
 // Violation is one broken rule, at a JSON path into the validated document such as
@@ -114,8 +115,13 @@ func decodeFrame(data []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value")
 	}
-	if dups := jsonpath.Duplicates(data); len(dups) > 0 {
-		return nil, fmt.Errorf("member %s is written more than once", dups[0])
+	// jsontext.Check finds a duplicate (keys compared unescaped) in one allocation-free pass;
+	// only a document that has one pays for the token walk that names its path.
+	if err := jsontext.Check(data, 0); err != nil {
+		if dups := jsonpath.Duplicates(data); len(dups) > 0 {
+			return nil, fmt.Errorf("member %s is written more than once", dups[0])
+		}
+		return nil, fmt.Errorf("not JSON: %v", err)
 	}
 	return val, nil
 }

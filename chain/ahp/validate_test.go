@@ -53,6 +53,8 @@ func TestValidateMessageTable(t *testing.T) {
 		{desc: "two values", msg: `{} {}`, path: "$", msg2: "more than one"},
 		{desc: "batch", msg: `[` + intercept(toolBeforeEvent, denyCaps) + `]`, path: "$", msg2: "batches"},
 		{desc: "duplicate member", msg: `{"jsonrpc":"2.0","jsonrpc":"2.0","method":"hooks/observe","params":{}}`, path: "$", msg2: "jsonrpc is written more than once"},
+		{desc: "duplicate member spelt with an escape", msg: `{"jsonrpc":"2.0","json\u0072pc":"2.0","method":"hooks/observe","params":{}}`, path: "$", msg2: "jsonrpc is written more than once"},
+		{desc: "nested duplicate member", msg: `{"jsonrpc":"2.0","method":"hooks/observe","params":{"event":{"a":1,"a":2}}}`, path: "$", msg2: "params.event.a is written more than once"},
 		{desc: "bad UTF-8", msg: "{\"jsonrpc\":\"2.0\xff\"}", path: "$", msg2: "UTF-8"},
 		{desc: "jsonrpc 1.0", msg: strings.Replace(intercept(toolBeforeEvent, denyCaps), `"2.0"`, `"1.0"`, 1), path: "jsonrpc"},
 		{desc: "unknown method", msg: `{"jsonrpc":"2.0","id":1,"method":"hooks/decide","params":{}}`, path: "method", msg2: "unknown AHP method"},
