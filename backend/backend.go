@@ -154,7 +154,7 @@ func (s *Server) respond(ctx context.Context, frame []byte) outcome {
 	if !hasID {
 		switch method {
 		case ahp.MethodObserve:
-			return s.observe(ctx, frame)
+			return s.observe(ctx, frame, obj)
 		case ahp.MethodIntercept, ahp.MethodCapabilities:
 			return replyError(nil, ahp.CodeInvalidRequest, "Invalid Request: "+method+" is a request and needs an id", nil)
 		}
@@ -204,7 +204,7 @@ func (s *Server) intercept(ctx context.Context, frame []byte, id json.RawMessage
 				map[string]any{"supported": s.served})
 		}
 	}
-	if err := ahp.ValidateMessage(frame); err != nil {
+	if err := ahp.ValidateDecodedMessage(frame, obj); err != nil {
 		code, data := violationsOf(err)
 		msg := "Invalid params"
 		if code == ahp.CodeInvalidRequest {
@@ -252,8 +252,8 @@ func (s *Server) intercept(ctx context.Context, frame []byte, id json.RawMessage
 
 // observe delivers a hooks/observe notification to the matching observe subscriptions,
 // bounded by the observation timeout. It never produces a reply.
-func (s *Server) observe(ctx context.Context, frame []byte) outcome {
-	if err := ahp.ValidateMessage(frame); err != nil {
+func (s *Server) observe(ctx context.Context, frame []byte, obj map[string]any) outcome {
+	if err := ahp.ValidateDecodedMessage(frame, obj); err != nil {
 		s.log.Debug("backend: dropping an invalid hooks/observe notification", zap.Error(err))
 		return outcome{rejected: true}
 	}

@@ -86,14 +86,22 @@ func (v *validator) failf(path, format string, args ...any) {
 func validate(data []byte, subject string, check func(v *validator, x any)) (any, error) {
 	x, err := decodeFrame(data)
 	if err != nil {
-		return nil, &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}, subject: subject}
+		return nil, frameError(err, subject)
 	}
+	return x, checkDecoded(x, subject, check)
+}
+
+func frameError(err error, subject string) error {
+	return &ValidationError{Violations: []Violation{{Path: "$", Message: err.Error()}}, subject: subject}
+}
+
+func checkDecoded(x any, subject string, check func(v *validator, x any)) error {
 	v := &validator{}
 	check(v, x)
 	if len(v.violations) > 0 {
-		return nil, &ValidationError{Violations: v.violations, subject: subject}
+		return &ValidationError{Violations: v.violations, subject: subject}
 	}
-	return x, nil
+	return nil
 }
 
 // decodeFrame decodes one JSON document strictly: valid UTF-8 (AHP-RPC-001), exactly one
@@ -115,15 +123,20 @@ func decodeFrame(data []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("more than one JSON value")
 	}
-	// jsontext.Check finds a duplicate (keys compared unescaped) in one allocation-free pass;
-	// only a document that has one pays for the token walk that names its path.
+	return val, checkMembers(data)
+}
+
+// checkMembers reports a member written twice in data, a well-formed JSON text.
+// jsontext.Check finds a duplicate (keys compared unescaped) in one allocation-free pass;
+// only a document that has one pays for the token walk that names its path.
+func checkMembers(data []byte) error {
 	if err := jsontext.Check(data, 0); err != nil {
 		if dups := jsonpath.Duplicates(data); len(dups) > 0 {
-			return nil, fmt.Errorf("member %s is written more than once", dups[0])
+			return fmt.Errorf("member %s is written more than once", dups[0])
 		}
-		return nil, fmt.Errorf("not JSON: %v", err)
+		return fmt.Errorf("not JSON: %v", err)
 	}
-	return val, nil
+	return nil
 }
 
 // --- primitive checks. Each reports its own violation and returns whether the value passed.

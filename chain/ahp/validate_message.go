@@ -3,6 +3,8 @@ package ahp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
@@ -25,6 +27,20 @@ import (
 func ValidateMessage(frame []byte) error {
 	_, err := validate(frame, "", func(v *validator, x any) { v.rpcMessage(x) })
 	return err
+}
+
+// ValidateDecodedMessage is ValidateMessage for a receiver that has already decoded frame
+// as one JSON value with numbers as json.Number (encoding/json's Decoder with UseNumber):
+// the bytes are checked only for what decoding hides (invalid UTF-8, a member written
+// twice) and decoded is validated as is, so the frame is not decoded a second time.
+func ValidateDecodedMessage(frame []byte, decoded any) error {
+	if !utf8.Valid(frame) {
+		return frameError(errors.New("not valid UTF-8"), "")
+	}
+	if err := checkMembers(frame); err != nil {
+		return frameError(err, "")
+	}
+	return checkDecoded(decoded, "", func(v *validator, x any) { v.rpcMessage(x) })
 }
 
 // ValidateStdioFrame validates one stdio frame (AHP-STDIO-001): exactly one line holding one

@@ -3,6 +3,8 @@ package ahp_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -188,6 +190,23 @@ func TestValidateMessageTable(t *testing.T) {
 			first := verr.Violations[0]
 			if first.Path != tc.path || !strings.Contains(first.Message, tc.msg2) {
 				t.Fatalf("first violation %q, want path %q containing %q\n(all: %v)", first, tc.path, tc.msg2, err)
+			}
+		})
+		// A receiver that decoded the frame itself gets the same answer without a second decode.
+		t.Run(tc.desc+"/decoded", func(t *testing.T) {
+			dec := json.NewDecoder(strings.NewReader(tc.msg))
+			dec.UseNumber()
+			var x any
+			if dec.Decode(&x) != nil {
+				t.Skip("not JSON: the receiver refuses it before validating")
+			}
+			if _, err := dec.Token(); err != io.EOF {
+				t.Skip("more than one JSON value: the receiver refuses it before validating")
+			}
+			want := ahp.ValidateMessage([]byte(tc.msg))
+			got := ahp.ValidateDecodedMessage([]byte(tc.msg), x)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("ValidateDecodedMessage = %v, ValidateMessage = %v", got, want)
 			}
 		})
 	}
