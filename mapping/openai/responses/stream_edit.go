@@ -54,6 +54,7 @@ type editor struct {
 	held     int
 	settle   mapping.CallSettler
 	kept     int
+	dropped  int // calls removed, streamed or terminal-only (removed indexes only the streamed)
 	notes    []string
 	changed  bool // something differs from the upstream's stream: renumber sequence_number
 	nextSeq  int64
@@ -523,6 +524,8 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 			}
 			if kept {
 				final = append(final, item)
+			} else {
+				e.dropped++
 			}
 		case ti.Exists():
 			final = append(final, ti.Raw)
@@ -543,7 +546,7 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 	if data, err = sjson.SetRaw(data, "response.output", "["+strings.Join(final, ",")+"]"); err != nil {
 		return "", false, err
 	}
-	if e.kept == 0 && len(e.removed) > 0 && resp.Get("status").String() != e.t.TerminalFinishReason() {
+	if e.kept == 0 && len(e.removed)+e.dropped > 0 && resp.Get("status").String() != e.t.TerminalFinishReason() {
 		// As the held path: no call left, the turn is finished.
 		r, err := setFinish(gjson.Get(data, "response").Raw, e.t.TerminalFinishReason())
 		if err != nil {

@@ -280,3 +280,24 @@ func consistent(stream []byte) bool {
 	}
 	return true
 }
+
+func TestEditRemovedTerminalOnlyCallFinishesTheTurn(t *testing.T) {
+	// A call only the terminal response holds, removed: no call is left, so the turn is
+	// finished as on the held path, even when the upstream's terminal carries no status.
+	for _, status := range []string{``, `"status":"in_progress",`} {
+		stream := "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{" + status +
+			`"output":[{"type":"function_call","call_id":"c1","name":"shell","arguments":"{}"}]}}` + "\n\n"
+		script := mappingtest.Script{0: {Remove: true, Stop: true, Note: "stop"}}
+		out, err := mappingtest.Edit(New(), []byte(stream), 0, &mappingtest.Decider{Script: script})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), `"shell"`) {
+			t.Fatalf("the removed call reached the client:\n%s", out)
+		}
+		why, err := mappingtest.Equivalent(New(), []byte(stream), 0, script)
+		if err != nil || why != "" {
+			t.Errorf("status %q: not the held path's result: %v\n%s", status, err, why)
+		}
+	}
+}
