@@ -2,8 +2,10 @@ package chat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,6 +57,7 @@ type chatEditor struct {
 type editChoice struct {
 	index   int
 	open    []*editCall // calls not yet complete
+	closed  []int       // tool_calls indices of the calls completed so far
 	hadCall bool
 	kept    int // calls emitted (the next kept call's index)
 	removed int
@@ -241,10 +244,7 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 		}
 		started = append(started, ns...)
 		if f := ch.Get("finish_reason"); f.Type == gjson.String && f.Str != "" {
-			for _, oc := range c.open {
-				oc.complete = true
-			}
-			c.open = c.open[:0]
+			c.closeOpen()
 			if c.hadCall {
 				finishes = append(finishes, finishAt{pos: pos, choice: c, reason: strings.Clone(f.Str), text: c.text})
 			}
@@ -392,12 +392,15 @@ func (e *chatEditor) toolDeltas(c *editChoice, tcs, fc gjson.Result) ([]*editCal
 				return oc, nil
 			}
 		}
+		if !legacy && slices.Contains(c.closed, tidx) {
+			// The SDKs would merge this into a call the editor has already judged and
+			// sent; what the client has cannot be taken back, so the stream fails.
+			return nil, fmt.Errorf("%w: tool call index %d", errCallResumed, tidx)
+		}
 		if e.calls >= maxStreamToolCalls {
 			return nil, fmt.Errorf("stream has more than %d tool calls", maxStreamToolCalls)
 		}
-		for _, oc := range c.open {
-			oc.complete = true
-		}
+		c.closeOpen()
 		nc := &editCall{choice: c, tidx: tidx, legacy: legacy}
 		c.open = append(c.open[:0], nc)
 		c.hadCall = true
@@ -418,6 +421,9 @@ func (e *chatEditor) toolDeltas(c *editChoice, tcs, fc gjson.Result) ([]*editCal
 		if idx < 0 || idx >= maxStreamToolCalls {
 			err = fmt.Errorf("stream tool call index %d out of range", idx)
 			return false
+		}
+		if toolDeltaEmpty(tc) {
+			return true // a fragment of nothing: merged by the SDKs, it changes no call
 		}
 		var t *editCall
 		if t, err = open(idx, false); err != nil {
@@ -461,11 +467,35 @@ func (e *chatEditor) grow(t *editCall, b *strings.Builder, s string) {
 // completeAll marks every open call complete (the stream's end).
 func (e *chatEditor) completeAll() {
 	for _, c := range e.choices {
-		for _, oc := range c.open {
-			oc.complete = true
-		}
-		c.open = c.open[:0]
+		c.closeOpen()
 	}
+}
+
+// closeOpen marks the choice's open calls complete: a later delta for one of their
+// tool_calls indices is errCallResumed.
+func (c *editChoice) closeOpen() {
+	for _, oc := range c.open {
+		oc.complete = true
+		if !oc.legacy {
+			c.closed = append(c.closed, oc.tidx)
+		}
+	}
+	c.open = c.open[:0]
+}
+
+// errCallResumed is a stream that returns to a tool call after a later one began (or
+// after its choice finished). The held path merges such a stream by index; the editor
+// has judged and relayed the call by then, so it fails the stream instead.
+var errCallResumed = errors.New("openai chat stream: a tool call resumed after it was judged")
+
+// toolDeltaEmpty reports whether a tool_calls delta entry carries nothing to merge.
+func toolDeltaEmpty(tc gjson.Result) bool {
+	for _, k := range []string{"id", "type", "function.name", "function.arguments", "custom.name", "custom.input"} {
+		if v := tc.Get(k); v.Type != gjson.Null && !(v.Type == gjson.String && v.Str == "") {
+			return false
+		}
+	}
+	return true
 }
 
 // emit relays raw now, or queues it behind an undecided call.

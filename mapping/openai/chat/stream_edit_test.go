@@ -274,8 +274,9 @@ func FuzzStreamEditChat(f *testing.F) {
 		// documentation for n > 1); every stream must edit without panicking.
 		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), &mappingtest.Decider{Script: script})
 		whole, err := mappingtest.Assembled(c, stream)
-		if _, herr := mappingtest.Held(c, stream, script); herr == nil && eerr != nil {
-			// Never stricter than the held path: what it accepts, the editor relays.
+		if _, herr := mappingtest.Held(c, stream, script); herr == nil && eerr != nil && !errors.Is(eerr, errCallResumed) {
+			// Never stricter than the held path: what it accepts, the editor relays, but
+			// for a call resumed after it was judged (errCallResumed).
 			t.Fatalf("the held path accepts the stream, the editor fails: %v", eerr)
 		}
 		if err != nil || eerr != nil || gjson.GetBytes(whole, "choices.#").Int() != 1 {
@@ -297,4 +298,29 @@ func FuzzStreamEditChat(f *testing.F) {
 			t.Fatal(why)
 		}
 	})
+}
+
+func TestEditResumedCall(t *testing.T) {
+	c := NewChat()
+	chunk := func(tc string) string {
+		return `data: {"choices":[{"index":0,"delta":{"tool_calls":[` + tc + `]}}]}` + "\n\n"
+	}
+	head := chunk(`{"index":0,"id":"a","function":{"name":"ls","arguments":"{}"}}`) + chunk(`{"index":1,"id":"b","function":{"name":"pwd","arguments":"{}"}}`)
+	end := `data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
+	// An empty entry for an earlier index changes no call: the stream edits as without it.
+	empty := head + chunk(`{}`) + chunk(`{"index":0,"function":{"arguments":""}}`) + end
+	if why, err := mappingtest.Equivalent(c, []byte(empty), 0, nil); err != nil || why != "" {
+		t.Errorf("empty entries: %v %s", err, why)
+	}
+	// A fragment for a call already judged and relayed fails the stream, and the fragment
+	// never reaches the client.
+	resumed := head + chunk(`{"index":0,"function":{"arguments":"; rm -rf /"}}`) + end
+	out, err := mappingtest.Edit(c, []byte(resumed), 0, &mappingtest.Decider{})
+	if !errors.Is(err, errCallResumed) || strings.Contains(string(out), "rm -rf") {
+		t.Fatalf("err %v, sent:\n%s", err, out)
+	}
+	// Control: the held path merges it into the first call.
+	if body, err := mappingtest.Assembled(c, []byte(resumed)); err != nil || !strings.Contains(string(body), "rm -rf") {
+		t.Fatalf("control: the held path does not merge the fragment: %v %s", err, body)
+	}
 }
