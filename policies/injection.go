@@ -2,7 +2,6 @@ package policies
 
 import (
 	"context"
-	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -76,18 +75,6 @@ func NewInjection(cfg InjectionConfig) (*Injection, error) {
 		extra = append(extra, re)
 	}
 	return &Injection{action: action, requests: cfg.Requests, scan: newInjectionScanner(kinds, allow, extra)}, nil
-}
-
-func newInjectionFromJSON(raw json.RawMessage) (ahp.Interceptor, error) {
-	var cfg InjectionConfig
-	if err := decodeConfig(raw, &cfg); err != nil {
-		return nil, withPolicy(PolicyInjection, err)
-	}
-	p, err := NewInjection(cfg)
-	if err != nil {
-		return nil, withPolicy(PolicyInjection, err)
-	}
-	return p, nil
 }
 
 // skipOperatorMessages excludes system and developer messages from a request scan.

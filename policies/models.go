@@ -58,18 +58,6 @@ func NewModels(cfg ModelsConfig) (*Models, error) {
 	return &Models{allow: cfg.Allow, maxTokens: cfg.MaxOutputTokens, requireCap: cfg.RequireMaxTokens}, nil
 }
 
-func newModelsFromJSON(raw json.RawMessage) (ahp.Interceptor, error) {
-	var cfg ModelsConfig
-	if err := decodeConfig(raw, &cfg); err != nil {
-		return nil, withPolicy(PolicyModels, err)
-	}
-	p, err := NewModels(cfg)
-	if err != nil {
-		return nil, withPolicy(PolicyModels, err)
-	}
-	return p, nil
-}
-
 // Intercept implements ahp.Interceptor.
 func (p *Models) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	ev, caps, err := unpack(ctx, req)

@@ -2,7 +2,6 @@ package policies
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -35,6 +34,7 @@ type PIIConfig struct {
 type PII struct {
 	request, response string
 	scan              *piiScanner
+	content           contentPolicy
 }
 
 var _ ahp.Interceptor = (*PII)(nil)
@@ -57,7 +57,15 @@ func NewPII(cfg PIIConfig) (*PII, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PII{request: req, response: resp, scan: newPIIScanner(kinds, allow)}, nil
+	p := &PII{request: req, response: resp, scan: newPIIScanner(kinds, allow)}
+	p.content = contentPolicy{d: p.scan, noun: "personal data", prefix: "hookproxy.pii.", decision: piiDecision,
+		action: func(b boundary) string {
+			if b.dir == dirResponse {
+				return p.response
+			}
+			return p.request
+		}}
+	return p, nil
 }
 
 func piiAction(v, def, path string) (string, error) {
@@ -70,58 +78,9 @@ func piiAction(v, def, path string) (string, error) {
 	return "", configErrorf("%s: must be %q, %q or %q, got %q", path, actionRedact, actionDeny, actionOff, v)
 }
 
-func newPIIFromJSON(raw json.RawMessage) (ahp.Interceptor, error) {
-	var cfg PIIConfig
-	if err := decodeConfig(raw, &cfg); err != nil {
-		return nil, withPolicy(PolicyPII, err)
-	}
-	p, err := NewPII(cfg)
-	if err != nil {
-		return nil, withPolicy(PolicyPII, err)
-	}
-	return p, nil
-}
-
 // Intercept implements ahp.Interceptor.
 func (p *PII) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
-	ev, caps, err := unpack(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	b, ok := boundaryOf(ev.Type)
-	if !ok {
-		return results(), nil
-	}
-	action := p.request
-	if b.dir == dirResponse {
-		action = p.response
-	}
-	if action == actionOff {
-		return results(), nil
-	}
-	if b.list {
-		// The request's params (tool descriptions, metadata, ...): params.go.
-		var ext map[string]json.RawMessage
-		if ev.Type == ahp.EventModelRequestBefore {
-			var refuse *ahp.Effect
-			if refuse, ext = paramsResult(scanParams(ev.Params, p.scan), action, "personal data", "hookproxy.pii.", caps); refuse != nil {
-				return results(*refuse), nil
-			}
-		}
-		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
-		if len(ls.hits) == 0 {
-			return withExtensions(results(), ext), nil
-		}
-		return withExtensions(decideContent(ev, caps, b, p.scan, piiDecision(ev, action, ls.kinds()), &ls, nil), ext), nil
-	}
-	if ev.Tool == nil || len(ev.Tool.Input) == 0 {
-		return results(), nil
-	}
-	is := scanInput(ev.Tool.Input, p.scan, redactPlaceholder)
-	if len(is.kinds) == 0 {
-		return results(), nil
-	}
-	return decideContent(ev, caps, b, p.scan, piiDecision(ev, action, is.kinds), nil, &is), nil
+	return p.content.intercept(ctx, req)
 }
 
 func piiDecision(ev *ahp.Event, action string, kinds []string) contentDecision {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
 )
 
@@ -20,11 +21,27 @@ const (
 )
 
 var factories = map[string]transport.PolicyFactory{
-	PolicySecrets:   newSecretsFromJSON,
-	PolicyPII:       newPIIFromJSON,
-	PolicyTools:     newToolsFromJSON,
-	PolicyModels:    newModelsFromJSON,
-	PolicyInjection: newInjectionFromJSON,
+	PolicySecrets:   factory(PolicySecrets, NewSecrets),
+	PolicyPII:       factory(PolicyPII, NewPII),
+	PolicyTools:     factory(PolicyTools, NewTools),
+	PolicyModels:    factory(PolicyModels, NewModels),
+	PolicyInjection: factory(PolicyInjection, NewInjection),
+}
+
+// factory adapts a policy's constructor to the registration document's in_process config:
+// the config is decoded strictly into C (config.go), and every error names the policy.
+func factory[C any, P ahp.Interceptor](name string, build func(C) (P, error)) transport.PolicyFactory {
+	return func(raw json.RawMessage) (ahp.Interceptor, error) {
+		var cfg C
+		if err := decodeConfig(raw, &cfg); err != nil {
+			return nil, withPolicy(name, err)
+		}
+		p, err := build(cfg)
+		if err != nil {
+			return nil, withPolicy(name, err)
+		}
+		return p, nil
+	}
 }
 
 // Factories returns the built-in policy factories by name, for chain.Options.Policies. The

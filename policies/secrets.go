@@ -2,7 +2,6 @@ package policies
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -57,8 +56,9 @@ const (
 // At model.response.after and turn.finish.before, tool_call parts are not edited: tool
 // arguments are governed at tool.before, where modify(input) applies to them.
 type Secrets struct {
-	action string
-	scan   *secretScanner
+	action  string
+	scan    *secretScanner
+	content contentPolicy
 }
 
 var _ ahp.Interceptor = (*Secrets)(nil)
@@ -95,60 +95,16 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	case minLength < 4 || minLength > 256:
 		return nil, configErrorf("minLength: must be between 4 and 256, got %d", cfg.MinLength)
 	}
-	return &Secrets{action: action, scan: newSecretScanner(kinds, allow, minEntropy, minLength)}, nil
-}
-
-func newSecretsFromJSON(raw json.RawMessage) (ahp.Interceptor, error) {
-	var cfg SecretsConfig
-	if err := decodeConfig(raw, &cfg); err != nil {
-		return nil, withPolicy(PolicySecrets, err)
-	}
-	p, err := NewSecrets(cfg)
-	if err != nil {
-		return nil, withPolicy(PolicySecrets, err)
-	}
+	p := &Secrets{action: action, scan: newSecretScanner(kinds, allow, minEntropy, minLength)}
+	p.content = contentPolicy{d: p.scan, noun: "a credential", prefix: "hookproxy.secrets.", refuseSplit: true,
+		action:   func(boundary) string { return p.action },
+		decision: func(ev *ahp.Event, _ string, kinds []string) contentDecision { return p.decision(ev, kinds) }}
 	return p, nil
 }
 
 // Intercept implements ahp.Interceptor.
 func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
-	ev, caps, err := unpack(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	b, ok := boundaryOf(ev.Type)
-	if !ok {
-		return results(), nil
-	}
-	if b.list {
-		// The request's params (tool descriptions, metadata, ...): params.go.
-		var ext map[string]json.RawMessage
-		if ev.Type == ahp.EventModelRequestBefore {
-			var refuse *ahp.Effect
-			if refuse, ext = paramsResult(scanParams(ev.Params, p.scan), p.action, "a credential", "hookproxy.secrets.", caps); refuse != nil {
-				return results(*refuse), nil
-			}
-		}
-		ls := scanItems(ev.Items, p.scan, responseSkipsToolCalls(b))
-		if len(ls.split) > 0 {
-			reason := "A message contains a credential split across its text parts (" + strings.Join(ls.split, ", ") + ")."
-			if e, ok := block(caps, reason, "hookproxy.secrets."+ls.split[0]); ok {
-				return results(e), nil
-			}
-		}
-		if len(ls.hits) == 0 {
-			return withExtensions(results(), ext), nil
-		}
-		return withExtensions(decideContent(ev, caps, b, p.scan, p.decision(ev, ls.kinds()), &ls, nil), ext), nil
-	}
-	if ev.Tool == nil || len(ev.Tool.Input) == 0 {
-		return results(), nil
-	}
-	is := scanInput(ev.Tool.Input, p.scan, redactPlaceholder)
-	if len(is.kinds) == 0 {
-		return results(), nil
-	}
-	return decideContent(ev, caps, b, p.scan, p.decision(ev, is.kinds), nil, &is), nil
+	return p.content.intercept(ctx, req)
 }
 
 func (p *Secrets) decision(ev *ahp.Event, kinds []string) contentDecision {
@@ -161,16 +117,6 @@ func (p *Secrets) decision(ev *ahp.Event, kinds []string) contentDecision {
 		reason: subjectOf(ev) + " " + noun + " (" + strings.Join(kinds, ", ") + ").",
 		code:   "hookproxy.secrets." + kinds[0],
 	}
-}
-
-// responseSkipsToolCalls leaves tool_call parts of model output alone: tool arguments are
-// edited at tool.before through modify(input), and the mapping layer treats tool calls of a
-// response as governed there.
-func responseSkipsToolCalls(b boundary) partFilter {
-	if b.target != ahp.TargetResponse {
-		return nil
-	}
-	return func(_ *ahp.Message, p *ahp.Part) bool { return p.Category != ahp.CategoryToolCall }
 }
 
 // subjectOf starts a refusal reason with what holds the finding, for example

@@ -167,18 +167,6 @@ func compileToolRule(r ToolRule, where string) (toolRule, error) {
 	return cr, nil
 }
 
-func newToolsFromJSON(raw json.RawMessage) (ahp.Interceptor, error) {
-	var cfg ToolsConfig
-	if err := decodeConfig(raw, &cfg); err != nil {
-		return nil, withPolicy(PolicyTools, err)
-	}
-	p, err := NewTools(cfg)
-	if err != nil {
-		return nil, withPolicy(PolicyTools, err)
-	}
-	return p, nil
-}
-
 // toolInput is the lazily parsed input of one call.
 type toolInput struct {
 	raw     json.RawMessage

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -344,16 +343,7 @@ func (x *exchange) injections(st *chain.Settlement, eventID string) (now, nextTu
 
 // prepareOutbound sets the rendered body on the upstream request (reverse proxy Rewrite).
 func (x *exchange) prepareOutbound(out *http.Request) {
-	body := x.outBody
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
-	out.Header.Del("Content-Length")
-	if x.readsResponse() {
-		// Let the transport negotiate and undo compression, so that the body hookproxy
-		// decodes or taps is the provider's JSON.
-		out.Header.Del("Accept-Encoding")
-	}
+	setOutboundBody(out, x.outBody, x.readsResponse())
 	x.upstreamStart = time.Now()
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -293,10 +292,8 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 			// An accepted edit that cannot be applied must not fall back to the original
 			// arguments: those are exactly what the policy changed.
 			x.h.log.Error("mcp: applying modify(input) failed", zap.Error(err))
-			e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult("hookproxy could not apply a policy edit to the tool arguments."))
-			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
-			x.observeResolved(c, "error", ahp.SkipOther, "policy edit could not be applied",
-				&ahp.ErrorInfo{Message: "a policy edit to the arguments could not be applied", Class: "hookproxy", Code: codeMCPRenderFailed})
+			x.refuseCall(e, ev, st, "hookproxy could not apply a policy edit to the tool arguments.",
+				"policy edit could not be applied", "a policy edit to the arguments could not be applied", codeMCPRenderFailed)
 			return nil
 		}
 		e.raw = out
@@ -304,6 +301,17 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	}
 	x.audit(ev, st, DeliveryIntercept, action, c)
 	return nil
+}
+
+// refuseCall answers a call whose settled decision hookproxy cannot carry out with a
+// denial the client reads (text): it is audited as refused and observed as an error
+// (reason, and detail with code), never forwarded as it was — that is what the policy
+// meant to change.
+func (x *mcpExchange) refuseCall(e *mcpEntry, ev *ahp.Event, st *chain.Settlement, text, reason, detail, code string) {
+	c := e.call
+	e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult(text))
+	x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
+	x.observeResolved(c, "error", ahp.SkipOther, reason, &ahp.ErrorInfo{Message: detail, Class: "hookproxy", Code: code})
 }
 
 // supplied answers a call from a return effect: the server is not called, and the
@@ -315,10 +323,8 @@ func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement)
 		// The engine checks only that the value is JSON; an MCP client could not decode
 		// this one, and forwarding instead would run what the policy meant to replace.
 		x.h.log.Warn("mcp: a supplied tool result is not a CallToolResult", zap.Error(err))
-		e.answer = mcp.ResultResponse(c.call.ID, mcp.DenialResult("hookproxy refused the call: a policy supplied a result that is not an MCP CallToolResult."))
-		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
-		x.observeResolved(c, "error", ahp.SkipOther, "supplied result is not a CallToolResult",
-			&ahp.ErrorInfo{Message: "the supplied result is not an MCP CallToolResult", Class: "hookproxy", Code: codeMCPInvalidReturn})
+		x.refuseCall(e, ev, st, "hookproxy refused the call: a policy supplied a result that is not an MCP CallToolResult.",
+			"supplied result is not a CallToolResult", "the supplied result is not an MCP CallToolResult", codeMCPInvalidReturn)
 		return nil
 	}
 	x.audit(ev, st, DeliveryIntercept, enforcement.Supplied, c)
@@ -417,16 +423,7 @@ func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
 
 // prepareOutbound sets the body that goes upstream (reverse proxy Rewrite).
 func (x *mcpExchange) prepareOutbound(out *http.Request) {
-	body := x.outBody
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
-	out.Header.Del("Content-Length")
-	if x.readsResponse() {
-		// Let the transport negotiate and undo compression, so that the answer hookproxy
-		// reads is the server's JSON.
-		out.Header.Del("Accept-Encoding")
-	}
+	setOutboundBody(out, x.outBody, x.readsResponse())
 }
 
 // readsResponse reports whether the server's answer must be read: results to check, or

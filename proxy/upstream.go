@@ -81,6 +81,20 @@ func (c pooledCopyConn) ReadFrom(r io.Reader) (int64, error) {
 // otherwise call it instead of using the buffer.
 type writerOnly struct{ io.Writer }
 
+// setOutboundBody makes body the upstream request's body (replayable, with its length).
+// When hookproxy reads the answer, the client's Accept-Encoding is dropped so that the
+// transport negotiates and undoes compression itself: what hookproxy decodes, taps or
+// merges is the upstream's JSON.
+func setOutboundBody(out *http.Request, body []byte, readsAnswer bool) {
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.ContentLength = int64(len(body))
+	out.Header.Del("Content-Length")
+	if readsAnswer {
+		out.Header.Del("Accept-Encoding")
+	}
+}
+
 // newReverseProxy builds the route's forwarding engine. Plain and fast-path requests go
 // through it untouched; boundary requests go through it with the exchange in the request
 // context, which supplies the rendered body (rewrite) and holds or taps the response

@@ -67,12 +67,7 @@ func (m *Memory) Load(_ context.Context, scope Scope, ids []string, take ...Defe
 	for _, k := range take {
 		msgs := sc.pending[k]
 		delete(sc.pending, k)
-		switch k {
-		case NextCall:
-			snap.NextCall = msgs
-		case NextTurn:
-			snap.NextTurn = msgs
-		}
+		snap.put(k, msgs)
 	}
 	return snap, nil
 }

@@ -155,12 +155,7 @@ func (r *Redis) Load(ctx context.Context, scope Scope, ids []string, take ...Def
 				msgs = append(msgs, m)
 			}
 		}
-		switch k {
-		case NextCall:
-			snap.NextCall = msgs
-		case NextTurn:
-			snap.NextTurn = msgs
-		}
+		snap.put(k, msgs)
 	}
 	return snap, nil
 }

@@ -55,6 +55,16 @@ type Snapshot struct {
 	NextTurn []ahp.Message // taken, when asked for
 }
 
+// put sets the messages taken from queue k.
+func (s *Snapshot) put(k Deferral, msgs []ahp.Message) {
+	switch k {
+	case NextCall:
+		s.NextCall = msgs
+	case NextTurn:
+		s.NextTurn = msgs
+	}
+}
+
 // Store keeps the conversation state. Implementations are safe for concurrent use and
 // across processes when shared.
 type Store interface {

@@ -492,3 +492,10 @@ func (v *validator) extensions(path string, x any) {
 		}
 	}
 }
+
+// optional runs check on obj's member key, at the member's path, when obj has it.
+func (v *validator) optional(path string, obj map[string]any, key string, check func(path string, x any)) {
+	if x, has := obj[key]; has {
+		check(jsonpath.Member(path, key), x)
+	}
+}

@@ -245,12 +245,8 @@ func (v *validator) manifest(path string, x any) {
 	v.required(path, m, "events", "gaps", "transports", "authentication", "toolPaths", "contentCategories",
 		"limits", "managedPolicy", "correlationIdentityFields")
 	v.forbidden(path, m, "in a manifest (discovery is not an identity assertion)", "identity")
-	if e, has := m["events"]; has {
-		v.manifestEvents(jsonpath.Member(path, "events"), e)
-	}
-	if g, has := m["gaps"]; has {
-		v.gaps(jsonpath.Member(path, "gaps"), g, false)
-	}
+	v.optional(path, m, "events", func(at string, y any) { v.manifestEvents(at, y) })
+	v.optional(path, m, "gaps", func(at string, y any) { v.gaps(at, y, false) })
 	enumSet := func(key string, values ...string) {
 		x, has := m[key]
 		if !has {

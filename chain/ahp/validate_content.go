@@ -25,20 +25,14 @@ func (v *validator) message(path string, x any, role string) {
 	}
 	v.required(path, m, "id", "role", "parts")
 	v.closed(path, m, "id", "role", "parts", "synthesized")
-	if id, has := m["id"]; has {
-		v.str(jsonpath.Member(path, "id"), id, 1)
-	}
+	v.optional(path, m, "id", func(at string, y any) { v.str(at, y, 1) })
 	if r, has := m["role"]; has {
 		if got, ok := v.enum(jsonpath.Member(path, "role"), r, roles...); ok && role != "" && got != role {
 			v.failf(jsonpath.Member(path, "role"), "must be %q in this slot, not %q", role, got)
 		}
 	}
-	if s, has := m["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), s)
-	}
-	if p, has := m["parts"]; has {
-		v.parts(jsonpath.Member(path, "parts"), p, false)
-	}
+	v.optional(path, m, "synthesized", func(at string, y any) { v.boolean(at, y) })
+	v.optional(path, m, "parts", func(at string, y any) { v.parts(at, y, false) })
 }
 
 // messages checks a list of canonical messages.
@@ -97,12 +91,8 @@ func (v *validator) part(path string, x any, textOnly bool) {
 	} else if mt, ok := v.str(mpath, p["mediaType"], 1); ok && reTextOrJSONMediaType.MatchString(mt) {
 		v.failf(mpath, "%q is not allowed as an attachment media type (text and JSON are inline text parts)", mt)
 	}
-	if c, has := p["category"]; has {
-		v.str(jsonpath.Member(path, "category"), c, 1)
-	}
-	if s, has := p["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), s)
-	}
+	v.optional(path, p, "category", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, p, "synthesized", func(at string, y any) { v.boolean(at, y) })
 	_, hasGap := p["gap"]
 	switch {
 	case sel == SelectionBody && hasGap:
@@ -181,12 +171,8 @@ func (v *validator) gap(path string, x any) {
 	}
 	v.required(path, g, "reason")
 	v.closed(path, g, "reason", "path")
-	if r, has := g["reason"]; has {
-		v.str(jsonpath.Member(path, "reason"), r, 1)
-	}
-	if p, has := g["path"]; has {
-		v.str(jsonpath.Member(path, "path"), p, 1)
-	}
+	v.optional(path, g, "reason", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, g, "path", func(at string, y any) { v.str(at, y, 1) })
 }
 
 // contentReference checks an attachment body {ref}: opaque, receiver-allocated, closed.

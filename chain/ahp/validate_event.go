@@ -301,9 +301,7 @@ var eventRules = map[string]*eventRule{
 						if m, ok := v.object(ip, e); ok {
 							v.required(ip, m, "id")
 							v.closed(ip, m, "id")
-							if id, has := m["id"]; has {
-								v.str(jsonpath.Member(ip, "id"), id, 1)
-							}
+							v.optional(ip, m, "id", func(at string, y any) { v.str(at, y, 1) })
 						}
 					}
 				}
@@ -363,32 +361,18 @@ func (v *validator) event(path string, x any) (typ, id string) {
 	if x, has := ev["id"]; has {
 		id, _ = v.str(jsonpath.Member(path, "id"), x, 1)
 	}
-	if x, has := ev["source"]; has {
-		v.uri(jsonpath.Member(path, "source"), x)
-	}
-	if x, has := ev["time"]; has {
-		v.dateTime(jsonpath.Member(path, "time"), x)
-	}
-	if x, has := ev["session"]; has {
-		v.session(jsonpath.Member(path, "session"), x)
-	}
+	v.optional(path, ev, "source", func(at string, y any) { v.uri(at, y) })
+	v.optional(path, ev, "time", func(at string, y any) { v.dateTime(at, y) })
+	v.optional(path, ev, "session", func(at string, y any) { v.session(at, y) })
 	if x, has := ev["parentEventId"]; has {
 		// Omit a parent that is unknown; an empty one is not a parent.
 		v.str(jsonpath.Member(path, "parentEventId"), x, 1)
 	}
-	if x, has := ev["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), x)
-	}
-	if x, has := ev["extensions"]; has {
-		v.extensions(jsonpath.Member(path, "extensions"), x)
-	}
-	if x, has := ev["gaps"]; has {
-		v.gaps(jsonpath.Member(path, "gaps"), x, false)
-	}
+	v.optional(path, ev, "synthesized", func(at string, y any) { v.boolean(at, y) })
+	v.optional(path, ev, "extensions", func(at string, y any) { v.extensions(at, y) })
+	v.optional(path, ev, "gaps", func(at string, y any) { v.gaps(at, y, false) })
 	rule := eventRules[typ]
-	if x, has := ev["turn"]; has {
-		v.identity(jsonpath.Member(path, "turn"), x, rule != nil && rule.closedTurn)
-	}
+	v.optional(path, ev, "turn", func(at string, y any) { v.identity(at, y, rule != nil && rule.closedTurn) })
 	if rule == nil {
 		return typ, id
 	}
@@ -419,9 +403,7 @@ func (v *validator) session(path string, x any) {
 		return
 	}
 	v.required(path, s, "id")
-	if x, has := s["id"]; has {
-		v.str(jsonpath.Member(path, "id"), x, 1)
-	}
+	v.optional(path, s, "id", func(at string, y any) { v.str(at, y, 1) })
 	v.strMembers(path, s, 0, "cwd", "model")
 	if x, has := s["workspaceRoots"]; has {
 		if arr, ok := v.array(jsonpath.Member(path, "workspaceRoots"), x); ok {
@@ -434,17 +416,11 @@ func (v *validator) session(path string, x any) {
 		ap := jsonpath.Member(path, "agent")
 		if a, ok := v.object(ap, x); ok {
 			v.required(ap, a, "id")
-			if id, has := a["id"]; has {
-				v.str(jsonpath.Member(ap, "id"), id, 1)
-			}
-			if t, has := a["type"]; has {
-				v.str(jsonpath.Member(ap, "type"), t, 0)
-			}
+			v.optional(ap, a, "id", func(at string, y any) { v.str(at, y, 1) })
+			v.optional(ap, a, "type", func(at string, y any) { v.str(at, y, 0) })
 		}
 	}
-	if x, has := s["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), x)
-	}
+	v.optional(path, s, "synthesized", func(at string, y any) { v.boolean(at, y) })
 }
 
 // identity checks an identity object {id, synthesized?}: call, resumedFrom, item,
@@ -459,12 +435,8 @@ func (v *validator) identity(path string, x any, closed bool) {
 	if closed {
 		v.closed(path, m, "id", "synthesized")
 	}
-	if id, has := m["id"]; has {
-		v.str(jsonpath.Member(path, "id"), id, 1)
-	}
-	if s, has := m["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), s)
-	}
+	v.optional(path, m, "id", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "synthesized", func(at string, y any) { v.boolean(at, y) })
 }
 
 // gaps checks a gap list {path, reason}; closed inside MCP connections.
@@ -489,9 +461,7 @@ func (v *validator) gaps(path string, x any, closed bool) []string {
 				paths = append(paths, s)
 			}
 		}
-		if r, has := g["reason"]; has {
-			v.str(jsonpath.Member(ip, "reason"), r, 1)
-		}
+		v.optional(ip, g, "reason", func(at string, y any) { v.str(at, y, 1) })
 	}
 	return paths
 }
@@ -503,15 +473,9 @@ func (v *validator) attempt(path string, x any) {
 	}
 	v.required(path, m, "id", "number")
 	v.closed(path, m, "id", "number", "synthesized")
-	if id, has := m["id"]; has {
-		v.str(jsonpath.Member(path, "id"), id, 1)
-	}
-	if n, has := m["number"]; has {
-		v.integer(jsonpath.Member(path, "number"), n, 1)
-	}
-	if s, has := m["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), s)
-	}
+	v.optional(path, m, "id", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "number", func(at string, y any) { v.integer(at, y, 1) })
+	v.optional(path, m, "synthesized", func(at string, y any) { v.boolean(at, y) })
 }
 
 // execution checks {status: executed} or {status: skipped, reason, detail?} (detail never
@@ -544,9 +508,7 @@ func (v *validator) execution(path string, x any) {
 		return
 	}
 	v.closed(path, m, "status", "reason", "detail")
-	if d, has := m["detail"]; has {
-		v.str(jsonpath.Member(path, "detail"), d, 1)
-	}
+	v.optional(path, m, "detail", func(at string, y any) { v.str(at, y, 1) })
 }
 
 // executionOf returns the execution status and reason of an event, "" when absent.
@@ -611,9 +573,7 @@ func (v *validator) usage(path string, x any, turn bool) {
 			v.constant(jsonpath.Member(path, "scope"), s, "attempt")
 		}
 	}
-	if c, has := m["completeness"]; has {
-		v.enum(jsonpath.Member(path, "completeness"), c, "complete", "partial", "unknown")
-	}
+	v.optional(path, m, "completeness", func(at string, y any) { v.enum(at, y, "complete", "partial", "unknown") })
 	if p, has := m["provenance"]; has {
 		if turn {
 			v.enum(jsonpath.Member(path, "provenance"), p, "provider", "estimate", "mixed")
@@ -631,17 +591,13 @@ func (v *validator) usage(path string, x any, turn bool) {
 		if cost, ok := v.object(cp, c); ok {
 			v.required(cp, cost, "amount", "currency", "basis")
 			v.closed(cp, cost, "amount", "currency", "basis")
-			if a, has := cost["amount"]; has {
-				v.nonNegative(jsonpath.Member(cp, "amount"), a)
-			}
+			v.optional(cp, cost, "amount", func(at string, y any) { v.nonNegative(at, y) })
 			if cur, has := cost["currency"]; has {
 				if s, ok := v.str(jsonpath.Member(cp, "currency"), cur, 0); ok && !reCurrency.MatchString(s) {
 					v.failf(jsonpath.Member(cp, "currency"), "must be an ISO 4217 code such as USD")
 				}
 			}
-			if b, has := cost["basis"]; has {
-				v.enum(jsonpath.Member(cp, "basis"), b, "billed", "reported", "estimated")
-			}
+			v.optional(cp, cost, "basis", func(at string, y any) { v.enum(at, y, "billed", "reported", "estimated") })
 		}
 	}
 }
@@ -674,12 +630,8 @@ func (v *validator) tool(path string, x any) {
 	}
 	v.required(path, m, "name", "input", "origin")
 	v.closed(path, m, "name", "kind", "input", "origin", "mcp")
-	if n, has := m["name"]; has {
-		v.str(jsonpath.Member(path, "name"), n, 1)
-	}
-	if k, has := m["kind"]; has {
-		v.str(jsonpath.Member(path, "kind"), k, 1)
-	}
+	v.optional(path, m, "name", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "kind", func(at string, y any) { v.str(at, y, 1) })
 	if in, has := m["input"]; has {
 		if _, isObj := in.(map[string]any); !isObj {
 			v.failf(jsonpath.Member(path, "input"), "must be a JSON object, not %s (structured input is never a JSON-encoded string)", jsonpath.TypeName(in))
@@ -716,15 +668,9 @@ func (v *validator) mcp(path string, x any) {
 			v.strMembers(sp, srv, 1, "id", "name")
 		}
 	}
-	if t, has := m["toolName"]; has {
-		v.str(jsonpath.Member(path, "toolName"), t, 1)
-	}
-	if p, has := m["provenance"]; has {
-		v.enum(jsonpath.Member(path, "provenance"), p, "runtime", "inferred")
-	}
-	if c, has := m["connection"]; has {
-		v.connection(jsonpath.Member(path, "connection"), c)
-	}
+	v.optional(path, m, "toolName", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "provenance", func(at string, y any) { v.enum(at, y, "runtime", "inferred") })
+	v.optional(path, m, "connection", func(at string, y any) { v.connection(at, y) })
 }
 
 // connection checks an MCP connection descriptor: every location member is either present
@@ -768,12 +714,8 @@ func (v *validator) connection(path string, x any) {
 		locate("url")
 	case t == "stdio":
 		v.closed(path, m, "transport", "command", "args", "cwd", "gaps")
-		if c, has := m["command"]; has {
-			v.str(jsonpath.Member(path, "command"), c, 1)
-		}
-		if c, has := m["cwd"]; has {
-			v.str(jsonpath.Member(path, "cwd"), c, 1)
-		}
+		v.optional(path, m, "command", func(at string, y any) { v.str(at, y, 1) })
+		v.optional(path, m, "cwd", func(at string, y any) { v.str(at, y, 1) })
 		if a, has := m["args"]; has {
 			if arr, ok := v.array(jsonpath.Member(path, "args"), a); ok {
 				for i, e := range arr {
@@ -804,15 +746,9 @@ func (v *validator) batch(path string, x any) {
 	}
 	v.required(path, m, "id", "callIds")
 	v.closed(path, m, "id", "callIds", "synthesized")
-	if id, has := m["id"]; has {
-		v.str(jsonpath.Member(path, "id"), id, 1)
-	}
-	if c, has := m["callIds"]; has {
-		v.uniqueStrings(jsonpath.Member(path, "callIds"), c, 1, 1)
-	}
-	if s, has := m["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), s)
-	}
+	v.optional(path, m, "id", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "callIds", func(at string, y any) { v.uniqueStrings(at, y, 1, 1) })
+	v.optional(path, m, "synthesized", func(at string, y any) { v.boolean(at, y) })
 }
 
 func (v *validator) batchCalls(path string, x any) {
@@ -939,20 +875,14 @@ func (v *validator) task(path string, x any) {
 	}
 	v.required(path, m, "id", "operation", "change")
 	v.closed(path, m, "id", "operation", "change", "prior", "synthesized")
-	if id, has := m["id"]; has {
-		v.str(jsonpath.Member(path, "id"), id, 1)
-	}
-	if o, has := m["operation"]; has {
-		v.enum(jsonpath.Member(path, "operation"), o, "create", "update", "remove")
-	}
+	v.optional(path, m, "id", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "operation", func(at string, y any) { v.enum(at, y, "create", "update", "remove") })
 	for _, k := range []string{"change", "prior"} {
 		if c, has := m[k]; has {
 			v.object(jsonpath.Member(path, k), c)
 		}
 	}
-	if s, has := m["synthesized"]; has {
-		v.boolean(jsonpath.Member(path, "synthesized"), s)
-	}
+	v.optional(path, m, "synthesized", func(at string, y any) { v.boolean(at, y) })
 }
 
 func (v *validator) workspace(path string, x any) {
@@ -962,9 +892,7 @@ func (v *validator) workspace(path string, x any) {
 	}
 	v.required(path, m, "kind", "change")
 	v.closed(path, m, "kind", "change", "prior", "reason")
-	if k, has := m["kind"]; has {
-		v.enum(jsonpath.Member(path, "kind"), k, "cwd", "roots", "switch")
-	}
+	v.optional(path, m, "kind", func(at string, y any) { v.enum(at, y, "cwd", "roots", "switch") })
 	for _, k := range []string{"change", "prior"} {
 		c, has := m[k]
 		if !has {
@@ -979,16 +907,10 @@ func (v *validator) workspace(path string, x any) {
 			v.failf(cp, "must name cwd or workspaceRoots")
 		}
 		v.closed(cp, wc, "cwd", "workspaceRoots")
-		if d, has := wc["cwd"]; has {
-			v.str(jsonpath.Member(cp, "cwd"), d, 1)
-		}
-		if r, has := wc["workspaceRoots"]; has {
-			v.uniqueStrings(jsonpath.Member(cp, "workspaceRoots"), r, 0, 1)
-		}
+		v.optional(cp, wc, "cwd", func(at string, y any) { v.str(at, y, 1) })
+		v.optional(cp, wc, "workspaceRoots", func(at string, y any) { v.uniqueStrings(at, y, 0, 1) })
 	}
-	if r, has := m["reason"]; has {
-		v.str(jsonpath.Member(path, "reason"), r, 0)
-	}
+	v.optional(path, m, "reason", func(at string, y any) { v.str(at, y, 0) })
 }
 
 func (v *validator) fileChanged(path string, x any) {
@@ -1007,15 +929,9 @@ func (v *validator) fileChanged(path string, x any) {
 		}
 		v.required(ip, m, "path", "operation", "agentCaused")
 		v.closed(ip, m, "path", "operation", "agentCaused", "before", "after")
-		if p, has := m["path"]; has {
-			v.str(jsonpath.Member(ip, "path"), p, 1)
-		}
-		if o, has := m["operation"]; has {
-			v.enum(jsonpath.Member(ip, "operation"), o, "create", "update", "remove")
-		}
-		if a, has := m["agentCaused"]; has {
-			v.boolean(jsonpath.Member(ip, "agentCaused"), a)
-		}
+		v.optional(ip, m, "path", func(at string, y any) { v.str(at, y, 1) })
+		v.optional(ip, m, "operation", func(at string, y any) { v.enum(at, y, "create", "update", "remove") })
+		v.optional(ip, m, "agentCaused", func(at string, y any) { v.boolean(at, y) })
 		for _, k := range []string{"before", "after"} {
 			if p, has := m[k]; has {
 				v.part(jsonpath.Member(ip, k), p, false)
@@ -1031,9 +947,7 @@ func (v *validator) attention(path string, x any) {
 	}
 	v.required(path, m, "kind", "message", "title")
 	v.closed(path, m, "kind", "message", "title")
-	if k, has := m["kind"]; has {
-		v.str(jsonpath.Member(path, "kind"), k, 1)
-	}
+	v.optional(path, m, "kind", func(at string, y any) { v.str(at, y, 1) })
 	for _, k := range []string{"message", "title"} {
 		if p, has := m[k]; has {
 			v.parts(jsonpath.Member(path, k), p, true)
@@ -1055,12 +969,8 @@ func (v *validator) elicitation(path string, x any, result bool) {
 		v.required(path, m, "server", "mode")
 		v.closed(path, m, "server", "mode", "request")
 	}
-	if s, has := m["server"]; has {
-		v.str(jsonpath.Member(path, "server"), s, 1)
-	}
-	if md, has := m["mode"]; has {
-		v.enum(jsonpath.Member(path, "mode"), md, "form", "url")
-	}
+	v.optional(path, m, "server", func(at string, y any) { v.str(at, y, 1) })
+	v.optional(path, m, "mode", func(at string, y any) { v.enum(at, y, "form", "url") })
 	if a, has := m["action"]; has && result {
 		v.enum(jsonpath.Member(path, "action"), a, "accept", "decline", "cancel")
 	}
@@ -1088,9 +998,7 @@ func (v *validator) userMessage(path string, x any, inbound bool) {
 		v.closed(path, m, "channel", "messages")
 	}
 	v.strMembers(path, m, 1, "channel", "sender")
-	if msgs, has := m["messages"]; has {
-		v.messages(jsonpath.Member(path, "messages"), msgs, role)
-	}
+	v.optional(path, m, "messages", func(at string, y any) { v.messages(at, y, role) })
 }
 
 func (v *validator) failure(path string, x any) {
@@ -1101,7 +1009,5 @@ func (v *validator) failure(path string, x any) {
 	v.required(path, m, "backendId", "reason", "policy")
 	v.closed(path, m, "backendId", "reason", "policy")
 	v.strMembers(path, m, 1, "backendId", "reason")
-	if p, has := m["policy"]; has {
-		v.enum(jsonpath.Member(path, "policy"), p, "fail-open", "fail-closed")
-	}
+	v.optional(path, m, "policy", func(at string, y any) { v.enum(at, y, "fail-open", "fail-closed") })
 }

@@ -185,15 +185,9 @@ func (v *validator) interceptParams(path string, params map[string]any) string {
 			typ = ""
 		}
 	}
-	if c, has := params["capabilities"]; has {
-		v.capabilities(jsonpath.Member(path, "capabilities"), c, typ)
-	}
-	if s, has := params["state"]; has {
-		v.state(jsonpath.Member(path, "state"), s)
-	}
-	if e, has := params["extensions"]; has {
-		v.extensions(jsonpath.Member(path, "extensions"), e)
-	}
+	v.optional(path, params, "capabilities", func(at string, y any) { v.capabilities(at, y, typ) })
+	v.optional(path, params, "state", func(at string, y any) { v.state(at, y) })
+	v.optional(path, params, "extensions", func(at string, y any) { v.extensions(at, y) })
 	return id
 }
 
@@ -205,21 +199,15 @@ func (v *validator) state(path string, x any) {
 		return
 	}
 	v.required(path, s, "permission", "candidate")
-	if p, has := s["permission"]; has {
-		v.enum(jsonpath.Member(path, "permission"), p, PermissionNone, PermissionAllow, PermissionAsk, PermissionDeny)
-	}
+	v.optional(path, s, "permission", func(at string, y any) { v.enum(at, y, PermissionNone, PermissionAllow, PermissionAsk, PermissionDeny) })
 	if c, has := s["candidate"]; has && c != nil {
 		cp := jsonpath.Member(path, "candidate")
 		if cand, ok := v.object(cp, c); ok {
 			v.required(cp, cand, "value")
-			if pv, has := cand["provenance"]; has {
-				v.object(jsonpath.Member(cp, "provenance"), pv)
-			}
+			v.optional(cp, cand, "provenance", func(at string, y any) { v.object(at, y) })
 		}
 	}
-	if f, has := s["flow"]; has {
-		v.enum(jsonpath.Member(path, "flow"), f, FlowNone, FlowStop, FlowContinue)
-	}
+	v.optional(path, s, "flow", func(at string, y any) { v.enum(at, y, FlowNone, FlowStop, FlowContinue) })
 	if in, has := s["instructions"]; has {
 		ip := jsonpath.Member(path, "instructions")
 		if arr, ok := v.array(ip, in); ok {
@@ -228,9 +216,7 @@ func (v *validator) state(path string, x any) {
 			}
 		}
 	}
-	if inj, has := s["injections"]; has {
-		v.array(jsonpath.Member(path, "injections"), inj)
-	}
+	v.optional(path, s, "injections", func(at string, y any) { v.array(at, y) })
 }
 
 func (v *validator) rpcResponse(msg map[string]any) {

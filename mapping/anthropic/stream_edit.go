@@ -26,7 +26,6 @@ func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mappi
 	e := &editor{m: m, out: out, d: d, settle: mapping.CallSettler{D: d}}
 	e.Name = "anthropic: stream"
 	e.SSE.Dispatch = e.event
-	e.SSE.MaxEvent = 16 << 20
 	return e
 }
 
@@ -44,8 +43,7 @@ type editor struct {
 	settle  mapping.CallSettler
 	notes   []string
 	open    map[int]*heldCall // tool_use blocks not stopped yet, by upstream index
-	queue   []editItem
-	held    int
+	queue   mapping.HoldQueue[editItem]
 	// lastText: the last block the client received is a text block (a note after it
 	// starts on a new paragraph, as EncodeResponse renders it).
 	lastText bool
@@ -89,7 +87,7 @@ func (e *editor) Fail(errType, code, message string) error {
 	return err
 }
 
-func (e *editor) Held() int { return e.held + e.SSE.Buffered() }
+func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
 
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
 	if e.Done {
@@ -145,12 +143,11 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		if cb.Get("type").String() == blockToolUse {
 			c := &heldCall{index: it.index, blk: streamBlock{raw: strings.Clone(cb.Raw), typ: blockToolUse}}
 			c.size = len(cb.Raw)
-			e.held += c.size
 			if e.open == nil {
 				e.open = map[int]*heldCall{}
 			}
 			e.open[c.index] = c
-			e.queue = append(e.queue, editItem{call: c, index: -1})
+			e.queue.Push(editItem{call: c, index: -1}, c.size)
 			return nil
 		}
 		return e.emit(it)
@@ -165,7 +162,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	case "message_stop":
 		// Blocks never stopped are finished here, as the assembler finishes them, in
 		// stream order (flush decides them as they reach the front of the queue).
-		for _, q := range e.queue {
+		for _, q := range e.queue.Entries() {
 			if q.call != nil && !q.call.complete {
 				if err := e.finishCall(q.call); err != nil {
 					return err
@@ -200,7 +197,7 @@ func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
 	c.blk.partial.WriteString(frag)
 	c.blk.sawInput = true
 	c.size += len(frag)
-	e.held += len(frag)
+	e.queue.Grow(len(frag))
 	return nil
 }
 
@@ -227,51 +224,31 @@ func (e *editor) endWith(raw []byte) error {
 
 // emit writes an event now, or queues it behind an undecided call.
 func (e *editor) emit(it editItem) error {
-	if len(e.queue) == 0 {
+	if e.queue.Len() == 0 {
 		return e.render(it)
 	}
-	it.raw = append([]byte(nil), it.raw...)
-	it.data = append([]byte(nil), it.data...)
-	it.name = strings.Clone(it.name)
-	e.held += len(it.raw) + len(it.data)
-	e.queue = append(e.queue, it)
+	// The splitter reuses its buffers: a queued event keeps its own bytes.
+	it.raw, it.data, it.name = bytes.Clone(it.raw), bytes.Clone(it.data), strings.Clone(it.name)
+	e.queue.Push(it, len(it.raw)+len(it.data))
 	return nil
 }
 
+// flush renders the queue up to the first call not yet complete, deciding each complete
+// call as it reaches the front (stream order).
 func (e *editor) flush() error {
-	for len(e.queue) > 0 {
-		it := e.queue[0]
-		if it.call != nil {
-			if !it.call.complete {
-				return nil
-			}
-			if err := e.decide(it.call); err != nil {
-				return err
-			}
-			e.held -= it.call.size
-		} else {
-			if err := e.render(it); err != nil {
-				return err
-			}
-			e.held -= len(it.raw) + len(it.data)
+	return e.queue.Drain(func(it editItem) (int, bool, error) {
+		if it.call == nil {
+			return len(it.raw) + len(it.data), true, e.render(it)
 		}
-		e.queue[0] = editItem{}
-		e.queue = e.queue[1:]
-	}
-	e.queue = nil
-	return nil
+		if !it.call.complete {
+			return 0, false, nil
+		}
+		return it.call.size, true, e.decide(it.call)
+	})
 }
 
 // clientIndex is where upstream block i is in the client's stream.
-func (e *editor) clientIndex(i int) int {
-	n := 0
-	for _, r := range e.removed {
-		if r < i {
-			n++
-		}
-	}
-	return i - n
-}
+func (e *editor) clientIndex(i int) int { return mapping.ShiftIndex(e.removed, i) }
 
 func (e *editor) writeEvent(name, data string) error {
 	_, err := io.WriteString(e.out, "event: "+name+"\ndata: "+data+"\n\n")

@@ -25,7 +25,6 @@ func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) map
 	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{}, openHosted: -1}
 	e.Name = "gemini stream"
 	e.SSE.Dispatch = e.event
-	e.SSE.MaxEvent = 16 << 20
 	return e
 }
 

@@ -24,9 +24,7 @@ const (
 // NewAssembler implements mapping.Translator.
 func (c *Chat) NewAssembler() mapping.Assembler {
 	a := &chatAssembler{}
-	a.sse.Dispatch = a.event
-	// Chat chunks are small deltas; a line or event beyond this is a broken upstream.
-	a.sse.MaxEvent = 16 << 20
+	a.sse.Dispatch = a.event // one event is bounded by the splitter's default (16 MiB)
 	return a
 }
 
@@ -381,35 +379,13 @@ func (c *choiceAcc) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, `{"id":`...)
-			b = mapping.AppendQuote(b, t.id)
-			typ := t.typ
-			if typ == "" {
-				typ = "function"
-			}
-			b = append(b, `,"type":`...)
-			b = mapping.AppendQuote(b, typ)
-			if typ == "custom" {
-				b = append(b, `,"custom":{"name":`...)
-				b = mapping.AppendQuote(b, t.name.String())
-				b = append(b, `,"input":`...)
-				b = mapping.AppendQuote(b, t.customInput.String())
-			} else {
-				b = append(b, `,"function":{"name":`...)
-				b = mapping.AppendQuote(b, t.name.String())
-				b = append(b, `,"arguments":`...)
-				b = mapping.AppendQuote(b, t.args.String())
-			}
-			b = append(b, "}}"...)
+			b = appendToolCall(b, t.id, t.typ, t.name.String(), t.args.String(), t.customInput.String())
 		}
 		b = append(b, ']')
 	}
 	if c.legacy != nil {
-		b = append(b, `,"function_call":{"name":`...)
-		b = mapping.AppendQuote(b, c.legacy.name.String())
-		b = append(b, `,"arguments":`...)
-		b = mapping.AppendQuote(b, c.legacy.args.String())
-		b = append(b, '}')
+		b = append(b, `,"function_call":`...)
+		b = appendFunctionCall(b, c.legacy.name.String(), c.legacy.args.String())
 	}
 	b = append(b, `},"logprobs":`...)
 	if c.logprobs == nil {
@@ -615,4 +591,37 @@ func argumentsString(v gjson.Result) string {
 		return mapping.CompactJSON(v.Raw)
 	}
 	return v.String()
+}
+
+// appendToolCall appends one tool_calls entry of an assembled message: a function call
+// (the type when typ is empty, as the SDKs read it) or a custom tool's call.
+func appendToolCall(b []byte, id, typ, name, args, customInput string) []byte {
+	if typ == "" {
+		typ = "function"
+	}
+	b = append(b, `{"id":`...)
+	b = mapping.AppendQuote(b, id)
+	b = append(b, `,"type":`...)
+	b = mapping.AppendQuote(b, typ)
+	if typ == "custom" {
+		b = append(b, `,"custom":{"name":`...)
+		b = mapping.AppendQuote(b, name)
+		b = append(b, `,"input":`...)
+		b = mapping.AppendQuote(b, customInput)
+	} else {
+		b = append(b, `,"function":{"name":`...)
+		b = mapping.AppendQuote(b, name)
+		b = append(b, `,"arguments":`...)
+		b = mapping.AppendQuote(b, args)
+	}
+	return append(b, "}}"...)
+}
+
+// appendFunctionCall appends a legacy function_call object.
+func appendFunctionCall(b []byte, name, args string) []byte {
+	b = append(b, `{"name":`...)
+	b = mapping.AppendQuote(b, name)
+	b = append(b, `,"arguments":`...)
+	b = mapping.AppendQuote(b, args)
+	return append(b, '}')
 }

@@ -35,7 +35,6 @@ func (c *Chat) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.S
 	e := &chatEditor{c: c, out: out, d: d, choices: map[int]*editChoice{}, settle: mapping.CallSettler{D: d}}
 	e.Name = "openai chat stream"
 	e.SSE.Dispatch = e.event
-	e.SSE.MaxEvent = 16 << 20
 	return e
 }
 
@@ -47,9 +46,8 @@ type chatEditor struct {
 
 	head    []byte
 	choices map[int]*editChoice
-	queue   []editItem // what waits behind an undecided call, in stream order
-	held    int        // bytes in queue and in open calls
-	calls   int        // calls seen (StreamCall.Index)
+	queue   mapping.HoldQueue[editItem] // what waits behind an undecided call; with the open calls' bytes
+	calls   int                         // calls seen (StreamCall.Index)
 	settle  mapping.CallSettler
 }
 
@@ -155,7 +153,7 @@ func (e *chatEditor) writeNotes(c *editChoice, afterText bool) error {
 }
 
 func (e *chatEditor) allFinished() bool {
-	for _, it := range e.queue {
+	for _, it := range e.queue.Entries() {
 		if it.call != nil && !it.call.complete {
 			return false
 		}
@@ -174,7 +172,7 @@ func (e *chatEditor) Fail(errType, code, message string) error {
 	return err
 }
 
-func (e *chatEditor) Held() int { return e.held + e.SSE.Buffered() }
+func (e *chatEditor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
 
 // event handles one SSE block.
 func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) error {
@@ -461,7 +459,7 @@ func (e *chatEditor) toolDeltas(c *editChoice, tcs, fc gjson.Result) ([]*editCal
 func (e *chatEditor) grow(t *editCall, b *strings.Builder, s string) {
 	b.WriteString(s)
 	t.size += len(s)
-	e.held += len(s)
+	e.queue.Grow(len(s))
 }
 
 // completeAll marks every open call complete (the stream's end).
@@ -500,19 +498,21 @@ func toolDeltaEmpty(tc gjson.Result) bool {
 
 // emit relays raw now, or queues it behind an undecided call.
 func (e *chatEditor) emit(raw []byte) error {
-	if len(e.queue) == 0 {
+	if e.queue.Len() == 0 {
 		return e.write(raw)
 	}
 	e.enqueue(editItem{raw: append([]byte(nil), raw...)})
 	return nil
 }
 
-func (e *chatEditor) enqueue(it editItem) {
-	e.held += len(it.raw)
+func (e *chatEditor) enqueue(it editItem) { e.queue.Push(it, it.size()) }
+
+// size is what the entry holds, but a call's bytes: those are counted as they come (grow).
+func (it editItem) size() int {
 	if it.finish != nil {
-		e.held += len(it.finish.raw) + len(it.finish.block)
+		return len(it.raw) + len(it.finish.raw) + len(it.finish.block)
 	}
-	e.queue = append(e.queue, it)
+	return len(it.raw)
 }
 
 func (e *chatEditor) write(b []byte) error {
@@ -523,65 +523,26 @@ func (e *chatEditor) write(b []byte) error {
 // flush writes the queue up to the first call that is not complete, deciding each
 // complete call as it reaches the front (stream order).
 func (e *chatEditor) flush() error {
-	for len(e.queue) > 0 {
-		it := e.queue[0]
+	return e.queue.Drain(func(it editItem) (int, bool, error) {
 		switch {
-		case it.call != nil:
-			if !it.call.complete {
-				return nil
-			}
-			if err := e.decide(it.call); err != nil {
-				return err
-			}
-			e.held -= it.call.size
-		case it.finish != nil:
-			if err := e.writeFinish(it.finish); err != nil {
-				return err
-			}
-			e.held -= len(it.finish.raw) + len(it.finish.block)
-		default:
-			if err := e.write(it.raw); err != nil {
-				return err
-			}
-			e.held -= len(it.raw)
+		case it.call == nil && it.finish == nil:
+			return it.size(), true, e.write(it.raw)
+		case it.call == nil:
+			return it.size(), true, e.writeFinish(it.finish)
+		case !it.call.complete:
+			return 0, false, nil
 		}
-		e.queue[0] = editItem{}
-		e.queue = e.queue[1:]
-	}
-	e.queue = nil
-	return nil
+		return it.call.size, true, e.decide(it.call)
+	})
 }
 
 // entry is the call as the assembled completion's tool_calls entry (or function_call).
 func (t *editCall) entry() string {
 	b := make([]byte, 0, 64+t.name.Len()+t.args.Len()+t.custom.Len())
 	if t.legacy {
-		b = append(b, `{"name":`...)
-		b = mapping.AppendQuote(b, t.name.String())
-		b = append(b, `,"arguments":`...)
-		b = mapping.AppendQuote(b, t.args.String())
-		return string(append(b, '}'))
+		return string(appendFunctionCall(b, t.name.String(), t.args.String()))
 	}
-	typ := t.typ
-	if typ == "" {
-		typ = "function"
-	}
-	b = append(b, `{"id":`...)
-	b = mapping.AppendQuote(b, t.id)
-	b = append(b, `,"type":`...)
-	b = mapping.AppendQuote(b, typ)
-	if typ == "custom" {
-		b = append(b, `,"custom":{"name":`...)
-		b = mapping.AppendQuote(b, t.name.String())
-		b = append(b, `,"input":`...)
-		b = mapping.AppendQuote(b, t.custom.String())
-	} else {
-		b = append(b, `,"function":{"name":`...)
-		b = mapping.AppendQuote(b, t.name.String())
-		b = append(b, `,"arguments":`...)
-		b = mapping.AppendQuote(b, t.args.String())
-	}
-	return string(append(b, "}}"...))
+	return string(appendToolCall(b, t.id, t.typ, t.name.String(), t.args.String(), t.custom.String()))
 }
 
 // single is a completion holding only the call, which DecodeResponse and EncodeResponse

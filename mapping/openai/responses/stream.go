@@ -393,6 +393,22 @@ func buildParts(m map[int64]*partAcc, skeleton string) string {
 // deltas rather than one very large event.
 const streamPiece = 4096
 
+// appendEvent appends one stream event's JSON: its type, the members kv (name, raw JSON
+// value, ...) in order, and its sequence_number.
+func appendEvent(buf []byte, typ string, seq int64, kv ...string) []byte {
+	buf = append(buf, `{"type":`...)
+	buf = mapping.AppendQuote(buf, typ)
+	for i := 0; i+1 < len(kv); i += 2 {
+		buf = append(buf, ',', '"')
+		buf = append(buf, kv[i]...)
+		buf = append(buf, '"', ':')
+		buf = append(buf, kv[i+1]...)
+	}
+	buf = append(buf, `,"sequence_number":`...)
+	buf = strconv.AppendInt(buf, seq, 10)
+	return append(buf, '}')
+}
+
 // WriteStream implements mapping.Translator: a complete response object as the Responses
 // event stream — response.created and .in_progress (the response without output), per
 // output item: output_item.added, its content parts, text, refusal, summary, argument and
@@ -414,17 +430,7 @@ func (*Translator) WriteStream(w io.Writer, body []byte) error {
 	seq := 0
 	var buf []byte
 	ev := func(typ string, kv ...string) error {
-		buf = append(buf[:0], `{"type":`...)
-		buf = mapping.AppendQuote(buf, typ)
-		for i := 0; i+1 < len(kv); i += 2 {
-			buf = append(buf, ',', '"')
-			buf = append(buf, kv[i]...)
-			buf = append(buf, '"', ':')
-			buf = append(buf, kv[i+1]...)
-		}
-		buf = append(buf, `,"sequence_number":`...)
-		buf = strconv.AppendInt(buf, int64(seq), 10)
-		buf = append(buf, '}')
+		buf = appendEvent(buf[:0], typ, int64(seq), kv...)
 		seq++
 		return sw.NamedEvent(typ, buf)
 	}
@@ -507,20 +513,17 @@ func writeItem(ev func(string, ...string) error, idx string, item gjson.Result) 
 				return err
 			}
 		}
-	case "function_call":
-		args := mapping.Quote(item.Get("arguments").String())
-		if err := ev("response.function_call_arguments.delta", with("delta", args)...); err != nil {
+	case "function_call", "custom_tool_call":
+		field := callTextField(typ)
+		prefix := "response.function_call_arguments"
+		if typ == "custom_tool_call" {
+			prefix = "response.custom_tool_call_input"
+		}
+		text := mapping.Quote(item.Get(field).String())
+		if err := ev(prefix+".delta", with("delta", text)...); err != nil {
 			return err
 		}
-		if err := ev("response.function_call_arguments.done", with("arguments", args)...); err != nil {
-			return err
-		}
-	case "custom_tool_call":
-		input := mapping.Quote(item.Get("input").String())
-		if err := ev("response.custom_tool_call_input.delta", with("delta", input)...); err != nil {
-			return err
-		}
-		if err := ev("response.custom_tool_call_input.done", with("input", input)...); err != nil {
+		if err := ev(prefix+".done", with(field, text)...); err != nil {
 			return err
 		}
 	case "reasoning":

@@ -1,6 +1,7 @@
 package responses
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -50,8 +51,7 @@ type editor struct {
 	items    map[int]*itemState // by upstream output_index
 	maxIndex int                // highest upstream output_index seen, -1 before any
 	removed  []int              // upstream indices of removed items, ascending
-	queue    []queued
-	held     int
+	queue    mapping.HoldQueue[queued]
 	settle   mapping.CallSettler
 	kept     int
 	dropped  int // calls removed, streamed or terminal-only (removed indexes only the streamed)
@@ -116,7 +116,7 @@ func (e *editor) Fail(errType, code, message string) error {
 	return err
 }
 
-func (e *editor) Held() int { return e.held + e.SSE.Buffered() }
+func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
 
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
 	if e.Done {
@@ -193,9 +193,8 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		} else {
 			c := &heldCall{index: idx, added: strings.Clone(root.Get("item").Raw)}
 			c.size = len(c.added)
-			e.held += c.size
 			it.call = c
-			e.queue = append(e.queue, queued{call: c})
+			e.queue.Push(queued{call: c}, c.size)
 			return nil
 		}
 	}
@@ -225,9 +224,8 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 func (e *editor) lateCall(it *itemState, idx int, item string, announced bool) error {
 	c := &heldCall{index: idx, done: strings.Clone(item), complete: true, announced: announced}
 	c.size = len(c.done)
-	e.held += c.size
 	it.call = c
-	e.queue = append(e.queue, queued{call: c})
+	e.queue.Push(queued{call: c}, c.size)
 	return e.flush()
 }
 
@@ -243,7 +241,7 @@ func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
 		d := root.Get("delta").String()
 		c.args.WriteString(d)
 		c.size += len(d)
-		e.held += len(d)
+		e.queue.Grow(len(d))
 	case "response.function_call_arguments.done":
 		s := strings.Clone(root.Get("arguments").String())
 		c.argsFinal = &s
@@ -267,52 +265,32 @@ func (e *editor) endWith(raw []byte) error {
 	return err
 }
 
+// emit relays an event now, or queues it behind an undecided call.
 func (e *editor) emit(q queued) error {
-	if len(e.queue) == 0 {
+	if e.queue.Len() == 0 {
 		return e.render(q)
 	}
-	q.raw = append([]byte(nil), q.raw...)
-	q.data = append([]byte(nil), q.data...)
-	q.name = strings.Clone(q.name)
-	e.held += len(q.raw) + len(q.data)
-	e.queue = append(e.queue, q)
+	q.raw, q.data, q.name = bytes.Clone(q.raw), bytes.Clone(q.data), strings.Clone(q.name) // the splitter reuses its buffers
+	e.queue.Push(q, len(q.raw)+len(q.data))
 	return nil
 }
 
+// flush relays the queue up to the first call not yet complete, deciding each complete
+// call as it reaches the front (stream order).
 func (e *editor) flush() error {
-	for len(e.queue) > 0 {
-		q := e.queue[0]
-		if q.call != nil {
-			if !q.call.complete {
-				return nil
-			}
-			if err := e.decideHeld(q.call); err != nil {
-				return err
-			}
-			e.held -= q.call.size
-		} else {
-			if err := e.render(q); err != nil {
-				return err
-			}
-			e.held -= len(q.raw) + len(q.data)
+	return e.queue.Drain(func(q queued) (int, bool, error) {
+		switch {
+		case q.call == nil:
+			return len(q.raw) + len(q.data), true, e.render(q)
+		case !q.call.complete:
+			return 0, false, nil
 		}
-		e.queue[0] = queued{}
-		e.queue = e.queue[1:]
-	}
-	e.queue = nil
-	return nil
+		return q.call.size, true, e.decideHeld(q.call)
+	})
 }
 
 // clientIndex is where upstream output item i is in the client's output.
-func (e *editor) clientIndex(i int) int {
-	n := 0
-	for _, r := range e.removed {
-		if r < i {
-			n++
-		}
-	}
-	return i - n
-}
+func (e *editor) clientIndex(i int) int { return mapping.ShiftIndex(e.removed, i) }
 
 // write sends one event the editor renders, numbered in sequence.
 func (e *editor) write(typ string, data string) error {
@@ -381,17 +359,7 @@ func (e *editor) render(q queued) error {
 func (e *editor) emitter() func(string, ...string) error {
 	var buf []byte
 	return func(typ string, kv ...string) error {
-		buf = append(buf[:0], `{"type":`...)
-		buf = mapping.AppendQuote(buf, typ)
-		for i := 0; i+1 < len(kv); i += 2 {
-			buf = append(buf, ',', '"')
-			buf = append(buf, kv[i]...)
-			buf = append(buf, '"', ':')
-			buf = append(buf, kv[i+1]...)
-		}
-		buf = append(buf, `,"sequence_number":`...)
-		buf = strconv.AppendInt(buf, e.nextSeq, 10)
-		buf = append(buf, '}')
+		buf = appendEvent(buf[:0], typ, e.nextSeq, kv...)
 		e.nextSeq++
 		return e.write(typ, string(buf))
 	}

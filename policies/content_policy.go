@@ -1,0 +1,80 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+// contentPolicy is what the scanning policies (secrets, pii) share: the content an event
+// carries at its boundary — the message list with the request's params, or a tool's input
+// — is scanned with one detector and what is found is settled by the policy's decision
+// (redact.go), under the action the policy configured for that boundary.
+type contentPolicy struct {
+	d      detector
+	noun   string // what is found, in a refusal: "a credential"
+	prefix string // the prefix of the effects' codes: "hookproxy.secrets."
+	// action is the policy's action at a boundary (actionOff: the event is let through).
+	action func(b boundary) string
+	// decision is the effect's action, reason and code for the kinds found.
+	decision func(ev *ahp.Event, action string, kinds []string) contentDecision
+	// refuseSplit blocks a message whose text parts show a finding only when joined (no
+	// per-part edit can redact it): the model reads them as one text (issue 13 §4).
+	refuseSplit bool
+}
+
+func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
+	ev, caps, err := unpack(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := boundaryOf(ev.Type)
+	if !ok {
+		return results(), nil
+	}
+	action := c.action(b)
+	if action == actionOff {
+		return results(), nil
+	}
+	if !b.list {
+		if ev.Tool == nil || len(ev.Tool.Input) == 0 {
+			return results(), nil
+		}
+		is := scanInput(ev.Tool.Input, c.d, redactPlaceholder)
+		if len(is.kinds) == 0 {
+			return results(), nil
+		}
+		return decideContent(ev, caps, b, c.d, c.decision(ev, action, is.kinds), nil, &is), nil
+	}
+	// The request's params (tool descriptions, metadata, ...): params.go.
+	var ext map[string]json.RawMessage
+	if ev.Type == ahp.EventModelRequestBefore {
+		var refuse *ahp.Effect
+		if refuse, ext = paramsResult(scanParams(ev.Params, c.d), action, c.noun, c.prefix, caps); refuse != nil {
+			return results(*refuse), nil
+		}
+	}
+	ls := scanItems(ev.Items, c.d, responseSkipsToolCalls(b))
+	if c.refuseSplit && len(ls.split) > 0 {
+		reason := "A message contains " + c.noun + " split across its text parts (" + strings.Join(ls.split, ", ") + ")."
+		if e, ok := block(caps, reason, c.prefix+ls.split[0]); ok {
+			return results(e), nil
+		}
+	}
+	if len(ls.hits) == 0 {
+		return withExtensions(results(), ext), nil
+	}
+	return withExtensions(decideContent(ev, caps, b, c.d, c.decision(ev, action, ls.kinds()), &ls, nil), ext), nil
+}
+
+// responseSkipsToolCalls leaves tool_call parts of model output alone: tool arguments are
+// edited at tool.before through modify(input), and the mapping layer treats tool calls of a
+// response as governed there.
+func responseSkipsToolCalls(b boundary) partFilter {
+	if b.target != ahp.TargetResponse {
+		return nil
+	}
+	return func(_ *ahp.Message, p *ahp.Part) bool { return p.Category != ahp.CategoryToolCall }
+}
