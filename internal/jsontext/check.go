@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -291,8 +290,8 @@ key: // raw[i] should open the key of an object member
 		if !esc {
 			name = unsafe.String(unsafe.SliceData(raw[i+1:]), end-i-2)
 		} else {
-			start := len(dec)
-			dec = appendUnquoted(dec, raw[i+1:end-1])
+			var start int
+			dec, start = appendKeyName(dec, raw[i:end])
 			name = unsafe.String(unsafe.SliceData(dec[start:]), len(dec)-start)
 			if escapedKey != nil {
 				if err := escapedKey(name); err != nil {
@@ -512,58 +511,30 @@ func scanString(raw []byte, i int, checkUTF8 bool) (end int, escaped bool, bad i
 	}
 }
 
-// appendUnquoted appends the value of the contents s of a valid JSON string literal the
-// way encoding/json decodes it: escapes resolved, a \u surrogate that does not pair and
-// every byte that is not UTF-8 replaced by U+FFFD.
-func appendUnquoted(dst, s []byte) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\\':
-			switch s[i+1] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := hex4(s[i+2:])
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
-						if d := utf16.DecodeRune(r, hex4(s[i+2:])); d != utf8.RuneError {
-							dst = utf8.AppendRune(dst, d)
-							i += 6
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, r)
-				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, s[i+1])
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			i++
-		default:
-			r, size := utf8.DecodeRune(s[i:])
-			dst = utf8.AppendRune(dst, r)
-			i += size
-		}
+// appendKeyName appends the name of the key literal lit (quotes included) the way
+// encoding/json decodes it: AppendUnquote's value (escapes resolved, a \u surrogate that
+// does not pair replaced by U+FFFD), and then, only when that is not UTF-8, every byte that
+// is not part of a UTF-8 sequence replaced by U+FFFD on its own, as encoding/json does
+// (strings.ToValidUTF8 would fold a run of them into one). The raw bytes are the only
+// place the two decodings differ: an escape always yields whole UTF-8, and a byte after
+// it that continues nothing stays invalid. It returns dst and where the name starts in it.
+func appendKeyName(dst, lit []byte) ([]byte, int) {
+	start := len(dst)
+	dst = AppendUnquote(dst, unsafe.String(unsafe.SliceData(lit), len(lit)))
+	if utf8.Valid(dst[start:]) {
+		return dst, start
 	}
-	return dst
+	end := len(dst) // the fixed name follows the raw one, so names already in dst stay valid
+	for i := start; i < end; {
+		r, size := utf8.DecodeRune(dst[i:end])
+		dst = utf8.AppendRune(dst, r)
+		i += size
+	}
+	return dst, end
 }
 
 // hex4 decodes the four hex digits at the start of s, known to be valid.
-func hex4[T string | []byte](s T) rune {
+func hex4(s string) rune {
 	var r rune
 	for i := 0; i < 4; i++ {
 		c := s[i]

@@ -229,13 +229,50 @@ func TestAppendUnquoted(t *testing.T) {
 		`"plain"`, `"inp\u0075t"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\ud83d\ude00"`, `"\uD83D\uDE00x"`,
 		`"\ud800"`, `"\ud800x"`, `"\udc00\ud800"`, `"\ud800\ud800\udc00"`, `"\ud800\n"`, `"\ud83d\u0041"`,
 		"\"\xff\\n\"", "\"\xe2\x82\\n\"", "\"\xed\xa0\x80\\n\"", `"\u0000"`, `"é\u00e9"`,
+		"\"\xff\xfe\\n\xc3\"", "\"\xe2\\u0082\xac\"", "\"\xf0\x9f\\u0098\x80\"", "\"\\n\x80\x80\"",
+		"\"\xe2\x82\xac\\ud800\xff\"", "\"\xc3\\u00a9\"",
 	} {
 		var want string
 		if err := json.Unmarshal([]byte(lit), &want); err != nil {
 			t.Fatalf("json.Unmarshal(%s): %v", lit, err)
 		}
-		if got := string(appendUnquoted(nil, []byte(lit[1:len(lit)-1]))); got != want {
-			t.Errorf("appendUnquoted(%s) = %q, want %q", lit, got, want)
+		dst, start := appendKeyName([]byte("pre"), []byte(lit))
+		if got := string(dst[start:]); got != want || string(dst[:3]) != "pre" {
+			t.Errorf("appendKeyName(%s) = %q (dst %q), want %q", lit, got, dst, want)
+		}
+	}
+}
+
+// TestCheckDuplicateKeysAsEncodingJSON: escaped keys that hold bytes that are not UTF-8
+// or lone surrogates collide exactly when encoding/json decodes them to the same name (a
+// map decode keeps one member). Keys without escapes are compared byte for byte (Check's
+// documented rule), so every key here has one.
+func TestCheckDuplicateKeysAsEncodingJSON(t *testing.T) {
+	keys := []string{
+		"\xff\\n", "\xfe\\n", "\xff\xff\\n", "\ufffd\\n", "\\ufffd\\n", "\xef\xbf\xbd\\n",
+		`\ud800\n`, `\udbff\n`, `\udc00\n`, `\ud800\ud800\n`, `\ufffd\ufffd\n`,
+		"\xed\xa0\x80\\n", "\xe2\x82\\n", "\\ud83d\\ude00", "\xf0\x9f\x98\x80\\n", "\\ud83d\xff",
+		"\xf0\x9f\\u0098\x80", "\\u0061",
+	}
+	for _, a := range keys {
+		for _, b := range keys {
+			text := []byte(`{"` + a + `":1,"` + b + `":2}`)
+			if !json.Valid(text) {
+				t.Fatalf("%q is not JSON", text)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(text, &m); err != nil {
+				t.Fatal(err)
+			}
+			err := Check(text, 0)
+			var ce *CheckError
+			dup := errors.As(err, &ce) && ce.Kind == ErrDuplicateKey
+			if err != nil && !dup {
+				t.Fatalf("Check(%q) = %v", text, err)
+			}
+			if want := len(m) == 1; dup != want {
+				t.Errorf("Check(%q): duplicate %v, encoding/json decodes %d members", text, dup, len(m))
+			}
 		}
 	}
 }
@@ -251,7 +288,7 @@ type refFault struct {
 // refCheck is the reference for Check on a text json.Valid accepts: the first, in text
 // order, of a bracket opening level maxDepth+1, a key escapedKey refuses, and a key its
 // object already has. A key is compared as the previous check did: byte for byte when it
-// has no escape, else as json.Unmarshal decodes it. It also checks appendUnquoted on each
+// has no escape, else as json.Unmarshal decodes it. It also checks appendKeyName on each
 // escaped key.
 func refCheck(t *testing.T, data []byte, maxDepth int, escapedKey func(string) error) refFault {
 	type frame struct {
@@ -298,8 +335,8 @@ func refCheck(t *testing.T, data []byte, maxDepth int, escapedKey func(string) e
 				if err := json.Unmarshal(lit, &name); err != nil {
 					t.Fatalf("json.Unmarshal(%q): %v", lit, err)
 				}
-				if got := string(appendUnquoted(nil, lit[1:len(lit)-1])); got != name {
-					t.Fatalf("appendUnquoted(%q) = %q, json.Unmarshal says %q", lit, got, name)
+				if dst, start := appendKeyName(nil, lit); string(dst[start:]) != name {
+					t.Fatalf("appendKeyName(%q) = %q, json.Unmarshal says %q", lit, dst[start:], name)
 				}
 				if escapedKey != nil && escapedKey(name) != nil {
 					return refFault{ErrKey, start, name}

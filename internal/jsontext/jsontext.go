@@ -188,7 +188,8 @@ func Unquote(lit string) string {
 
 // AppendUnquote appends the value of the JSON string literal lit (as Unquote decodes it) to
 // dst. The value is never longer than the literal, so a dst with len(lit) spare capacity is
-// not reallocated: decoders use that to place many values in one buffer.
+// not reallocated: decoders use that to place many values in one buffer. It is the
+// package's one unquote routine: Check compares escaped keys with it too (appendKeyName).
 func AppendUnquote(dst []byte, lit string) []byte {
 	if len(lit) < 2 {
 		return dst

@@ -31,6 +31,7 @@ func TestUnquoteMatchesGjson(t *testing.T) {
 	for _, lit := range []string{
 		`""`, `"plain"`, `"a\nb\tc\"d\\e\/f\bg\fh\ri"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00 smile"`,
 		`"\ud800 lone high"`, `"\udc00 lone low"`, `"\ud800\u0041"`, `"tail\\"`, `"\u0000"`,
+		`"\ud800\ud800\udc00"`, `"\udc00\ud800"`, "\"\xff\xfe\\n\"", "\"\xe2\x82\\n\"", "\"\xed\xa0\x80\\ud800\"",
 	} {
 		if got, want := Unquote(lit), gjson.Parse(lit).Str; got != want {
 			t.Errorf("Unquote(%s) = %q, gjson %q", lit, got, want)
@@ -57,6 +58,15 @@ func FuzzUnquote(f *testing.F) {
 		got := AppendUnquote(dst, lit)
 		if string(got) != "pre"+want || &got[0] != &dst[0] {
 			t.Fatalf("AppendUnquote(pre, %s) = %q (same buffer %v), want %q", lit, got, &got[0] == &dst[0], "pre"+want)
+		}
+		// Check's key names are encoding/json's decoding: AppendUnquote plus the byte-wise
+		// U+FFFD fix-up.
+		var std string
+		if err := json.Unmarshal([]byte(lit), &std); err != nil {
+			t.Fatalf("json.Unmarshal(%s): %v", lit, err)
+		}
+		if key, start := appendKeyName(nil, []byte(lit)); string(key[start:]) != std {
+			t.Fatalf("appendKeyName(%s) = %q, encoding/json %q", lit, key[start:], std)
 		}
 	})
 }
