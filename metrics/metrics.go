@@ -55,53 +55,40 @@ type Metrics struct {
 // New creates the metrics on a fresh registry, with the Go runtime and process collectors.
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_requests_total",
-		Help: "Client requests answered by the proxy, by route prefix and HTTP status.",
-	}, []string{"route", "status"})
-	m.boundaryDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_boundary_decisions_total",
-		Help: "Settled AHP boundaries, by event type and how the proxy enforced the settlement.",
-	}, []string{"event", "outcome"})
-	m.interceptorLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "hookproxy_interceptor_latency_seconds",
-		Help:    "Time from dispatch to settled reply (or failure) of one interceptor call.",
-		Buckets: interceptorBuckets,
-	}, []string{"backend"})
-	m.interceptorFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_interceptor_failures_total",
-		Help: "Operational failures of interceptor calls, by backend and failure kind.",
-	}, []string{"backend", "kind"})
-	m.invalidReplies = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_backend_invalid_replies_total",
-		Help: "Interceptor replies refused for a protocol reason (the backend answered, wrongly), by backend, violated rule and offending effect type.",
-	}, []string{"backend", "violation", "effect"})
-	m.upstreamLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "hookproxy_upstream_latency_seconds",
-		Help:    "Upstream call duration until the complete response was read.",
-		Buckets: upstreamBuckets,
-	}, []string{"route"})
-	m.upstreamTTFB = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "hookproxy_upstream_ttfb_seconds",
-		Help:    "Upstream time to first response byte.",
-		Buckets: ttfbBuckets,
-	}, []string{"route"})
+	m.requests = counterVec("hookproxy_requests_total",
+		"Client requests answered by the proxy, by route prefix and HTTP status.",
+		"route", "status")
+	m.boundaryDecisions = counterVec("hookproxy_boundary_decisions_total",
+		"Settled AHP boundaries, by event type and how the proxy enforced the settlement.",
+		"event", "outcome")
+	m.interceptorLatency = histogramVec("hookproxy_interceptor_latency_seconds",
+		"Time from dispatch to settled reply (or failure) of one interceptor call.",
+		interceptorBuckets, "backend")
+	m.interceptorFailures = counterVec("hookproxy_interceptor_failures_total",
+		"Operational failures of interceptor calls, by backend and failure kind.",
+		"backend", "kind")
+	m.invalidReplies = counterVec("hookproxy_backend_invalid_replies_total",
+		"Interceptor replies refused for a protocol reason (the backend answered, wrongly), by backend, violated rule and offending effect type.",
+		"backend", "violation", "effect")
+	m.upstreamLatency = histogramVec("hookproxy_upstream_latency_seconds",
+		"Upstream call duration until the complete response was read.",
+		upstreamBuckets, "route")
+	m.upstreamTTFB = histogramVec("hookproxy_upstream_ttfb_seconds",
+		"Upstream time to first response byte.",
+		ttfbBuckets, "route")
 	m.streamsActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hookproxy_streams_active",
 		Help: "Streaming responses in progress, by route and mode (passthrough or held).",
 	}, []string{"route", "mode"})
-	m.unexamined = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_forwarded_unexamined_total",
-		Help: "Requests with input forwarded to an endpoint the route does not map (routes[].unmapped: forward).",
-	}, []string{"route"})
-	m.storeFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_state_store_failures_total",
-		Help: "Failed operations of the conversation state store (op: load, record, defer), by the state.onStoreFailure mode that handled them.",
-	}, []string{"op", "mode"})
-	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hookproxy_config_reloads_total",
-		Help: "Configuration reload attempts, by result (success or failure).",
-	}, []string{"result"})
+	m.unexamined = counterVec("hookproxy_forwarded_unexamined_total",
+		"Requests with input forwarded to an endpoint the route does not map (routes[].unmapped: forward).",
+		"route")
+	m.storeFailures = counterVec("hookproxy_state_store_failures_total",
+		"Failed operations of the conversation state store (op: load, record, defer), by the state.onStoreFailure mode that handled them.",
+		"op", "mode")
+	m.configReloads = counterVec("hookproxy_config_reloads_total",
+		"Configuration reload attempts, by result (success or failure).",
+		"result")
 	// Pre-create both results so a dashboard sees 0 failures rather than no series.
 	m.configReloads.WithLabelValues("success")
 	m.configReloads.WithLabelValues("failure")
@@ -109,21 +96,11 @@ func New() *Metrics {
 	auditDepth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "hookproxy_audit_queue_depth",
 		Help: "Audit records queued and not yet written.",
-	}, func() float64 {
-		if f := m.auditDepth.Load(); f != nil {
-			return float64((*f)())
-		}
-		return 0
-	})
+	}, readThrough(&m.auditDepth))
 	auditDropped := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "hookproxy_audit_dropped_total",
 		Help: "Audit records that never reached the audit log (queue full, write failure, shutdown).",
-	}, func() float64 {
-		if f := m.auditDropped.Load(); f != nil {
-			return float64((*f)())
-		}
-		return 0
-	})
+	}, readThrough(&m.auditDropped))
 
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -134,6 +111,25 @@ func New() *Metrics {
 		auditDepth, auditDropped,
 	)
 	return m
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+// readThrough reads the figure of the audit writer p holds now (0 without one): the writer
+// is replaced on reload, the registered metric is not.
+func readThrough[N int | uint64](p *atomic.Pointer[func() N]) func() float64 {
+	return func() float64 {
+		if f := p.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	}
 }
 
 // Registry returns the private registry, for callers that add their own collectors.
