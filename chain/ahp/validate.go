@@ -157,6 +157,24 @@ func (v *validator) array(path string, x any) ([]any, bool) {
 	return a, ok
 }
 
+// objects checks a non-empty array ("must hold at least one <what>") and runs each on
+// every element that is an object, at the element's path.
+func (v *validator) objects(path string, x any, what string, each func(path string, obj map[string]any)) {
+	arr, ok := v.array(path, x)
+	if !ok {
+		return
+	}
+	if len(arr) == 0 {
+		v.failf(path, "must hold at least one %s", what)
+	}
+	for i, e := range arr {
+		ip := jsonpath.Index(path, i)
+		if obj, ok := v.object(ip, e); ok {
+			each(ip, obj)
+		}
+	}
+}
+
 // str checks a string of at least minLen characters (code points, as JSON Schema counts).
 func (v *validator) str(path string, x any, minLen int) (string, bool) {
 	s, ok := x.(string)
@@ -428,6 +446,24 @@ func (v *validator) strMembers(path string, obj map[string]any, minLen int, keys
 	for _, k := range keys {
 		if x, has := obj[k]; has {
 			v.str(jsonpath.Member(path, k), x, minLen)
+		}
+	}
+}
+
+// countMembers checks each of keys that obj holds: an integer >= 0.
+func (v *validator) countMembers(path string, obj map[string]any, keys ...string) {
+	for _, k := range keys {
+		if n, has := obj[k]; has {
+			v.integer(jsonpath.Member(path, k), n, 0)
+		}
+	}
+}
+
+// partMembers checks each of keys that obj holds: one content part (v.part).
+func (v *validator) partMembers(path string, obj map[string]any, textOnly bool, keys ...string) {
+	for _, k := range keys {
+		if p, has := obj[k]; has {
+			v.part(jsonpath.Member(path, k), p, textOnly)
 		}
 	}
 }

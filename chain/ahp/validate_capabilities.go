@@ -180,11 +180,7 @@ func (v *validator) flowCaps(path string, x any, allowed []string, bounded bool,
 			}
 		}
 	}
-	for _, k := range []string{"remainingContinuations", "continuationCount", "maxContinuations"} {
-		if n, has := m[k]; has {
-			v.integer(jsonpath.Member(path, k), n, 0)
-		}
-	}
+	v.countMembers(path, m, "remainingContinuations", "continuationCount", "maxContinuations")
 	if hasContinue {
 		v.required(path, m, "remainingContinuations", "continuationCount")
 	}
@@ -269,11 +265,7 @@ func (v *validator) manifest(path string, x any) {
 	if l, has := m["limits"]; has {
 		lp := jsonpath.Member(path, "limits")
 		if limits, ok := v.object(lp, l); ok {
-			for _, k := range []string{"maxUploadBytes", "maxContinuations", "minTimeoutMs", "maxTimeoutMs"} {
-				if n, has := limits[k]; has {
-					v.integer(jsonpath.Member(lp, k), n, 0)
-				}
-			}
+			v.countMembers(lp, limits, "maxUploadBytes", "maxContinuations", "minTimeoutMs", "maxTimeoutMs")
 		}
 	}
 	if mp, has := m["managedPolicy"]; has {

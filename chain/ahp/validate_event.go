@@ -581,11 +581,7 @@ func (v *validator) usage(path string, x any, turn bool) {
 			v.enum(jsonpath.Member(path, "provenance"), p, "provider", "estimate")
 		}
 	}
-	for _, k := range []string{"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"} {
-		if n, has := m[k]; has {
-			v.integer(jsonpath.Member(path, k), n, 0)
-		}
-	}
+	v.countMembers(path, m, "inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 	if c, has := m["cost"]; has {
 		cp := jsonpath.Member(path, "cost")
 		if cost, ok := v.object(cp, c); ok {
@@ -752,19 +748,7 @@ func (v *validator) batch(path string, x any) {
 }
 
 func (v *validator) batchCalls(path string, x any) {
-	arr, ok := v.array(path, x)
-	if !ok {
-		return
-	}
-	if len(arr) == 0 {
-		v.failf(path, "must hold at least one call")
-	}
-	for i, e := range arr {
-		ip := jsonpath.Index(path, i)
-		c, ok := v.object(ip, e)
-		if !ok {
-			continue
-		}
+	v.objects(path, x, "call", func(ip string, c map[string]any) {
 		v.required(ip, c, "call", "tool", "path", "outcome", "execution")
 		v.closed(ip, c, "call", "tool", "path", "batch", "outcome", "execution")
 		checks := map[string]func(string, any){
@@ -782,7 +766,7 @@ func (v *validator) batchCalls(path string, x any) {
 		}
 		outcome, _ := c["outcome"].(string)
 		v.deniedIsPolicySkip(ip, c, outcome)
-	}
+	})
 }
 
 // fileChange checks one entry of tool.after fileChanges (created/modified/deleted/moved).
@@ -798,11 +782,7 @@ func (v *validator) fileChange(path string, x any) {
 	if c, has := m["change"]; has {
 		change, _ = v.enum(jsonpath.Member(path, "change"), c, "created", "modified", "deleted", "moved")
 	}
-	for _, k := range []string{"before", "after"} {
-		if p, has := m[k]; has {
-			v.part(jsonpath.Member(path, k), p, false)
-		}
-	}
+	v.partMembers(path, m, false, "before", "after")
 	switch change {
 	case "moved":
 		if _, has := m["previousPath"]; !has {
@@ -822,11 +802,7 @@ func (v *validator) tokenCounts(path string, x any) map[string]any {
 		return nil
 	}
 	v.closed(path, m, "before", "after")
-	for _, k := range []string{"before", "after"} {
-		if n, has := m[k]; has {
-			v.integer(jsonpath.Member(path, k), n, 0)
-		}
-	}
+	v.countMembers(path, m, "before", "after")
 	return m
 }
 
@@ -914,30 +890,14 @@ func (v *validator) workspace(path string, x any) {
 }
 
 func (v *validator) fileChanged(path string, x any) {
-	arr, ok := v.array(path, x)
-	if !ok {
-		return
-	}
-	if len(arr) == 0 {
-		v.failf(path, "must hold at least one change")
-	}
-	for i, e := range arr {
-		ip := jsonpath.Index(path, i)
-		m, ok := v.object(ip, e)
-		if !ok {
-			continue
-		}
+	v.objects(path, x, "change", func(ip string, m map[string]any) {
 		v.required(ip, m, "path", "operation", "agentCaused")
 		v.closed(ip, m, "path", "operation", "agentCaused", "before", "after")
 		v.optional(ip, m, "path", func(at string, y any) { v.str(at, y, 1) })
 		v.optional(ip, m, "operation", func(at string, y any) { v.enum(at, y, "create", "update", "remove") })
 		v.optional(ip, m, "agentCaused", func(at string, y any) { v.boolean(at, y) })
-		for _, k := range []string{"before", "after"} {
-			if p, has := m[k]; has {
-				v.part(jsonpath.Member(ip, k), p, false)
-			}
-		}
-	}
+		v.partMembers(ip, m, false, "before", "after")
+	})
 }
 
 func (v *validator) attention(path string, x any) {
@@ -974,11 +934,7 @@ func (v *validator) elicitation(path string, x any, result bool) {
 	if a, has := m["action"]; has && result {
 		v.enum(jsonpath.Member(path, "action"), a, "accept", "decline", "cancel")
 	}
-	for _, k := range []string{"request", "result"} {
-		if p, has := m[k]; has {
-			v.part(jsonpath.Member(path, k), p, true)
-		}
-	}
+	v.partMembers(path, m, true, "request", "result")
 }
 
 // userMessage checks user.message.* wrappers: inbound messages are all role user (with the
