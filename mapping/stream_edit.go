@@ -155,6 +155,14 @@ func (f *StreamFeed) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Finish marks the stream done and writes last, the last bytes the client reads: the
+// terminal event, an upstream error event, or the error event of the editor's Fail.
+func (f *StreamFeed) Finish(out io.Writer, last []byte) error {
+	f.Done = true
+	_, err := out.Write(last)
+	return err
+}
+
 // CloseInput ends the input: an event cut off before its blank line is still dispatched,
 // as the assemblers (and the SDKs) read it. It returns the sticky error.
 func (f *StreamFeed) CloseInput() error {

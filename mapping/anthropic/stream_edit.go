@@ -82,9 +82,7 @@ func (e *editor) Close() error {
 }
 
 func (e *editor) Fail(errType, code, message string) error {
-	e.Done = true
-	_, err := io.WriteString(e.out, "event: error\ndata: "+string(e.m.ErrorBody(0, errType, code, message))+"\n\n")
-	return err
+	return e.Finish(e.out, []byte("event: error\ndata: "+string(e.m.ErrorBody(0, errType, code, message))+"\n\n"))
 }
 
 func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
@@ -217,9 +215,7 @@ func (e *editor) endWith(raw []byte) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	e.Done = true
-	_, err := e.out.Write(raw)
-	return err
+	return e.Finish(e.out, raw)
 }
 
 // emit writes an event now, or queues it behind an undecided call.

@@ -133,9 +133,7 @@ func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
 		return fmt.Errorf("%w: a stream chunk is not a JSON object", mapping.ErrMalformed)
 	}
 	if chunk.Get("error").IsObject() {
-		e.Done = true
-		_, err := e.out.Write(raw)
-		return err
+		return e.Finish(e.out, raw)
 	}
 	cands := chunk.Get("candidates")
 	e.noteHosted(data, cands)

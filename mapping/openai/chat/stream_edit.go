@@ -167,9 +167,7 @@ func (e *chatEditor) allFinished() bool {
 }
 
 func (e *chatEditor) Fail(errType, code, message string) error {
-	e.Done = true
-	_, err := e.out.Write(sseData(oaiwire.ErrorBody(errType, code, message)))
-	return err
+	return e.Finish(e.out, sseData(oaiwire.ErrorBody(errType, code, message)))
 }
 
 func (e *chatEditor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
@@ -189,8 +187,7 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 		if err := e.end(); err != nil {
 			return err
 		}
-		e.Done = true
-		return e.write(raw)
+		return e.Finish(e.out, raw)
 	}
 	// The event is parsed in place: data is the splitter's buffer, valid during this call,
 	// so whatever outlives it is cloned (a copy per text delta would grow with the text).
@@ -303,8 +300,7 @@ func (e *chatEditor) endWith(raw []byte) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	e.Done = true
-	return e.write(raw)
+	return e.Finish(e.out, raw)
 }
 
 // chunkCarries reports whether a chunk stripped of its tool call data still says

@@ -107,13 +107,11 @@ func (e *editor) Close() error {
 }
 
 func (e *editor) Fail(errType, code, message string) error {
-	e.Done = true
 	if code == "" {
 		code = errType
 	}
-	b := []byte(`{"type":"error","code":` + mapping.Quote(code) + `,"message":` + mapping.Quote(message) + `,"param":null,"sequence_number":` + strconv.FormatInt(e.nextSeq, 10) + `}`)
-	_, err := io.WriteString(e.out, "event: error\ndata: "+string(b)+"\n\n")
-	return err
+	return e.Finish(e.out, []byte("event: error\ndata: "+`{"type":"error","code":`+mapping.Quote(code)+`,"message":`+mapping.Quote(message)+
+		`,"param":null,"sequence_number":`+strconv.FormatInt(e.nextSeq, 10)+"}\n\n"))
 }
 
 func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
@@ -260,9 +258,7 @@ func (e *editor) endWith(raw []byte) error {
 	if err := e.flush(); err != nil {
 		return err
 	}
-	e.Done = true
-	_, err := e.out.Write(raw)
-	return err
+	return e.Finish(e.out, raw)
 }
 
 // emit relays an event now, or queues it behind an undecided call.
