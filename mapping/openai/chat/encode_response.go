@@ -19,12 +19,9 @@ import (
 // the message (text, reasoning, refusal, tool calls) and the finish reason. finishReason
 // applies to choice 0; another choice whose tool calls were all removed gets "stop".
 func (c *Chat) EncodeResponse(resp *mapping.Response, items []ahp.Message, finishReason string) ([]byte, error) {
-	st, ok := resp.Native.(*chatResponse)
-	if !ok {
-		return nil, fmt.Errorf("openai chat: response was not decoded by this translator")
-	}
-	if finishReason == "" {
-		finishReason = resp.FinishReason
+	st, finishReason, err := oaiwire.ResponseState[*chatResponse]("openai chat", resp, finishReason)
+	if err != nil {
+		return nil, err
 	}
 	if finishReason == resp.FinishReason && oaiwire.ItemsEqual(items, st.items) {
 		return resp.Original, nil
@@ -130,12 +127,9 @@ func joinNonEmpty(ss []string, sep string) string {
 // SynthesizeResponse implements mapping.Translator: a complete chat.completion for a request
 // answered without the upstream. It carries no usage: hookproxy never invents token counts.
 func (c *Chat) SynthesizeResponse(req *mapping.Request, items []ahp.Message, finishReason string) ([]byte, error) {
-	var parts []ahp.Part
-	for i := range items {
-		if items[i].Role != ahp.RoleAssistant {
-			return nil, fmt.Errorf("openai chat: supplied item %s has role %q; a chat completion carries assistant messages only", items[i].ID, items[i].Role)
-		}
-		parts = append(parts, items[i].Parts...)
+	parts, err := oaiwire.AssistantParts("openai chat", "a chat completion", items)
+	if err != nil {
+		return nil, err
 	}
 	n := natives{} // nothing native to reuse: every part is new
 	msg, err := n.renderMessage(`{"role":"assistant","content":null,"refusal":null}`, parts)

@@ -24,16 +24,15 @@ const (
 // NewAssembler implements mapping.Translator.
 func (c *Chat) NewAssembler() mapping.Assembler {
 	a := &chatAssembler{}
-	a.sse.Dispatch = a.event // one event is bounded by the splitter's default (16 MiB)
+	a.SSE.Dispatch = a.event // one event is bounded by the splitter's default (16 MiB)
 	return a
 }
 
 // chatAssembler accumulates chat.completion.chunk events into a chat.completion.
 type chatAssembler struct {
-	sse      oaiwire.SSEReader
-	err      error                  // first malformed-stream error
-	upstream *mapping.UpstreamError // an error event
-	done     bool                   // [DONE] seen
+	oaiwire.AssemblerInput // Upstream: an error event
+
+	done     bool // [DONE] seen
 	chunks   int
 	finished bool // some choice reported a finish_reason
 
@@ -73,17 +72,6 @@ type audioAcc struct {
 	data, transcript strings.Builder
 }
 
-// Write implements mapping.Assembler. It never fails, so an assembler teed beside the
-// client's stream cannot break that stream; problems are reported by Body.
-func (a *chatAssembler) Write(p []byte) (int, error) {
-	if a.err == nil && a.upstream == nil {
-		if err := a.sse.Write(p); err != nil && a.err == nil && a.upstream == nil {
-			a.err = err
-		}
-	}
-	return len(p), nil
-}
-
 // event handles one SSE event.
 func (a *chatAssembler) event(name string, data []byte) error {
 	if a.done {
@@ -107,7 +95,7 @@ func (a *chatAssembler) event(name string, data []byte) error {
 			}
 			ue = &mapping.UpstreamError{Message: msg}
 		}
-		a.upstream = ue
+		a.Upstream = ue
 		return nil
 	}
 	if !valid {
@@ -277,16 +265,16 @@ func (c *choiceAcc) toolDelta(tc gjson.Result) error {
 
 // Body implements mapping.Assembler: the equivalent non-streamed chat.completion.
 func (a *chatAssembler) Body() ([]byte, error) {
-	if a.err == nil && a.upstream == nil {
-		if err := a.sse.Close(); err != nil {
-			a.err = fmt.Errorf("ended inside an event: %w", err)
+	if a.Err == nil && a.Upstream == nil {
+		if err := a.SSE.Close(); err != nil {
+			a.Err = fmt.Errorf("ended inside an event: %w", err)
 		}
 	}
 	switch {
-	case a.upstream != nil:
-		return nil, a.upstream
-	case a.err != nil:
-		return nil, fmt.Errorf("openai chat stream: %w", a.err)
+	case a.Upstream != nil:
+		return nil, a.Upstream
+	case a.Err != nil:
+		return nil, fmt.Errorf("openai chat stream: %w", a.Err)
 	case !a.done && !a.finished:
 		return nil, fmt.Errorf("openai chat stream: ended before completion (no finish_reason and no [DONE])")
 	case a.chunks == 0:

@@ -21,19 +21,15 @@ import (
 // gone (a denied function_call) vanish, new text becomes a message item, opaque items stay
 // in place. finishReason, when it differs, is written as status (and incomplete_details).
 func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message, finish string) ([]byte, error) {
-	st, ok := resp.Native.(*responseState)
-	if !ok {
-		return nil, fmt.Errorf("openai responses: response was not decoded by this translator")
-	}
-	if finish == "" {
-		finish = resp.FinishReason
+	st, finish, err := oaiwire.ResponseState[*responseState]("openai responses", resp, finish)
+	if err != nil {
+		return nil, err
 	}
 	same := oaiwire.ItemsEqual(items, st.decoded)
 	if finish == resp.FinishReason && same {
 		return resp.Original, nil
 	}
 	out := string(resp.Original)
-	var err error
 	if !same {
 		var parts []ahp.Part
 		survives := false
@@ -143,12 +139,9 @@ var echoedParams = [...]string{"max_output_tokens", "previous_response_id", "rea
 // answered without the upstream. It carries no usage: hookproxy never invents token counts
 // (the SDK does not need the member).
 func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Message, finish string) ([]byte, error) {
-	var parts []ahp.Part
-	for i := range items {
-		if items[i].Role != ahp.RoleAssistant {
-			return nil, fmt.Errorf("openai responses: supplied item %s has role %q; a response carries assistant messages only", items[i].ID, items[i].Role)
-		}
-		parts = append(parts, items[i].Parts...)
+	parts, err := oaiwire.AssistantParts("openai responses", "a response", items)
+	if err != nil {
+		return nil, err
 	}
 	var rnd [12]byte
 	_, _ = rand.Read(rnd[:])

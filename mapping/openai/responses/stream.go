@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +27,9 @@ const (
 // NewAssembler implements mapping.Assembler.
 func (*Translator) NewAssembler() mapping.Assembler {
 	a := &assembler{}
-	a.sse.Dispatch = a.event
+	a.SSE.Dispatch = a.event
 	// A terminal event repeats the whole response, so the bound is larger than Chat's.
-	a.sse.MaxEvent = 64 << 20
+	a.SSE.MaxEvent = 64 << 20
 	return a
 }
 
@@ -37,12 +38,11 @@ func (*Translator) NewAssembler() mapping.Assembler {
 // authoritative; the output items and deltas are kept only to rebuild "output" when a
 // server sends a terminal response without it.
 type assembler struct {
-	sse      oaiwire.SSEReader
-	err      error                  // first malformed-stream error
-	upstream *mapping.UpstreamError // an error event, or response.failed
-	snapshot string                 // the response of response.created / .in_progress
-	final    string                 // the response of the terminal event
-	terminal string                 // the terminal event's type
+	oaiwire.AssemblerInput // Upstream: an error event, or response.failed
+
+	snapshot string // the response of response.created / .in_progress
+	final    string // the response of the terminal event
+	terminal string // the terminal event's type
 	items    map[int64]*itemAcc
 }
 
@@ -62,17 +62,6 @@ type partAcc struct {
 	final       *string
 }
 
-// Write implements mapping.Assembler. It never fails, so an assembler teed beside the
-// client's stream cannot break that stream; problems are reported by Body.
-func (a *assembler) Write(p []byte) (int, error) {
-	if a.err == nil && a.upstream == nil {
-		if err := a.sse.Write(p); err != nil && a.err == nil && a.upstream == nil {
-			a.err = err
-		}
-	}
-	return len(p), nil
-}
-
 // event handles one SSE event.
 func (a *assembler) event(name string, data []byte) error {
 	if a.terminal != "" || string(data) == "[DONE]" {
@@ -80,7 +69,7 @@ func (a *assembler) event(name string, data []byte) error {
 	}
 	if oaiwire.CheckClientJSON(data) != nil { // duplicate keys refused, as in DecodeResponse
 		if name == "error" {
-			a.upstream = &mapping.UpstreamError{Type: "error", Message: string(data)}
+			a.Upstream = &mapping.UpstreamError{Type: "error", Message: string(data)}
 			return nil
 		}
 		return fmt.Errorf("stream event is not JSON")
@@ -94,7 +83,7 @@ func (a *assembler) event(name string, data []byte) error {
 		typ = name
 	}
 	if typ == "error" || !strings.HasPrefix(typ, "response.") && root.Get("error").Exists() {
-		a.upstream = streamError(root)
+		a.Upstream = streamError(root)
 		return nil
 	}
 	switch typ {
@@ -113,7 +102,7 @@ func (a *assembler) event(name string, data []byte) error {
 			if ue == nil {
 				ue = &mapping.UpstreamError{Type: "response.failed", Message: "the response failed"}
 			}
-			a.upstream = ue
+			a.Upstream = ue
 		}
 		return nil
 	}
@@ -247,16 +236,16 @@ func (p *partAcc) apply(typ string, root gjson.Result, refusalField string) {
 
 // Body implements mapping.Assembler: the final response object.
 func (a *assembler) Body() ([]byte, error) {
-	if a.err == nil && a.upstream == nil {
-		if err := a.sse.Close(); err != nil {
-			a.err = err
+	if a.Err == nil && a.Upstream == nil {
+		if err := a.SSE.Close(); err != nil {
+			a.Err = err
 		}
 	}
 	switch {
-	case a.upstream != nil:
-		return nil, a.upstream
-	case a.err != nil:
-		return nil, fmt.Errorf("openai responses stream: %w", a.err)
+	case a.Upstream != nil:
+		return nil, a.Upstream
+	case a.Err != nil:
+		return nil, fmt.Errorf("openai responses stream: %w", a.Err)
 	case a.terminal == "":
 		return nil, fmt.Errorf("openai responses stream: ended before completion (no response.completed)")
 	}
@@ -288,11 +277,7 @@ func (a *assembler) Body() ([]byte, error) {
 		}
 		return []byte(body), nil
 	}
-	keys := make([]int64, 0, len(a.items))
-	for k := range a.items {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(a.items))
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, k := range keys {
@@ -352,11 +337,7 @@ func (it *itemAcc) build() (string, error) {
 
 // buildParts renders accumulated parts as an array, in index order.
 func buildParts(m map[int64]*partAcc, skeleton string) string {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, k := range keys {
