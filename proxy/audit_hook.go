@@ -64,6 +64,21 @@ type BoundaryRecord struct {
 	Event *ahp.Event
 }
 
+// settled fills in what the settlement st decided (nothing, when st is nil: the record's
+// own none/none stands) and the event as the chain settled it.
+func (rec *BoundaryRecord) settled(st *chain.Settlement) {
+	if st == nil {
+		return
+	}
+	rec.Records = st.Records
+	rec.Permission, rec.Flow, rec.StopReason = st.Permission, st.Flow, st.StopReason
+	rec.Denial, rec.Modified, rec.Injections = st.Denial, st.Modified, len(st.Injections)
+	rec.Supplied, rec.Interrupted = st.Candidate != nil, st.Interrupted
+	if st.Event != nil {
+		rec.Event = st.Event
+	}
+}
+
 // Auditor receives one record per settled boundary (decision audit log, metrics). It is
 // called synchronously on the request path and must not block for long.
 type Auditor interface {

@@ -244,13 +244,7 @@ func (x *exchange) newEvent(typ string) *ahp.Event {
 // settle runs one interceptable boundary through the chain. With only observers
 // subscribed the chain settles at once and dispatches the observations.
 func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
-	st := x.s.intercept(x.ctx, ev, caps)
-	if st == nil { // defensive: an engine that settles nothing decided nothing
-		st = &chain.Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
-	}
-	if st.Event == nil {
-		st.Event = ev
-	}
+	st := settledOrNone(x.s.intercept(x.ctx, ev, caps), ev)
 	x.settlements = append(x.settlements, st)
 	return st
 }
@@ -299,15 +293,7 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, a
 			rec.Held = enforcement.HeldWhole // a JSON answer, or a supplied one, is decided before it is sent
 		}
 	}
-	if st != nil {
-		rec.Records = st.Records
-		rec.Permission, rec.Flow, rec.StopReason = st.Permission, st.Flow, st.StopReason
-		rec.Denial, rec.Modified, rec.Injections = st.Denial, st.Modified, len(st.Injections)
-		rec.Supplied, rec.Interrupted = st.Candidate != nil, st.Interrupted
-		if st.Event != nil {
-			rec.Event = st.Event
-		}
-	}
+	rec.settled(st)
 	x.s.auditor.OnBoundary(x.ctx, rec)
 }
 

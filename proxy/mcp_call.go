@@ -338,13 +338,7 @@ func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement)
 
 // settle runs one boundary through the chain.
 func (x *mcpExchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
-	st := traceIntercept(x.ctx, x.h.env.Tracer, x.h.env.Chain, ev, caps)
-	if st == nil { // defensive: an engine that settles nothing decided nothing
-		st = &chain.Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
-	}
-	if st.Event == nil {
-		st.Event = ev
-	}
+	st := settledOrNone(traceIntercept(x.ctx, x.h.env.Tracer, x.h.env.Chain, ev, caps), ev)
 	x.settlements = append(x.settlements, st)
 	return st
 }
@@ -399,15 +393,7 @@ func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string
 	if ev.Session != nil {
 		rec.SessionID = ev.Session.ID
 	}
-	if st != nil {
-		rec.Records = st.Records
-		rec.Permission, rec.Flow, rec.StopReason = st.Permission, st.Flow, st.StopReason
-		rec.Denial, rec.Modified, rec.Injections = st.Denial, st.Modified, len(st.Injections)
-		rec.Supplied, rec.Interrupted = st.Candidate != nil, st.Interrupted
-		if st.Event != nil {
-			rec.Event = st.Event
-		}
-	}
+	rec.settled(st)
 	a.OnBoundary(x.ctx, rec)
 }
 

@@ -311,6 +311,19 @@ func (s *Server) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabili
 	return traceIntercept(ctx, s.tracer, s.chain, ev, caps)
 }
 
+// settledOrNone is the settlement of ev the exchanges record: st, naming ev when the engine
+// left its Event unset, or, defensively, one that decided nothing when the engine settled
+// nothing.
+func settledOrNone(st *chain.Settlement, ev *ahp.Event) *chain.Settlement {
+	if st == nil { // defensive: an engine that settles nothing decided nothing
+		st = &chain.Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
+	}
+	if st.Event == nil {
+		st.Event = ev
+	}
+	return st
+}
+
 // traceIntercept is intercept for handlers that hold a chain and a tracer but no Server
 // (MCP routes). tracer may be nil: then no span is made, and only a caller's incoming
 // trace context is passed on to the backends.
