@@ -48,16 +48,14 @@ var (
 
 // injectionScanner is the configured detector of the injection policy.
 type injectionScanner struct {
-	anchors anchorSet
-	kinds   kindSet
-	allow   allowList
-	extra   []*regexp.Regexp
+	scanRules
+	extra []*regexp.Regexp
 }
 
 var _ detector = (*injectionScanner)(nil)
 
 func newInjectionScanner(kinds kindSet, allow allowList, extra []*regexp.Regexp) *injectionScanner {
-	s := &injectionScanner{kinds: kinds, allow: allow, extra: extra}
+	s := &injectionScanner{scanRules: scanRules{kinds: kinds, allow: allow}, extra: extra}
 	a := &s.anchors
 	if kinds.enabled(InjectionPhrase) {
 		for _, w := range []string{"ignore", "disregard", "forget", "override", "bypass"} {
@@ -126,11 +124,7 @@ func (s *injectionScanner) scanText(dst []Finding, text string) []Finding {
 			}
 		}
 	}
-	fs := dst[start:]
-	fs = s.kinds.filter(fs)
-	fs = s.allow.filter(text, fs)
-	fs = resolveOverlaps(fs)
-	return dst[:start+len(fs)]
+	return s.finish(dst, start, text)
 }
 
 func (s *injectionScanner) scanField(dst []Finding, _, value string) []Finding {

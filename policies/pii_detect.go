@@ -54,16 +54,12 @@ var ibanLength = map[string]int{
 }
 
 // piiScanner is the configured detector of the pii policy.
-type piiScanner struct {
-	anchors anchorSet
-	kinds   kindSet
-	allow   allowList
-}
+type piiScanner struct{ scanRules }
 
 var _ detector = (*piiScanner)(nil)
 
 func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
-	s := &piiScanner{kinds: kinds, allow: allow}
+	s := &piiScanner{scanRules{kinds: kinds, allow: allow}}
 	a := &s.anchors
 	if kinds.enabled(PIIEmail) {
 		a.add(anchor{lit: "@", inner: true, match: matchEmail})
@@ -83,16 +79,6 @@ func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
 		}
 	}
 	return s
-}
-
-func (s *piiScanner) scanText(dst []Finding, text string) []Finding {
-	start := len(dst)
-	dst = s.anchors.scan(dst, text)
-	fs := dst[start:]
-	fs = s.kinds.filter(fs)
-	fs = s.allow.filter(text, fs)
-	fs = resolveOverlaps(fs)
-	return dst[:start+len(fs)]
 }
 
 func (s *piiScanner) scanField(dst []Finding, _, value string) []Finding {
