@@ -48,14 +48,16 @@ var (
 
 // injectionScanner is the configured detector of the injection policy.
 type injectionScanner struct {
-	scanRules
-	extra []*regexp.Regexp
+	anchors anchorSet
+	kinds   kindSet
+	allow   allowList
+	extra   []*regexp.Regexp
 }
 
 var _ detector = (*injectionScanner)(nil)
 
 func newInjectionScanner(kinds kindSet, allow allowList, extra []*regexp.Regexp) *injectionScanner {
-	s := &injectionScanner{scanRules: scanRules{kinds: kinds, allow: allow}, extra: extra}
+	s := &injectionScanner{kinds: kinds, allow: allow, extra: extra}
 	a := &s.anchors
 	if kinds.enabled(InjectionPhrase) {
 		for _, w := range []string{"ignore", "disregard", "forget", "override", "bypass"} {
@@ -124,7 +126,11 @@ func (s *injectionScanner) scanText(dst []Finding, text string) []Finding {
 			}
 		}
 	}
-	return s.finish(dst, start, text)
+	fs := dst[start:]
+	fs = s.kinds.filter(fs)
+	fs = s.allow.filter(text, fs)
+	fs = resolveOverlaps(fs)
+	return dst[:start+len(fs)]
 }
 
 func (s *injectionScanner) scanField(dst []Finding, _, value string) []Finding {

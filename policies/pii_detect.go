@@ -54,12 +54,16 @@ var ibanLength = map[string]int{
 }
 
 // piiScanner is the configured detector of the pii policy.
-type piiScanner struct{ scanRules }
+type piiScanner struct {
+	anchors anchorSet
+	kinds   kindSet
+	allow   allowList
+}
 
 var _ detector = (*piiScanner)(nil)
 
 func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
-	s := &piiScanner{scanRules{kinds: kinds, allow: allow}}
+	s := &piiScanner{kinds: kinds, allow: allow}
 	a := &s.anchors
 	if kinds.enabled(PIIEmail) {
 		a.add(anchor{lit: "@", inner: true, match: matchEmail})
@@ -79,6 +83,16 @@ func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
 		}
 	}
 	return s
+}
+
+func (s *piiScanner) scanText(dst []Finding, text string) []Finding {
+	start := len(dst)
+	dst = s.anchors.scan(dst, text)
+	fs := dst[start:]
+	fs = s.kinds.filter(fs)
+	fs = s.allow.filter(text, fs)
+	fs = resolveOverlaps(fs)
+	return dst[:start+len(fs)]
 }
 
 func (s *piiScanner) scanField(dst []Finding, _, value string) []Finding {

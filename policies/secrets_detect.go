@@ -97,7 +97,9 @@ var refNameWords = map[string]bool{
 
 // secretScanner is the configured detector of the secrets policy.
 type secretScanner struct {
-	scanRules
+	anchors    anchorSet
+	kinds      kindSet
+	allow      allowList
 	minEntropy float64
 	minLength  int
 }
@@ -105,7 +107,7 @@ type secretScanner struct {
 var _ detector = (*secretScanner)(nil)
 
 func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLength int) *secretScanner {
-	s := &secretScanner{scanRules: scanRules{kinds: kinds, allow: allow}, minEntropy: minEntropy, minLength: minLength}
+	s := &secretScanner{kinds: kinds, allow: allow, minEntropy: minEntropy, minLength: minLength}
 	a := &s.anchors
 	// Anchors of disabled kinds are left out: they would cost time and be filtered anyway.
 	on := kinds.enabled
@@ -163,6 +165,13 @@ func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLen
 	return s
 }
 
+// scanText implements detector.
+func (s *secretScanner) scanText(dst []Finding, text string) []Finding {
+	start := len(dst)
+	dst = s.anchors.scan(dst, text)
+	return s.finish(dst, start, text)
+}
+
 // scanField implements detector: the value is scanned as text, and a value stored under a
 // credential-like key ("password", "apiKey", "AWS_SECRET_ACCESS_KEY") is itself a
 // candidate when it passes the same tests as an assigned value in text.
@@ -177,6 +186,14 @@ func (s *secretScanner) scanField(dst []Finding, key, value string) []Finding {
 		}
 	}
 	return s.finish(dst, start, value)
+}
+
+func (s *secretScanner) finish(dst []Finding, start int, text string) []Finding {
+	fs := dst[start:]
+	fs = s.kinds.filter(fs)
+	fs = s.allow.filter(text, fs)
+	fs = resolveOverlaps(fs)
+	return dst[:start+len(fs)]
 }
 
 // isKeyChar is the alphabet of most API tokens: letters, digits, '_' and '-'.

@@ -219,31 +219,6 @@ func shannonEntropy(s string) float64 {
 	return h
 }
 
-// scanRules is what every scanner is configured with: its anchors, the kinds enabled and
-// the allow list.
-type scanRules struct {
-	anchors anchorSet
-	kinds   kindSet
-	allow   allowList
-}
-
-// scanText appends the findings of the anchors in text (detector.scanText of a scanner
-// that has no other matcher).
-func (r *scanRules) scanText(dst []Finding, text string) []Finding {
-	start := len(dst)
-	return r.finish(r.anchors.scan(dst, text), start, text)
-}
-
-// finish is the last step of every scan: the findings appended to dst from start on, less
-// those of disabled kinds and allow-listed values, without overlaps.
-func (r *scanRules) finish(dst []Finding, start int, text string) []Finding {
-	fs := dst[start:]
-	fs = r.kinds.filter(fs)
-	fs = r.allow.filter(text, fs)
-	fs = resolveOverlaps(fs)
-	return dst[:start+len(fs)]
-}
-
 // resolveOverlaps sorts findings by position and removes overlaps, keeping the finding of
 // higher priority (then the longer one, then the earlier one).
 func resolveOverlaps(fs []Finding) []Finding {
