@@ -126,11 +126,7 @@ func (s *injectionScanner) scanText(dst []Finding, text string) []Finding {
 			}
 		}
 	}
-	fs := dst[start:]
-	fs = s.kinds.filter(fs)
-	fs = s.allow.filter(text, fs)
-	fs = resolveOverlaps(fs)
-	return dst[:start+len(fs)]
+	return finishScan(dst, start, text, s.kinds, s.allow)
 }
 
 func (s *injectionScanner) scanField(dst []Finding, _, value string) []Finding {

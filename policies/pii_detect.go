@@ -88,11 +88,7 @@ func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
 func (s *piiScanner) scanText(dst []Finding, text string) []Finding {
 	start := len(dst)
 	dst = s.anchors.scan(dst, text)
-	fs := dst[start:]
-	fs = s.kinds.filter(fs)
-	fs = s.allow.filter(text, fs)
-	fs = resolveOverlaps(fs)
-	return dst[:start+len(fs)]
+	return finishScan(dst, start, text, s.kinds, s.allow)
 }
 
 func (s *piiScanner) scanField(dst []Finding, _, value string) []Finding {

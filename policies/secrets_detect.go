@@ -189,11 +189,7 @@ func (s *secretScanner) scanField(dst []Finding, key, value string) []Finding {
 }
 
 func (s *secretScanner) finish(dst []Finding, start int, text string) []Finding {
-	fs := dst[start:]
-	fs = s.kinds.filter(fs)
-	fs = s.allow.filter(text, fs)
-	fs = resolveOverlaps(fs)
-	return dst[:start+len(fs)]
+	return finishScan(dst, start, text, s.kinds, s.allow)
 }
 
 // isKeyChar is the alphabet of most API tokens: letters, digits, '_' and '-'.

@@ -92,21 +92,28 @@ func (s *anchorSet) scan(dst []Finding, text string) []Finding {
 		// inside a word. A quarter to a third of the bytes of agent text start some anchor
 		// (common letters, digits), so all three tests stay inside this loop rather than
 		// costing a trip through the candidate code below for each of them.
-		for ; i < n; i++ {
-			c := text[i]
-			if !s.isFirst[c] {
+		//
+		// The loop walks rest from 0 with its table in a local, so that it compiles without
+		// a bounds or nil check: short, and so less at the mercy of where the linker puts it
+		// (the longer form ran 16-27% slower on the policy benchmarks when an unrelated change
+		// moved it across a 64-byte boundary).
+		isFirst, rest, j := &s.isFirst, text[i:], 0
+		for ; j < len(rest); j++ {
+			c := rest[j]
+			if !isFirst[c] {
 				continue
 			}
-			if i+1 < n {
-				if c2 := text[i+1]; s.second[c][c2>>6]&(1<<(c2&63)) == 0 {
+			if j+1 < len(rest) {
+				if c2 := rest[j+1]; s.second[c][c2>>6]&(1<<(c2&63)) == 0 {
 					continue
 				}
 			}
-			if s.wordOnly[c] && !wordBoundaryBefore(text, i) {
+			if s.wordOnly[c] && !wordBoundaryBefore(text, i+j) {
 				continue
 			}
 			break
 		}
+		i += j
 		if i >= n {
 			break
 		}
@@ -217,6 +224,16 @@ func shannonEntropy(s string) float64 {
 		h -= p * math.Log2(p)
 	}
 	return h
+}
+
+// finishScan is the last step of every scanner's scan: the findings appended to dst from
+// start on, less those of disabled kinds and allow-listed values, without overlaps.
+func finishScan(dst []Finding, start int, text string, kinds kindSet, allow allowList) []Finding {
+	fs := dst[start:]
+	fs = kinds.filter(fs)
+	fs = allow.filter(text, fs)
+	fs = resolveOverlaps(fs)
+	return dst[:start+len(fs)]
 }
 
 // resolveOverlaps sorts findings by position and removes overlaps, keeping the finding of
