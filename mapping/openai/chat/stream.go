@@ -24,7 +24,9 @@ const (
 // NewAssembler implements mapping.Translator.
 func (c *Chat) NewAssembler() mapping.Assembler {
 	a := &chatAssembler{}
-	a.SSE.Dispatch = a.event // one event is bounded by the splitter's default (16 MiB)
+	a.SSE.Dispatch = a.event
+	// Chat chunks are small deltas; a line or event beyond this is a broken upstream.
+	a.SSE.MaxEvent = 16 << 20
 	return a
 }
 
