@@ -65,8 +65,9 @@ func BenchmarkRigScenarios(b *testing.B) {
 	bases := map[string]string{}
 	for _, p := range proxies {
 		// As `hookproxy serve` builds it (app.BuildChain: the built-in policies too).
-		bases[p.name] = startProxy(b, up.upstream())
-		if p.hooks != nil {
+		if p.hooks == nil {
+			bases[p.name] = startProxy(b, up.upstream())
+		} else {
 			bases[p.name] = startInlineProxy(b, up.URL, registrationDoc(b, p.hooks...))
 		}
 	}

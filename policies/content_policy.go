@@ -16,8 +16,9 @@ type contentPolicy struct {
 	d      detector
 	noun   string // what is found, in a refusal: "a credential"
 	prefix string // the prefix of the effects' codes: "hookproxy.secrets."
-	// action is the policy's action at a boundary (actionOff: the event is let through).
-	action func(b boundary) string
+	// request and response are the policy's actions on each side (actionOff: the event is
+	// let through).
+	request, response string
 	// decision is the effect's action, reason and code for the kinds found.
 	decision func(ev *ahp.Event, action string, kinds []string) contentDecision
 	// refuseSplit blocks a message whose text parts show a finding only when joined (no
@@ -34,7 +35,10 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 	if !ok {
 		return results(), nil
 	}
-	action := c.action(b)
+	action := c.request
+	if b.dir == dirResponse {
+		action = c.response
+	}
 	if action == actionOff {
 		return results(), nil
 	}

@@ -32,9 +32,8 @@ type PIIConfig struct {
 // [REDACTED:<kind>:<first 8 hex of sha256(value)>] or refuses the operation, per
 // direction. Effects follow the same capability rules as the secrets policy (see Secrets).
 type PII struct {
-	request, response string
-	scan              *piiScanner
-	content           contentPolicy
+	scan    *piiScanner
+	content contentPolicy
 }
 
 var _ ahp.Interceptor = (*PII)(nil)
@@ -57,14 +56,9 @@ func NewPII(cfg PIIConfig) (*PII, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &PII{request: req, response: resp, scan: newPIIScanner(kinds, allow)}
+	p := &PII{scan: newPIIScanner(kinds, allow)}
 	p.content = contentPolicy{d: p.scan, noun: "personal data", prefix: "hookproxy.pii.", decision: piiDecision,
-		action: func(b boundary) string {
-			if b.dir == dirResponse {
-				return p.response
-			}
-			return p.request
-		}}
+		request: req, response: resp}
 	return p, nil
 }
 

@@ -97,7 +97,7 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	}
 	p := &Secrets{action: action, scan: newSecretScanner(kinds, allow, minEntropy, minLength)}
 	p.content = contentPolicy{d: p.scan, noun: "a credential", prefix: "hookproxy.secrets.", refuseSplit: true,
-		action:   func(boundary) string { return p.action },
+		request: action, response: action,
 		decision: func(ev *ahp.Event, _ string, kinds []string) contentDecision { return p.decision(ev, kinds) }}
 	return p, nil
 }
