@@ -90,9 +90,11 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 	return ls
 }
 
-// kinds lists the distinct kinds found, in order of first appearance.
+// kinds lists the distinct kinds found, in order of first appearance. The list goes to a
+// policy's decision through a func value, so it lives on the heap: one allocation sized for
+// the usual handful of kinds rather than one per append.
 func (ls *listScan) kinds() []string {
-	var out []string
+	out := make([]string, 0, 4)
 	for _, h := range ls.hits {
 		for _, f := range h.findings {
 			if !slices.Contains(out, f.Kind) {
