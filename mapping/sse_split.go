@@ -104,12 +104,9 @@ func (s *SSESplitter) processLine(line []byte) error {
 	if len(line) == 0 {
 		return s.dispatch()
 	}
-	if line[0] == ':' {
+	field, value, ok := sseField(line)
+	if !ok {
 		return nil
-	}
-	field, value, _ := bytes.Cut(line, []byte(":"))
-	if len(value) > 0 && value[0] == ' ' {
-		value = value[1:]
 	}
 	switch string(field) {
 	case "data":

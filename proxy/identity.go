@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -28,16 +27,7 @@ func randomHex() string {
 
 // derive hashes the parts (NUL-separated, so ("ab","c") and ("a","bc") differ) into a
 // 128-bit hex id with the given prefix.
-func derive(prefix string, parts ...string) string {
-	h := sha256.New()
-	for i, p := range parts {
-		if i > 0 {
-			h.Write([]byte{0})
-		}
-		h.Write([]byte(p))
-	}
-	return prefix + hex.EncodeToString(h.Sum(nil)[:16])
-}
+func derive(prefix string, parts ...string) string { return mapping.HashID(prefix, 16, parts...) }
 
 // eventTime is the RFC 3339 UTC timestamp of a new event.
 func eventTime() string { return time.Now().UTC().Format(time.RFC3339Nano) }

@@ -14,17 +14,22 @@ import (
 )
 
 // NewAssembler returns an assembler for Anthropic's Messages event stream.
-func (*Messages) NewAssembler() mapping.Assembler { return &assembler{} }
+func (*Messages) NewAssembler() mapping.Assembler {
+	a := &assembler{}
+	a.sse.Dispatch = a.dispatch
+	// A bare "event: error" is the upstream's error, data or not.
+	a.sse.Dataless = true
+	// One event is at most the whole message (a content_block_start repeats no text), so
+	// the bound of the chat assembler serves.
+	a.sse.MaxEvent = 16 << 20
+	return a
+}
 
 // assembler turns the SSE events of a streamed message back into the message object the
 // non-streaming API would have returned. Write never fails, so it can sit beside a
 // pass-through copy to the client; Body reports what went wrong.
 type assembler struct {
-	line   []byte // the current, unterminated line
-	skipLF bool   // the last line ended in \r: a following \n belongs to it
-	event  string
-	data   []byte
-	inData bool
+	sse mapping.SSEReader
 
 	err   error                  // malformed stream; sticky
 	upErr *mapping.UpstreamError // error event; sticky
@@ -57,59 +62,31 @@ func (a *assembler) fail(format string, args ...any) {
 	}
 }
 
-// Write consumes stream bytes in any chunking. Lines end in \n, \r\n or \r (SSE).
-func (a *assembler) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 && a.err == nil && a.upErr == nil {
-		if a.skipLF {
-			a.skipLF = false
-			if p[0] == '\n' {
-				p = p[1:]
-				continue
-			}
-		}
-		i := bytes.IndexAny(p, "\r\n")
-		if i < 0 {
-			a.line = append(a.line, p...)
-			break
-		}
-		a.line = append(a.line, p[:i]...)
-		a.skipLF = p[i] == '\r'
-		p = p[i+1:]
-		a.processLine(a.line)
-		a.line = a.line[:0]
-	}
-	return n, nil
-}
+// errStopped stops the SSE reader once the stream has failed or carried the upstream's
+// error: nothing after that counts.
+var errStopped = errors.New("anthropic: stream: stopped")
 
-func (a *assembler) processLine(line []byte) {
-	if len(line) == 0 {
-		a.dispatch()
-		return
-	}
-	if line[0] == ':' { // comment
-		return
-	}
-	name, value, _ := bytes.Cut(line, []byte(":"))
-	if len(value) > 0 && value[0] == ' ' {
-		value = value[1:]
-	}
-	switch string(name) {
-	case "event":
-		a.event = string(value)
-	case "data":
-		if a.inData {
-			a.data = append(a.data, '\n')
+// Write consumes stream bytes in any chunking. It never fails, so the assembler can sit
+// beside the client's copy of the stream; Body reports what went wrong.
+func (a *assembler) Write(p []byte) (int, error) {
+	if a.err == nil && a.upErr == nil {
+		if err := a.sse.Write(p); err != nil && err != errStopped {
+			a.fail("%v", err)
 		}
-		a.data = append(a.data, value...)
-		a.inData = true
 	}
+	return len(p), nil
 }
 
 // dispatch handles one complete event.
-func (a *assembler) dispatch() {
-	event, data := a.event, a.data
-	a.event, a.data, a.inData = "", a.data[:0], false
+func (a *assembler) dispatch(event string, data []byte) error {
+	a.event(event, data)
+	if a.err != nil || a.upErr != nil {
+		return errStopped
+	}
+	return nil
+}
+
+func (a *assembler) event(event string, data []byte) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		if event == "error" {
 			a.upErr = upstreamError("api_error", "stream error event without data")

@@ -152,19 +152,26 @@ func TestAssemblerErrors(t *testing.T) {
 		desc     string
 		stream   string
 		upstream string // expected UpstreamError type; "" for a plain error
+		says     string // what a plain error must say, when it matters
 	}{
 		{"error event", sseStream[:strings.Index(sseStream, "event: content_block_start")] +
-			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "overloaded_error"},
-		{"cut before message_stop", cut, ""},
-		{"message_stop without the blank line", cut + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n", ""},
-		{"empty", "", ""},
-		{"not SSE JSON", "event: message_start\ndata: <html>\n\n", ""},
-		{"block before message_start", "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n", ""},
-		{"delta for an unknown block", strings.Replace(sseStream, `"index":2,"delta"`, `"index":9,"delta"`, 1), ""},
-		{"block index gap", strings.Replace(sseStream, `"index":4,"content_block"`, `"index":5,"content_block"`, 1), ""},
-		{"unknown delta type", strings.Replace(sseStream, `"text_delta"`, `"hologram_delta"`, 1), ""},
-		{"partial_json does not form JSON", strings.Replace(sseStream, `\"fahrenheit\"}`, `\"fahrenheit\"`, 1), ""},
-		{"second message_start", strings.Replace(sseStream, "event: message_stop\ndata: {\"type\":\"message_stop\"}", sseStream[:strings.Index(sseStream, "\n\n")], 1), ""},
+			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n", "overloaded_error", ""},
+		{"error event without data", sseStream[:strings.Index(sseStream, "event: content_block_start")] + "event: error\n\n", "api_error", ""},
+		{"error event, then the rest of the stream", sseStream[:strings.Index(sseStream, "event: content_block_start")] +
+			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n" +
+			sseStream[strings.Index(sseStream, "event: content_block_start"):], "overloaded_error", ""},
+		// One line past the 16 MiB bound: a broken upstream cannot grow the assembler without limit.
+		{"unbounded line", "event: message_start\ndata: \"" + strings.Repeat("a", 16<<20), "", "SSE line longer than 16777216 bytes"},
+		{"cut before message_stop", cut, "", ""},
+		{"message_stop without the blank line", cut + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n", "", ""},
+		{"empty", "", "", ""},
+		{"not SSE JSON", "event: message_start\ndata: <html>\n\n", "", ""},
+		{"block before message_start", "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n", "", ""},
+		{"delta for an unknown block", strings.Replace(sseStream, `"index":2,"delta"`, `"index":9,"delta"`, 1), "", ""},
+		{"block index gap", strings.Replace(sseStream, `"index":4,"content_block"`, `"index":5,"content_block"`, 1), "", ""},
+		{"unknown delta type", strings.Replace(sseStream, `"text_delta"`, `"hologram_delta"`, 1), "", ""},
+		{"partial_json does not form JSON", strings.Replace(sseStream, `\"fahrenheit\"}`, `\"fahrenheit\"`, 1), "", ""},
+		{"second message_start", strings.Replace(sseStream, "event: message_stop\ndata: {\"type\":\"message_stop\"}", sseStream[:strings.Index(sseStream, "\n\n")], 1), "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.desc, func(t *testing.T) {
@@ -176,6 +183,9 @@ func TestAssemblerErrors(t *testing.T) {
 				var up *mapping.UpstreamError
 				if isUp := errors.As(err, &up); isUp != (tt.upstream != "") || isUp && up.Type != tt.upstream {
 					t.Fatalf("err = %#v, want upstream %q", err, tt.upstream)
+				}
+				if !strings.Contains(err.Error(), tt.says) {
+					t.Fatalf("err = %v, want it to say %q", err, tt.says)
 				}
 			}
 		})

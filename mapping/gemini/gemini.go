@@ -1,8 +1,6 @@
 package gemini
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -184,17 +182,8 @@ var statusForName = map[string]int{
 	"UNKNOWN": 500, "DATA_LOSS": 500, "UNIMPLEMENTED": 501, "UNAVAILABLE": 503, "DEADLINE_EXCEEDED": 504,
 }
 
-// derive hashes parts (NUL-separated) into a short hex id with a prefix.
-func derive(prefix string, parts ...string) string {
-	h := sha256.New()
-	for i, p := range parts {
-		if i > 0 {
-			h.Write([]byte{0})
-		}
-		h.Write([]byte(p))
-	}
-	return prefix + hex.EncodeToString(h.Sum(nil)[:10])
-}
+// derive hashes parts into an id with a prefix and 80 bits of hash (mapping.HashID).
+func derive(prefix string, parts ...string) string { return mapping.HashID(prefix, 10, parts...) }
 
 // partID is the id of the n-th part of message msgID.
 func partID(msgID string, n int) string { return msgID + ".p" + strconv.Itoa(n) }

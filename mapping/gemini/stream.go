@@ -300,7 +300,7 @@ func (mc *mergedCandidate) render() string {
 
 // assembler reads a Gemini SSE stream.
 type assembler struct {
-	sp  mapping.SSESplitter
+	sse mapping.SSEReader
 	m   merger
 	err error
 }
@@ -308,8 +308,9 @@ type assembler struct {
 // NewAssembler returns an assembler of the SSE stream (alt=sse).
 func (t *Translator) NewAssembler() mapping.Assembler {
 	a := &assembler{}
-	a.sp.Dispatch = func(_ []byte, _ string, data []byte, hasData bool) error {
-		if !hasData || len(bytes.TrimSpace(data)) == 0 {
+	a.sse.MaxEvent = 16 << 20
+	a.sse.Dispatch = func(_ string, data []byte) error {
+		if len(bytes.TrimSpace(data)) == 0 {
 			return nil
 		}
 		if err := strictJSON.Check(data); err != nil {
@@ -322,7 +323,7 @@ func (t *Translator) NewAssembler() mapping.Assembler {
 
 func (a *assembler) Write(p []byte) (int, error) {
 	if a.err == nil {
-		a.err = a.sp.Write(p)
+		a.err = a.sse.Write(p)
 	}
 	return len(p), nil
 }
@@ -332,8 +333,8 @@ func (a *assembler) Body() ([]byte, error) {
 	if errors.As(a.err, &ue) {
 		return nil, ue
 	}
-	if a.err == nil && a.sp.Buffered() > 0 {
-		a.err = a.sp.Write([]byte("\n\n")) // a last event without its blank line
+	if a.err == nil {
+		a.err = a.sse.Close() // a last event without its blank line
 	}
 	if errors.As(a.err, &ue) {
 		return nil, ue

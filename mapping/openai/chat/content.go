@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"io"
 	"net/url"
 	"path"
 	"strconv"
@@ -56,12 +55,7 @@ func partID(messageID string, n int) string {
 // the call itself, so the call keeps its id from the response that produced it to every
 // later request that replays it.
 func legacyCallID(name, arguments string) string {
-	h := sha256.New()
-	io.WriteString(h, name)
-	h.Write([]byte{0})
-	io.WriteString(h, arguments)
-	var sum [sha256.Size]byte
-	return "fc_" + hex.EncodeToString(h.Sum(sum[:0])[:8])
+	return mapping.HashID("fc_", 8, name, arguments)
 }
 
 // --- attachment entries ---
