@@ -9,7 +9,8 @@ import (
 // keeping each block's exact bytes, so that a stream editor can relay an event it does
 // not change byte for byte. Lines end in \n, \r\n or \r; ":" lines are comments; the
 // "data:" lines of a block are joined with \n; a blank line ends the block
-// (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+// (https://html.spec.whatwg.org/multipage/server-sent-events.html). The assemblers read
+// through it too, with SSEReader.
 type SSESplitter struct {
 	// Dispatch receives each block: raw is its bytes through the blank line that ended it
 	// (comment lines included), name its "event:" field, data its joined data lines and
@@ -104,9 +105,12 @@ func (s *SSESplitter) processLine(line []byte) error {
 	if len(line) == 0 {
 		return s.dispatch()
 	}
-	field, value, ok := sseField(line)
-	if !ok {
+	if line[0] == ':' {
 		return nil
+	}
+	field, value, _ := bytes.Cut(line, []byte(":"))
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
 	}
 	switch string(field) {
 	case "data":

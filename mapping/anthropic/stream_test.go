@@ -161,7 +161,7 @@ func TestAssemblerErrors(t *testing.T) {
 			"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n" +
 			sseStream[strings.Index(sseStream, "event: content_block_start"):], "overloaded_error", ""},
 		// One line past the 16 MiB bound: a broken upstream cannot grow the assembler without limit.
-		{"unbounded line", "event: message_start\ndata: \"" + strings.Repeat("a", 16<<20), "", "SSE line longer than 16777216 bytes"},
+		{"unbounded line", "event: message_start\ndata: \"" + strings.Repeat("a", 16<<20), "", "SSE event larger than 16777216 bytes"},
 		{"cut before message_stop", cut, "", ""},
 		{"message_stop without the blank line", cut + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n", "", ""},
 		{"empty", "", "", ""},
