@@ -1,16 +1,25 @@
 package responses
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 
-	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
 // hashID derives a deterministic id: prefix + 16 hex digits of sha256 over the NUL-separated
 // fields, each JSON field compacted so that whitespace does not count.
 func hashID(prefix string, fields ...string) string {
-	return mapping.HashIDOf(prefix, 8, oaiwire.HashCompact, fields...)
+	h := sha256.New()
+	for i, f := range fields {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		oaiwire.HashCompact(h, f)
+	}
+	var sum [sha256.Size]byte
+	return prefix + hex.EncodeToString(h.Sum(sum[:0])[:8])
 }
 
 // itemID derives the id of a native input item that has none, from its position, its
