@@ -54,7 +54,10 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 	var scratch []Finding
 	for i := range items {
 		m := &items[i]
+		// joined is only built for a message with more than one text part: most have one,
+		// and copying every text would cost an allocation and a copy of the whole list.
 		var joined strings.Builder
+		var first string
 		texts, found := 0, 0
 		for j := range m.Parts {
 			p := &m.Parts[j]
@@ -68,7 +71,15 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 			if include != nil && !include(m, p) {
 				continue
 			}
-			joined.WriteString(*p.Text)
+			switch texts {
+			case 0:
+				first = *p.Text
+			case 1:
+				joined.WriteString(first)
+				fallthrough
+			default:
+				joined.WriteString(*p.Text)
+			}
 			texts++
 			scratch = d.scanText(scratch[:0], *p.Text)
 			found += len(scratch)

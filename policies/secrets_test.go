@@ -2,6 +2,7 @@ package policies
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -257,5 +258,45 @@ func TestSecretsIgnoresOtherEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	noEffects(t, res)
+}
+
+// TestSecretSplitAcrossTextParts: the model reads a message's text parts as one text, so
+// a key cut across parts is refused (no per-part edit can redact it), whichever parts hold
+// the halves (issue 13 §4). The controls show the refusal comes from the join: the same
+// key whole in one part is redacted in place, and parts that join to no key pass.
+func TestSecretSplitAcrossTextParts(t *testing.T) {
+	p := mustSecrets(t)
+	caps := proxyCaps(ahp.EventModelRequestBefore)
+	half := len(testAWSKeyID) / 2
+	split := func(parts ...string) *ahp.Event {
+		var ps []ahp.Part
+		for i, s := range parts {
+			ps = append(ps, text(fmt.Sprintf("m1p%d", i), s))
+		}
+		return requestEvent(msg("m1", ahp.RoleUser, ps...))
+	}
+	for _, tt := range []struct {
+		desc  string
+		parts []string
+	}{
+		{"first and second of two", []string{"deploy with " + testAWSKeyID[:half], testAWSKeyID[half:] + " now"}},
+		{"second and third of three", []string{"deploy with", " the key " + testAWSKeyID[:half], testAWSKeyID[half:] + " now"}},
+		{"first and third of three, an empty part between", []string{"key " + testAWSKeyID[:half], "", testAWSKeyID[half:]}},
+	} {
+		t.Run(tt.desc, func(t *testing.T) {
+			res, _ := run(t, p, split(tt.parts...), caps)
+			e := onlyEffect(t, res, ahp.EffectDeny)
+			if e.Code != "hookproxy.secrets."+SecretAWSAccessKeyID || !strings.Contains(e.Reason, "split across its text parts") {
+				t.Fatalf("deny %q %q, want the split refusal", e.Code, e.Reason)
+			}
+		})
+	}
+
+	res, _ := run(t, p, split("deploy with "+testAWSKeyID, " now", " please"), caps)
+	if e := onlyEffect(t, res, ahp.EffectModify); strings.Contains(string(e.Value), testAWSKeyID) {
+		t.Fatalf("control: a whole key is left in the replacement: %s", e.Value)
+	}
+	res, _ = run(t, p, split("deploy with "+testAWSKeyID[:half], " the", " rest"), caps)
 	noEffects(t, res)
 }
