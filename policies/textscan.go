@@ -120,7 +120,7 @@ func (s *anchorSet) scan(dst []Finding, text string) []Finding {
 // the bytes of agent text start some anchor (common letters, digits), so all three tests
 // stay inside this loop rather than costing a trip through scan's candidate code for each.
 //
-// This byte loop is most of a clean scan's time, and its speed hangs on where the linker
+// This byte loop is the largest part of a clean scan, and its speed hangs on where the linker
 // puts it: measured on the policy benchmarks, the same machine code ran 10-27% slower when
 // an unrelated change moved it 32 bytes and its 28 bytes then straddled a 64-byte line
 // (issue 14). next is its own function so that the loop's offset in it does not move when
