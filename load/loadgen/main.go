@@ -269,8 +269,7 @@ func runSoak(args []string) error {
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(max(*rate, 1)))
 	defer tick.Stop()
-	type sample struct{ goroutines, fds, heap, collections float64 }
-	var samples []sample
+	var samples []soakSample
 	sampleTick := time.NewTicker(*every)
 	defer sampleTick.Stop()
 loop:
@@ -285,7 +284,7 @@ loop:
 			}
 			// The heap goal (twice the live heap after the last collection) follows what
 			// stays alive; heap in use swings with every collection cycle.
-			samples = append(samples, sample{m["go_goroutines"], m["process_open_fds"], m["go_memstats_next_gc_bytes"], m["go_gc_duration_seconds_count"]})
+			samples = append(samples, soakSample{m["go_goroutines"], m["process_open_fds"], m["go_memstats_next_gc_bytes"], m["go_gc_duration_seconds_count"]})
 		case <-tick.C:
 			body := smallBody
 			if i%2 == 1 {
@@ -315,14 +314,32 @@ loop:
 		}
 	}
 	wg.Wait()
-	// The first quarter is warm-up (connections, pools, caches filling); the rest is compared
-	// first third against last third.
+	grew, err := soakGrowth(samples, *growth, os.Stdout)
+	fmt.Printf("LOAD soak sent=%d ok=%d failed=%d duration=%s rate=%d samples=%d\n", sent.Load(), ok.Load(), failed.Load(), *duration, *rate, len(samples))
+	switch {
+	case err != nil:
+		return err
+	case failed.Load() > 0:
+		return fmt.Errorf("%d requests failed", failed.Load())
+	case len(grew) > 0:
+		return fmt.Errorf("grew over the run: %s", strings.Join(grew, ", "))
+	}
+	return nil
+}
+
+// soakSample is one scrape of the proxy's metrics during a soak.
+type soakSample struct{ goroutines, fds, heap, collections float64 }
+
+// soakGrowth names what grew over a soak: the first quarter of samples is warm-up
+// (connections, pools, caches filling); of the rest, the last third must not exceed the
+// first by more than growth plus a small absolute slack. It writes one LOAD line a measure.
+func soakGrowth(samples []soakSample, growth float64, w io.Writer) ([]string, error) {
 	samples = samples[len(samples)/4:]
 	if len(samples) < 3 {
-		return fmt.Errorf("only %d samples after warm-up: run longer or sample more often", len(samples))
+		return nil, fmt.Errorf("only %d samples after warm-up: run longer or sample more often", len(samples))
 	}
 	third := len(samples) / 3
-	avg := func(s []sample, f func(sample) float64) float64 {
+	avg := func(s []soakSample, f func(soakSample) float64) float64 {
 		t := 0.0
 		for _, x := range s {
 			t += f(x)
@@ -337,32 +354,25 @@ loop:
 	var grew []string
 	for _, m := range []struct {
 		name string
-		f    func(sample) float64
+		f    func(soakSample) float64
 		// slack is an absolute allowance: a handful of goroutines or files, a few MiB.
 		slack float64
 	}{
-		{"goroutines", func(s sample) float64 { return s.goroutines }, 20},
-		{"open_fds", func(s sample) float64 { return s.fds }, 20},
-		{"heap_goal", func(s sample) float64 { return s.heap }, 8 << 20},
+		{"goroutines", func(s soakSample) float64 { return s.goroutines }, 20},
+		{"open_fds", func(s soakSample) float64 { return s.fds }, 20},
+		{"heap_goal", func(s soakSample) float64 { return s.heap }, 8 << 20},
 	} {
 		a, b := avg(first, m.f), avg(last, m.f)
 		if m.name == "heap_goal" && collections < 2 {
-			fmt.Printf("LOAD soak %s first=%.0f last=%.0f collections=%.0f: too few collections to judge, not checked\n", m.name, a, b, collections)
+			fmt.Fprintf(w, "LOAD soak %s first=%.0f last=%.0f collections=%.0f: too few collections to judge, not checked\n", m.name, a, b, collections)
 			continue
 		}
-		fmt.Printf("LOAD soak %s first=%.0f last=%.0f\n", m.name, a, b)
-		if b > a*(1+*growth)+m.slack {
+		fmt.Fprintf(w, "LOAD soak %s first=%.0f last=%.0f\n", m.name, a, b)
+		if b > a*(1+growth)+m.slack {
 			grew = append(grew, m.name)
 		}
 	}
-	fmt.Printf("LOAD soak sent=%d ok=%d failed=%d duration=%s rate=%d samples=%d\n", sent.Load(), ok.Load(), failed.Load(), *duration, *rate, len(samples))
-	switch {
-	case failed.Load() > 0:
-		return fmt.Errorf("%d requests failed", failed.Load())
-	case len(grew) > 0:
-		return fmt.Errorf("grew over the run: %s", strings.Join(grew, ", "))
-	}
-	return nil
+	return grew, nil
 }
 
 // runHang sends -n concurrent requests through a proxy whose model.request.before backend
