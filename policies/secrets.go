@@ -56,7 +56,6 @@ const (
 // At model.response.after and turn.finish.before, tool_call parts are not edited: tool
 // arguments are governed at tool.before, where modify(input) applies to them.
 type Secrets struct {
-	action  string
 	scan    *secretScanner
 	content contentPolicy
 }
@@ -95,10 +94,9 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	case minLength < 4 || minLength > 256:
 		return nil, configErrorf("minLength: must be between 4 and 256, got %d", cfg.MinLength)
 	}
-	p := &Secrets{action: action, scan: newSecretScanner(kinds, allow, minEntropy, minLength)}
+	p := &Secrets{scan: newSecretScanner(kinds, allow, minEntropy, minLength)}
 	p.content = contentPolicy{d: p.scan, noun: "a credential", prefix: "hookproxy.secrets.", refuseSplit: true,
-		request: action, response: action,
-		decision: func(ev *ahp.Event, _ string, kinds []string) contentDecision { return p.decision(ev, kinds) }}
+		request: action, response: action, decision: secretsDecision}
 	return p, nil
 }
 
@@ -107,13 +105,13 @@ func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ah
 	return p.content.intercept(ctx, req)
 }
 
-func (p *Secrets) decision(ev *ahp.Event, kinds []string) contentDecision {
+func secretsDecision(ev *ahp.Event, action string, kinds []string) contentDecision {
 	noun := "a credential"
 	if len(kinds) > 1 {
 		noun = "credentials"
 	}
 	return contentDecision{
-		action: p.action,
+		action: action,
 		reason: subjectOf(ev) + " " + noun + " (" + strings.Join(kinds, ", ") + ").",
 		code:   "hookproxy.secrets." + kinds[0],
 	}
