@@ -51,3 +51,24 @@ func (r *SSEReader) block(_ []byte, name string, data []byte, hasData bool) erro
 	// name shares the splitter's memory; the assemblers may keep the event's name.
 	return r.Dispatch(string(name), data)
 }
+
+// AssemblerInput is the input side of every assembler: the SSE reader the stream goes into,
+// the first malformed-stream error and the upstream's error event. Once Err or Upstream is
+// set, the rest of the stream is dropped; a Dispatch that sets one may return any error to
+// stop reading at once (Write keeps the first).
+type AssemblerInput struct {
+	SSE      SSEReader
+	Err      error
+	Upstream *UpstreamError
+}
+
+// Write implements Assembler's Write. It never fails, so an assembler teed beside the
+// client's stream cannot break that stream; problems are reported by Body.
+func (in *AssemblerInput) Write(p []byte) (int, error) {
+	if in.Err == nil && in.Upstream == nil {
+		if err := in.SSE.Write(p); err != nil && in.Err == nil && in.Upstream == nil {
+			in.Err = err
+		}
+	}
+	return len(p), nil
+}

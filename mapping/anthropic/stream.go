@@ -16,12 +16,12 @@ import (
 // NewAssembler returns an assembler for Anthropic's Messages event stream.
 func (*Messages) NewAssembler() mapping.Assembler {
 	a := &assembler{}
-	a.sse.Dispatch = a.dispatch
+	a.SSE.Dispatch = a.dispatch
 	// A bare "event: error" is the upstream's error, data or not.
-	a.sse.Dataless = true
+	a.SSE.Dataless = true
 	// One event is at most the whole message (a content_block_start repeats no text), so
 	// the bound of the chat assembler serves.
-	a.sse.MaxEvent = 16 << 20
+	a.SSE.MaxEvent = 16 << 20
 	return a
 }
 
@@ -29,10 +29,7 @@ func (*Messages) NewAssembler() mapping.Assembler {
 // non-streaming API would have returned. Write never fails, so it can sit beside a
 // pass-through copy to the client; Body reports what went wrong.
 type assembler struct {
-	sse mapping.SSEReader
-
-	err   error                  // malformed stream; sticky
-	upErr *mapping.UpstreamError // error event; sticky
+	mapping.AssemblerInput // Err: a malformed stream; Upstream: an error event
 
 	started, stopped bool
 	msg              string // the message_start skeleton with message_delta applied
@@ -57,30 +54,19 @@ type streamBlock struct {
 }
 
 func (a *assembler) fail(format string, args ...any) {
-	if a.err == nil {
-		a.err = fmt.Errorf("anthropic: stream: "+format, args...)
+	if a.Err == nil {
+		a.Err = fmt.Errorf(format, args...)
 	}
 }
 
 // errStopped stops the SSE reader once the stream has failed or carried the upstream's
 // error: nothing after that counts.
-var errStopped = errors.New("anthropic: stream: stopped")
-
-// Write consumes stream bytes in any chunking. It never fails, so the assembler can sit
-// beside the client's copy of the stream; Body reports what went wrong.
-func (a *assembler) Write(p []byte) (int, error) {
-	if a.err == nil && a.upErr == nil {
-		if err := a.sse.Write(p); err != nil && err != errStopped {
-			a.fail("%v", err)
-		}
-	}
-	return len(p), nil
-}
+var errStopped = errors.New("stopped")
 
 // dispatch handles one complete event.
 func (a *assembler) dispatch(event string, data []byte) error {
 	a.event(event, data)
-	if a.err != nil || a.upErr != nil {
+	if a.Err != nil || a.Upstream != nil {
 		return errStopped
 	}
 	return nil
@@ -89,7 +75,7 @@ func (a *assembler) dispatch(event string, data []byte) error {
 func (a *assembler) event(event string, data []byte) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		if event == "error" {
-			a.upErr = upstreamError("api_error", "stream error event without data")
+			a.Upstream = upstreamError("api_error", "stream error event without data")
 		}
 		return
 	}
@@ -101,7 +87,7 @@ func (a *assembler) event(event string, data []byte) {
 	typ := v.Get("type").String()
 	if event == "error" || typ == "error" {
 		e := v.Get("error")
-		a.upErr = upstreamError(e.Get("type").String(), e.Get("message").String())
+		a.Upstream = upstreamError(e.Get("type").String(), e.Get("message").String())
 		return
 	}
 	if typ == "" {
@@ -292,11 +278,11 @@ func (a *assembler) finish(b *streamBlock) {
 
 // Body returns the assembled message object.
 func (a *assembler) Body() ([]byte, error) {
-	if a.upErr != nil {
-		return nil, a.upErr
+	if a.Upstream != nil {
+		return nil, a.Upstream
 	}
-	if a.err != nil {
-		return nil, a.err
+	if a.Err != nil {
+		return nil, fmt.Errorf("anthropic: stream: %w", a.Err)
 	}
 	if !a.started {
 		return nil, errors.New("anthropic: stream: incomplete: no message_start")

@@ -204,8 +204,8 @@ func (e *editor) finishCall(c *heldCall) error {
 	delete(e.open, c.index)
 	var a assembler
 	a.finish(&c.blk)
-	if a.err != nil {
-		return a.err
+	if a.Err != nil {
+		return fmt.Errorf("anthropic: stream: %w", a.Err)
 	}
 	c.complete = true
 	return nil

@@ -300,16 +300,16 @@ func (mc *mergedCandidate) render() string {
 
 // assembler reads a Gemini SSE stream.
 type assembler struct {
-	sse mapping.SSEReader
-	m   merger
-	err error
+	// Err: a malformed stream, or the upstream's error chunk (merger.add returns it).
+	mapping.AssemblerInput
+	m merger
 }
 
 // NewAssembler returns an assembler of the SSE stream (alt=sse).
 func (t *Translator) NewAssembler() mapping.Assembler {
 	a := &assembler{}
-	a.sse.MaxEvent = 16 << 20
-	a.sse.Dispatch = func(_ string, data []byte) error {
+	a.SSE.MaxEvent = 16 << 20
+	a.SSE.Dispatch = func(_ string, data []byte) error {
 		if len(bytes.TrimSpace(data)) == 0 {
 			return nil
 		}
@@ -321,29 +321,22 @@ func (t *Translator) NewAssembler() mapping.Assembler {
 	return a
 }
 
-func (a *assembler) Write(p []byte) (int, error) {
-	if a.err == nil {
-		a.err = a.sse.Write(p)
-	}
-	return len(p), nil
-}
-
 func (a *assembler) Body() ([]byte, error) {
 	var ue *mapping.UpstreamError
-	if errors.As(a.err, &ue) {
+	if errors.As(a.Err, &ue) {
 		return nil, ue
 	}
-	if a.err == nil {
-		a.err = a.sse.Close() // a last event without its blank line
+	if a.Err == nil {
+		a.Err = a.SSE.Close() // a last event without its blank line
 	}
-	if errors.As(a.err, &ue) {
+	if errors.As(a.Err, &ue) {
 		return nil, ue
 	}
-	if a.err != nil {
-		if errors.Is(a.err, mapping.ErrMalformed) {
-			return nil, a.err
+	if a.Err != nil {
+		if errors.Is(a.Err, mapping.ErrMalformed) {
+			return nil, a.Err
 		}
-		return nil, fmt.Errorf("%w: %v", mapping.ErrMalformed, a.err)
+		return nil, fmt.Errorf("%w: %v", mapping.ErrMalformed, a.Err)
 	}
 	if a.m.chunks == 0 {
 		return nil, fmt.Errorf("%w: the stream carried no response", mapping.ErrMalformed)

@@ -32,7 +32,7 @@ func (c *Chat) NewAssembler() mapping.Assembler {
 
 // chatAssembler accumulates chat.completion.chunk events into a chat.completion.
 type chatAssembler struct {
-	oaiwire.AssemblerInput // Upstream: an error event
+	mapping.AssemblerInput // Upstream: an error event
 
 	done     bool // [DONE] seen
 	chunks   int

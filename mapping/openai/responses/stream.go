@@ -38,7 +38,7 @@ func (*Translator) NewAssembler() mapping.Assembler {
 // authoritative; the output items and deltas are kept only to rebuild "output" when a
 // server sends a terminal response without it.
 type assembler struct {
-	oaiwire.AssemblerInput // Upstream: an error event, or response.failed
+	mapping.AssemblerInput // Upstream: an error event, or response.failed
 
 	snapshot string // the response of response.created / .in_progress
 	final    string // the response of the terminal event

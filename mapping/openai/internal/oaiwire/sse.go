@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-
-	"github.com/hookproxy/hookproxy/mapping"
 )
 
 // SSEWriter writes SSE events and flushes after each when the writer can.
@@ -64,24 +62,4 @@ func (s *SSEWriter) flush() error {
 		s.flusher.Flush()
 	}
 	return nil
-}
-
-// AssemblerInput is the input side of the chat and responses assemblers: the SSE reader
-// the stream goes into, the first malformed-stream error, and the upstream's error event.
-// Once Err or Upstream is set, the rest of the stream is dropped.
-type AssemblerInput struct {
-	SSE      mapping.SSEReader
-	Err      error
-	Upstream *mapping.UpstreamError
-}
-
-// Write implements mapping.Assembler's Write. It never fails, so an assembler teed beside
-// the client's stream cannot break that stream; problems are reported by Body.
-func (in *AssemblerInput) Write(p []byte) (int, error) {
-	if in.Err == nil && in.Upstream == nil {
-		if err := in.SSE.Write(p); err != nil && in.Err == nil && in.Upstream == nil {
-			in.Err = err
-		}
-	}
-	return len(p), nil
 }
