@@ -1,5 +1,7 @@
 package mapping
 
+import "strings"
+
 // DefaultMaxSSEEvent is the bound of an SSEReader whose MaxEvent is zero.
 const DefaultMaxSSEEvent = 64 << 20
 
@@ -20,7 +22,8 @@ type SSEReader struct {
 	// error. By the SSE standard such a block dispatches nothing.
 	Dataless bool
 
-	sp SSESplitter
+	sp   SSESplitter
+	name string // the last event name dispatched, the reader's own copy
 }
 
 // Write feeds p and dispatches every event it completes.
@@ -48,8 +51,13 @@ func (r *SSEReader) block(_ []byte, name string, data []byte, hasData bool) erro
 	if !hasData && (!r.Dataless || name == "") {
 		return nil
 	}
-	// name shares the splitter's memory; the assemblers may keep the event's name.
-	return r.Dispatch(string(name), data)
+	// name shares the splitter's memory (string(name) would not copy it), and the
+	// assemblers may keep the event's name: it is copied, once per run of events of one name
+	// (a stream's deltas come in runs).
+	if name != r.name {
+		r.name = strings.Clone(name)
+	}
+	return r.Dispatch(r.name, data)
 }
 
 // AssemblerInput is the input side of every assembler: the SSE reader the stream goes into,

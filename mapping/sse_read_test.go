@@ -62,3 +62,19 @@ func TestSSEReaderDatalessAndBound(t *testing.T) {
 		t.Fatal("an event whose data passes the bound was buffered")
 	}
 }
+
+// TestSSEReaderEventNameOutlivesDispatch: an assembler may keep an event's name (the
+// Responses assembler keeps its terminal event's), so a later event must not change it.
+func TestSSEReaderEventNameOutlivesDispatch(t *testing.T) {
+	var kept []string
+	r := SSEReader{Dispatch: func(ev string, _ []byte) error {
+		kept = append(kept, ev)
+		return nil
+	}}
+	if err := r.Write([]byte("event: alpha\ndata: 1\n\nevent: bravo\ndata: 2\n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"alpha", "bravo"}; !reflect.DeepEqual(kept, want) {
+		t.Fatalf("kept names %q, want %q", kept, want)
+	}
+}
