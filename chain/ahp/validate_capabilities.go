@@ -241,7 +241,7 @@ func (v *validator) manifest(path string, x any) {
 	v.required(path, m, "events", "gaps", "transports", "authentication", "toolPaths", "contentCategories",
 		"limits", "managedPolicy", "correlationIdentityFields")
 	v.forbidden(path, m, "in a manifest (discovery is not an identity assertion)", "identity")
-	v.optional(path, m, "events", func(at string, y any) { v.manifestEvents(at, y) })
+	v.optional(path, m, "events", v.manifestEvents)
 	v.optional(path, m, "gaps", func(at string, y any) { v.gaps(at, y, false) })
 	enumSet := func(key string, values ...string) {
 		x, has := m[key]

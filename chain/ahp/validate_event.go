@@ -363,13 +363,13 @@ func (v *validator) event(path string, x any) (typ, id string) {
 	}
 	v.optional(path, ev, "source", func(at string, y any) { v.uri(at, y) })
 	v.optional(path, ev, "time", func(at string, y any) { v.dateTime(at, y) })
-	v.optional(path, ev, "session", func(at string, y any) { v.session(at, y) })
+	v.optional(path, ev, "session", v.session)
 	if x, has := ev["parentEventId"]; has {
 		// Omit a parent that is unknown; an empty one is not a parent.
 		v.str(jsonpath.Member(path, "parentEventId"), x, 1)
 	}
 	v.optional(path, ev, "synthesized", func(at string, y any) { v.boolean(at, y) })
-	v.optional(path, ev, "extensions", func(at string, y any) { v.extensions(at, y) })
+	v.optional(path, ev, "extensions", v.extensions)
 	v.optional(path, ev, "gaps", func(at string, y any) { v.gaps(at, y, false) })
 	rule := eventRules[typ]
 	v.optional(path, ev, "turn", func(at string, y any) { v.identity(at, y, rule != nil && rule.closedTurn) })
@@ -666,7 +666,7 @@ func (v *validator) mcp(path string, x any) {
 	}
 	v.optional(path, m, "toolName", func(at string, y any) { v.str(at, y, 1) })
 	v.optional(path, m, "provenance", func(at string, y any) { v.enum(at, y, "runtime", "inferred") })
-	v.optional(path, m, "connection", func(at string, y any) { v.connection(at, y) })
+	v.optional(path, m, "connection", v.connection)
 }
 
 // connection checks an MCP connection descriptor: every location member is either present

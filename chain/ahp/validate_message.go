@@ -186,8 +186,8 @@ func (v *validator) interceptParams(path string, params map[string]any) string {
 		}
 	}
 	v.optional(path, params, "capabilities", func(at string, y any) { v.capabilities(at, y, typ) })
-	v.optional(path, params, "state", func(at string, y any) { v.state(at, y) })
-	v.optional(path, params, "extensions", func(at string, y any) { v.extensions(at, y) })
+	v.optional(path, params, "state", v.state)
+	v.optional(path, params, "extensions", v.extensions)
 	return id
 }
 
