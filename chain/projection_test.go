@@ -28,6 +28,8 @@ func mixedRequest() *ahp.Event {
 
 func strPtr(s string) *string { return &s }
 
+// TestProject: a subscription's content selection (body, metadata, omit) applies to every
+// copy of a part, so no duplicate carries withheld content (AHP-CONTENT-002).
 func TestProject(t *testing.T) {
 	sum := sha256.Sum256([]byte("Push my branch."))
 	tests := []struct {

@@ -170,20 +170,9 @@ func TestRequirementTable(t *testing.T) {
 	}
 	sort.Strings(stray)
 	for _, id := range unique(stray) {
-		if !knownOutsideRequirements[id] {
-			t.Errorf("%s is named in the code but is not a requirement of requirements.json", id)
-		}
+		t.Errorf("%s is named in the code but is not a requirement of requirements.json", id)
 	}
 	docsync.Check(t, "requirements", b.String())
-}
-
-// knownOutsideRequirements are ids the digest uses that requirements.json does not list
-// (they come from the protocol's profile texts, not its requirement index).
-var knownOutsideRequirements = map[string]bool{
-	"AHP-EDIT-001":    true,
-	"AHP-AUTH-001":    true,
-	"AHP-CONTENT-001": true,
-	"AHP-CONTENT-002": true,
 }
 
 func codeList(items []string) string {

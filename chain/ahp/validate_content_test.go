@@ -10,6 +10,8 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 )
 
+// TestParseContentMessages: canonical messages are roles with ordered parts, text inline
+// and no JSON part (AHP-CONTENT-001).
 func TestParseContentMessages(t *testing.T) {
 	size := int64(1)
 	text := ""

@@ -139,7 +139,8 @@ func oauthBackend(url, issuerURL string) registration.Backend {
 // TestOAuthClientCredentials: the token comes from the issuer named in the registration
 // (its RFC 8414 metadata, then its token endpoint, with the client secret from
 // clientSecretRef and the backend as the RFC 8707 resource), is sent as the bearer token,
-// and is cached until it expires or the backend rejects it.
+// and is cached until it expires or the backend rejects it (AHP-AUTH-001: the portable
+// bindings are bearer and oauth).
 func TestOAuthClientCredentials(t *testing.T) {
 	t.Setenv("HOOKPROXY_TEST_CLIENT_SECRET", testClientSecret)
 	is := newIssuer(t)
