@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -59,7 +60,36 @@ type Options struct {
 	// Decisions, when set, is also told of every settled boundary, after the audit log
 	// and metrics (the demo prints each decision).
 	Decisions proxy.Auditor
+	// Override, when set, is applied to Config and to every configuration a reload loads:
+	// the command line's --listen and --admin win over the file.
+	Override func(*config.Config)
 }
+
+// ListenError is a listener that could not be opened: a taken port, an address that is
+// not this machine's, a privileged port. Its message is one line that names the address,
+// the reason and the flag that chooses another address.
+type ListenError struct {
+	Key  string // configuration key: listen | admin
+	Flag string // command-line flag of serve that overrides it
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	reason := e.Err.Error()
+	switch {
+	case errors.Is(e.Err, syscall.EADDRINUSE):
+		reason = "the address is already in use (another hookproxy, or `hookproxy demo`?)"
+	case errors.Is(e.Err, syscall.EACCES):
+		reason = "permission denied (a port below 1024 needs privileges)"
+	case errors.Is(e.Err, syscall.EADDRNOTAVAIL):
+		reason = "the address is not one of this machine's"
+	}
+	return fmt.Sprintf("cannot listen on %s (%s): %s; choose another address with %s ADDR or the %q key",
+		e.Addr, e.Key, reason, e.Flag, e.Key)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // Run serves the proxy (and the admin listener when configured) until ctx ends, then
 // shuts down gracefully: it stops accepting, lets requests and streams in flight finish
@@ -70,6 +100,9 @@ func Run(ctx context.Context, opts Options) error {
 	cfg := opts.Config
 	if cfg == nil {
 		return errors.New("app: no configuration")
+	}
+	if opts.Override != nil {
+		opts.Override(cfg)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -99,7 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 		m = metrics.New()
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
-		Decisions: opts.Decisions})
+		Decisions: opts.Decisions, Override: opts.Override})
 	// Anything that fails from here on must still release what was started.
 	cleanup := func() {
 		if opts.Listener != nil {
@@ -122,7 +155,7 @@ func Run(ctx context.Context, opts Options) error {
 		ln, err = net.Listen("tcp", cfg.Listen)
 		if err != nil {
 			cleanup()
-			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+			return &ListenError{Key: "listen", Flag: "--listen", Addr: cfg.Listen, Err: err}
 		}
 	}
 	hs := &http.Server{
@@ -142,7 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			_ = ln.Close()
 			cleanup()
-			return fmt.Errorf("admin listen %s: %w", cfg.Admin, err)
+			return &ListenError{Key: "admin", Flag: "--admin", Addr: cfg.Admin, Err: err}
 		}
 		as = &http.Server{
 			Handler:           admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin")}),
@@ -165,11 +198,14 @@ func Run(ctx context.Context, opts Options) error {
 	var loopDone sync.WaitGroup
 	loopDone.Go(func() { rt.control(loopCtx, opts.Reload, opts.ReloadDebounce) })
 
+	cur := rt.cur.Load()
 	log.Info("hookproxy listening",
 		zap.String("listen", ln.Addr().String()), zap.String("admin", adminAddr),
-		zap.Any("routes", rt.cur.Load().srv.Routes()), zap.Bool("hooks", rt.cur.Load().chain != nil),
+		zap.Any("routes", cur.srv.Routes()), zap.Strings("policies", cur.policies),
+		zap.String("registration", RegistrationSource(cfg)),
 		zap.String("source", cfg.Source), zap.Bool("tracing", tracer != nil),
 		zap.String("audit", cfg.Audit.Path))
+	cur.warnNoPolicies()
 	if opts.Started != nil {
 		opts.Started(ln.Addr().String(), adminAddr)
 	}
