@@ -115,11 +115,35 @@ func Run(ctx context.Context, opts Options) error {
 		opts.FlushTimeout = DefaultFlushTimeout
 	}
 
+	// Both listeners open first, before anything is started or logged: a taken port is the
+	// commonest first-run failure and deserves a plain error of its own (ListenError).
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return &ListenError{Key: "listen", Flag: "--listen", Addr: cfg.Listen, Err: err}
+		}
+	}
+	var adminLn net.Listener
+	if cfg.Admin != "" {
+		var err error
+		adminLn, err = net.Listen("tcp", cfg.Admin)
+		if err != nil {
+			_ = ln.Close()
+			return &ListenError{Key: "admin", Flag: "--admin", Addr: cfg.Admin, Err: err}
+		}
+	}
+	closeListeners := func() {
+		_ = ln.Close()
+		if adminLn != nil {
+			_ = adminLn.Close()
+		}
+	}
+
 	shutdownTracing, err := tracing.Setup(ctx, cfg.Tracing)
 	if err != nil {
-		if opts.Listener != nil {
-			_ = opts.Listener.Close()
-		}
+		closeListeners()
 		return err
 	}
 	var tracer trace.Tracer
@@ -135,9 +159,7 @@ func Run(ctx context.Context, opts Options) error {
 		Decisions: opts.Decisions, Override: opts.Override})
 	// Anything that fails from here on must still release what was started.
 	cleanup := func() {
-		if opts.Listener != nil {
-			_ = opts.Listener.Close()
-		}
+		closeListeners()
 		fctx, cancel := context.WithTimeout(context.Background(), opts.FlushTimeout)
 		defer cancel()
 		_ = rt.Close(fctx)
@@ -150,14 +172,6 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	ln := opts.Listener
-	if ln == nil {
-		ln, err = net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			cleanup()
-			return &ListenError{Key: "listen", Flag: "--listen", Addr: cfg.Listen, Err: err}
-		}
-	}
 	hs := &http.Server{
 		Handler:           rt,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -166,17 +180,8 @@ func Run(ctx context.Context, opts Options) error {
 		// transport bounds connection setup and time to first header instead.
 		ErrorLog: zap.NewStdLog(log.Named("http")),
 	}
-	var (
-		as      *http.Server
-		adminLn net.Listener
-	)
-	if cfg.Admin != "" {
-		adminLn, err = net.Listen("tcp", cfg.Admin)
-		if err != nil {
-			_ = ln.Close()
-			cleanup()
-			return &ListenError{Key: "admin", Flag: "--admin", Addr: cfg.Admin, Err: err}
-		}
+	var as *http.Server
+	if adminLn != nil {
 		as = &http.Server{
 			Handler:           admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin")}),
 			ReadHeaderTimeout: 10 * time.Second,
