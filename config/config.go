@@ -113,7 +113,7 @@ type Limits struct {
 
 // Log configures logging.
 type Log struct {
-	Level  string `yaml:"level" json:"level"`   // debug | info | warn | error (default info)
+	Level string `yaml:"level" json:"level"` // debug | info | warn | error (default info)
 	// Format is auto (default: console lines when stderr is a terminal, JSON lines when
 	// it is not, as under a service manager or in a container) | json | console.
 	Format string `yaml:"format" json:"format"`

@@ -65,7 +65,7 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
 			"message": "the model imitation serves POST " + PathChatCompletions + ", POST " + PathMessages +
 				", POST " + PathGeminiModels + "{model}:generateContent (and :streamGenerateContent) and GET " + PathReceived,
-			"type":    "not_found_error"}})
+			"type": "not_found_error"}})
 	})
 	return mux
 }
