@@ -69,7 +69,7 @@ type Options struct {
 // not this machine's, a privileged port. Its message is one line that names the address,
 // the reason and the flag that chooses another address.
 type ListenError struct {
-	Key  string // configuration key: listen | admin
+	Key  string // configuration key: listen | admin ("" when no configuration names it)
 	Flag string // command-line flag of serve that overrides it
 	Addr string
 	Err  error
@@ -85,8 +85,11 @@ func (e *ListenError) Error() string {
 	case errors.Is(e.Err, syscall.EADDRNOTAVAIL):
 		reason = "the address is not one of this machine's"
 	}
-	return fmt.Sprintf("cannot listen on %s (%s): %s; choose another address with %s ADDR or the %q key",
-		e.Addr, e.Key, reason, e.Flag, e.Key)
+	msg := fmt.Sprintf("cannot listen on %s: %s; choose another address with %s ADDR", e.Addr, reason, e.Flag)
+	if e.Key != "" {
+		msg += fmt.Sprintf(" (or the configuration's %q key)", e.Key)
+	}
+	return msg
 }
 
 func (e *ListenError) Unwrap() error { return e.Err }
