@@ -25,8 +25,8 @@ type DemoOptions struct {
 	// AnyPortIfTaken takes a free port on Listen's host when Listen's port is in use (the
 	// default address was not chosen by the user, so any port will do).
 	AnyPortIfTaken bool
-	Logger    *zap.Logger   // the proxy's own log
-	Decisions proxy.Auditor // told of every settled boundary (the demo prints each)
+	Logger         *zap.Logger   // the proxy's own log
+	Decisions      proxy.Auditor // told of every settled boundary (the demo prints each)
 	// Started is called once the proxy serves, with both base URLs.
 	Started func(proxyURL, modelURL string)
 	// Stopping is called when ctx ends, before the drain.
