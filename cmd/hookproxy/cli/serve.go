@@ -37,6 +37,13 @@ func runServe(args []string) int {
 		return 2
 	}
 
+	for _, f := range []struct{ name, value string }{{"--listen", *listen}, {"--admin", *adminAddr}} {
+		if _, _, err := net.SplitHostPort(f.value); f.value != "" && err != nil {
+			fmt.Fprintf(os.Stderr, "hookproxy serve: %s %q: want host:port, e.g. 127.0.0.1:8081\n", f.name, f.value)
+			return 2
+		}
+	}
+
 	path := *configPath
 	if path == "" {
 		path = os.Getenv(envConfig)
@@ -49,15 +56,6 @@ func runServe(args []string) int {
 	// --listen and --admin win over the file, at start and after every reload.
 	var override func(*config.Config)
 	if *listen != "" || *adminAddr != "" {
-		for flagName, v := range map[string]string{"--listen": *listen, "--admin": *adminAddr} {
-			if v == "" {
-				continue
-			}
-			if _, _, err := net.SplitHostPort(v); err != nil {
-				fmt.Fprintf(os.Stderr, "hookproxy serve: %s %q: want host:port, e.g. 127.0.0.1:8081\n", flagName, v)
-				return 2
-			}
-		}
 		l, a := *listen, *adminAddr
 		override = func(c *config.Config) {
 			if l != "" {
