@@ -24,6 +24,7 @@ require (
 	go.uber.org/zap v1.28.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/oauth2 v0.38.0
+	golang.org/x/term v0.46.0
 	google.golang.org/genai v1.79.1
 	mvdan.cc/sh/v3 v3.14.1
 )

@@ -36,6 +36,7 @@ const maxRPCBytes = 64 << 10
 
 // New returns the admin handler:
 //
+//	GET  /               a short JSON index of these endpoints
 //	GET  /healthz        200 "ok" while the process is alive
 //	GET  /readyz         200 "ok" when Ready returns nil, else 503 with the reason
 //	GET  /metrics        Prometheus exposition (when Options.Metrics is set)
@@ -68,6 +69,24 @@ func New(opts Options) http.Handler {
 	}
 	r.Post("/", h.capabilities)
 	r.Post("/ahp", h.capabilities)
+	// GET / is a short index for whoever opens the admin address in a browser or curl.
+	index := map[string]string{
+		"GET /healthz":      "200 while the process is alive",
+		"GET /readyz":       "200 when the configuration is loaded and persistent backends run, else 503 with the reason",
+		"GET /ahp/manifest": "the AHP capability manifest, for people",
+		"POST /":            "JSON-RPC hooks/capabilities (also POST /ahp)",
+	}
+	if opts.Metrics != nil {
+		index["GET /metrics"] = "Prometheus metrics"
+	}
+	indexJSON, _ := json.MarshalIndent(map[string]any{"service": "hookproxy admin", "endpoints": index}, "", "  ")
+	indexJSON = append(indexJSON, '\n')
+	r.Get("/", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(indexJSON)
+	})
 	r.Get("/ahp/manifest", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)

@@ -289,3 +289,42 @@ func TestManifestOverride(t *testing.T) {
 		t.Fatalf("override not served: %v", got.ToolPaths)
 	}
 }
+
+// TestIndex: GET / answers a short JSON index whose every GET entry is really served
+// (metrics only when there are metrics); POST / stays the JSON-RPC endpoint.
+func TestIndex(t *testing.T) {
+	m := metrics.New()
+	for _, tc := range []struct {
+		desc        string
+		opts        Options
+		wantMetrics bool
+	}{{"with metrics", Options{Metrics: m.Handler()}, true}, {"without metrics", Options{}, false}} {
+		t.Run(tc.desc, func(t *testing.T) {
+			url := serve(t, tc.opts)
+			resp, body := do(t, http.MethodGet, url+"/", "", nil)
+			var idx struct {
+				Service   string            `json:"service"`
+				Endpoints map[string]string `json:"endpoints"`
+			}
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &idx) != nil {
+				t.Fatalf("GET /: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+			if _, ok := idx.Endpoints["GET /metrics"]; ok != tc.wantMetrics {
+				t.Errorf("index lists /metrics = %v, want %v", ok, tc.wantMetrics)
+			}
+			for ep := range idx.Endpoints {
+				path, ok := strings.CutPrefix(ep, "GET ")
+				if !ok {
+					continue
+				}
+				if resp, _ := do(t, http.MethodGet, url+path, "", nil); resp.StatusCode != http.StatusOK {
+					t.Errorf("the index lists %s, which answers %d", ep, resp.StatusCode)
+				}
+			}
+			resp, body = do(t, http.MethodPost, url+"/", "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"hooks/capabilities","params":{"protocolVersion":"draft"}}`))
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"manifest"`) {
+				t.Errorf("POST / is no longer hooks/capabilities: %d %s", resp.StatusCode, body)
+			}
+		})
+	}
+}

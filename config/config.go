@@ -14,8 +14,14 @@ const (
 // Config is the whole configuration file. The keys listen, admin, registration, audit
 // and routes are the fixed contract of DESIGN.md §3; the others are hookproxy additions.
 type Config struct {
-	Listen       string  `yaml:"listen" json:"listen"`
-	Admin        string  `yaml:"admin" json:"admin"`
+	Listen string `yaml:"listen" json:"listen"`
+	Admin  string `yaml:"admin" json:"admin"`
+	// Registration is the AHP registration document: a file (absolute, or relative to this
+	// configuration). Omitted, the built-in default chain applies (DefaultRegistration:
+	// the tools and secrets policies), so a copied or hand-written configuration cannot
+	// lose its policies by accident; RegistrationNone ("none") says so explicitly and makes
+	// a plain proxy. Parse turns both into the fields below: "none" leaves Registration
+	// and RegistrationInline empty, an omitted key fills RegistrationInline.
 	Registration string  `yaml:"registration" json:"registration"`
 	Audit        Audit   `yaml:"audit" json:"audit"`
 	Routes       []Route `yaml:"routes" json:"routes"`
@@ -38,10 +44,18 @@ type Config struct {
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.
 	Path string `yaml:"-" json:"-"`
-	// RegistrationDocument is set instead of Registration by the embedded default (inline
-	// registration JSON); it is not a file key.
+	// RegistrationInline is set instead of Registration when the configuration names no
+	// registration file: the built-in default registration document (JSON). It is not a
+	// file key.
 	RegistrationInline []byte `yaml:"-" json:"-"`
 }
+
+// RegistrationNone is the value of the registration key that turns every policy off: a
+// plain proxy. It must be written out; an omitted key means the built-in default chain.
+const RegistrationNone = "none"
+
+// Plain reports whether c runs no policies at all (`registration: none`).
+func (c *Config) Plain() bool { return c.Registration == "" && len(c.RegistrationInline) == 0 }
 
 // Route maps a path prefix to an upstream of one API kind.
 type Route struct {
@@ -99,8 +113,10 @@ type Limits struct {
 
 // Log configures logging.
 type Log struct {
-	Level  string `yaml:"level" json:"level"`   // debug | info | warn | error (default info)
-	Format string `yaml:"format" json:"format"` // json (default) | console
+	Level string `yaml:"level" json:"level"` // debug | info | warn | error (default info)
+	// Format is auto (default: console lines when stderr is a terminal, JSON lines when
+	// it is not, as under a service manager or in a container) | json | console.
+	Format string `yaml:"format" json:"format"`
 }
 
 // Tracing configures OpenTelemetry export.

@@ -23,7 +23,7 @@ const (
 	DefaultAuditQueueSize        = 1024
 	DefaultAuditWaitTimeout      = 100 * time.Millisecond
 	DefaultLogLevel              = "info"
-	DefaultLogFormat             = "json"
+	DefaultLogFormat             = "auto"
 	DefaultServiceName           = "hookproxy"
 	DefaultSampleRatio           = 1.0
 	DefaultStateMaxSessions      = 10000
@@ -34,6 +34,7 @@ const (
 	AuditStdout  = "-"
 	AuditOnWait  = "wait"
 	AuditOnDrop  = "drop"
+	LogAuto      = "auto" // console when stderr is a terminal, else json
 	LogJSON      = "json"
 	LogConsole   = "console"
 	sourcePrefix = "urn:hookproxy:"

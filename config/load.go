@@ -110,6 +110,7 @@ func Parse(data []byte, baseDir string) (*Config, error) {
 		return nil, &Error{Problems: l.problems}
 	}
 	applyDefaults(&cfg)
+	applyRegistration(&cfg)
 	resolvePaths(&cfg, baseDir)
 	if problems := validate(&cfg); len(problems) > 0 {
 		return nil, &Error{Problems: problems}
@@ -241,6 +242,18 @@ func (l *loader) decodeError(err error) {
 		return
 	}
 	l.add("$", "%v", err)
+}
+
+// applyRegistration gives a configuration without a registration key the built-in default
+// chain, and turns `registration: none` into no registration at all (DESIGN §3: the
+// default cannot be lost by copying a configuration that leaves the key out).
+func applyRegistration(cfg *Config) {
+	switch cfg.Registration {
+	case "":
+		cfg.RegistrationInline = append([]byte(nil), DefaultRegistration...)
+	case RegistrationNone:
+		cfg.Registration, cfg.RegistrationInline = "", nil
+	}
 }
 
 // resolvePaths makes relative file paths relative to the configuration file's directory,

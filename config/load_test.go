@@ -61,7 +61,7 @@ func TestLoadContractExample(t *testing.T) {
 		cfg.Limits.ObserveTimeout != 5*time.Second {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
-	if cfg.Log.Level != "info" || cfg.Log.Format != "json" || cfg.Audit.OnFull != "wait" ||
+	if cfg.Log.Level != "info" || cfg.Log.Format != "auto" || cfg.Audit.OnFull != "wait" ||
 		cfg.Audit.QueueSize != 1024 || cfg.Tracing.ServiceName != "hookproxy" || !strings.HasPrefix(cfg.Source, "urn:hookproxy:") {
 		t.Errorf("defaults not applied: %+v", cfg)
 	}
@@ -242,5 +242,46 @@ func TestStateDefaults(t *testing.T) {
 	r := cfg.State.Redis
 	if cfg.State.OnStoreFailure != "fail-closed" || r.KeyPrefix != "hookproxy:" || r.TTL != 24*time.Hour || r.TimeoutMs != 250 {
 		t.Fatalf("redis defaults %+v", cfg.State)
+	}
+}
+
+// TestRegistrationKey: a configuration that leaves the registration key out gets the
+// built-in default chain — a copy of config/default.yaml with its upstreams changed keeps
+// its policies — and only an explicit `registration: none` makes a plain proxy; a file
+// is resolved against the configuration's directory.
+func TestRegistrationKey(t *testing.T) {
+	copied := strings.ReplaceAll(string(config.DefaultYAML()), "https://api.openai.com", "http://127.0.0.1:9999")
+	for _, tc := range []struct {
+		desc, text string
+		file       string // want Registration (relative to the file's directory)
+		inline     bool   // want the default registration inline
+		plain      bool
+	}{
+		{desc: "copy of default.yaml", text: copied, inline: true},
+		{desc: "no key", text: "routes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n", inline: true},
+		{desc: "registration: none", text: "registration: none\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n", plain: true},
+		{desc: "a file", text: "registration: hooks.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n", file: "hooks.json"},
+		{desc: "a file called none, written as a path", text: "registration: ./none\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n", file: "none"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p := write(t, "c.yaml", tc.text)
+			cfg, err := config.Load(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			if tc.file != "" {
+				want = filepath.Join(filepath.Dir(p), tc.file)
+			}
+			if cfg.Registration != want {
+				t.Errorf("Registration = %q, want %q", cfg.Registration, want)
+			}
+			if got := string(cfg.RegistrationInline) == string(config.DefaultRegistration); got != tc.inline {
+				t.Errorf("inline default registration = %v, want %v", got, tc.inline)
+			}
+			if cfg.Plain() != tc.plain {
+				t.Errorf("Plain() = %v, want %v", cfg.Plain(), tc.plain)
+			}
+		})
 	}
 }

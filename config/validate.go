@@ -113,9 +113,9 @@ func validate(c *Config) []Problem {
 		add("log.level", "%q is not debug, info, warn or error", c.Log.Level)
 	}
 	switch c.Log.Format {
-	case LogJSON, LogConsole:
+	case LogAuto, LogJSON, LogConsole:
 	default:
-		add("log.format", "%q is not json or console", c.Log.Format)
+		add("log.format", "%q is not auto, json or console", c.Log.Format)
 	}
 	if c.Tracing.Endpoint != "" {
 		if err := checkUpstream(c.Tracing.Endpoint); err != nil {

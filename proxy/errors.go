@@ -161,7 +161,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, rt *route, e
 		s.logAt(r.Context(), zapcore.DebugLevel, "client went away", zap.String("route", rt.prefix), zap.String("path", r.URL.Path))
 		return
 	default:
-		he = rt.upstreamFailure("upstream request failed", err)
+		he = rt.upstreamFailure(upstreamFailureMessage(err), err)
 	}
 	if he.status >= 500 {
 		s.logAt(r.Context(), zapcore.WarnLevel, "request failed", zap.String("route", rt.prefix), zap.String("path", r.URL.Path),

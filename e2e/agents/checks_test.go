@@ -117,7 +117,8 @@ func turns(reqs []request) []string {
 }
 
 // checkNoEgress: with the settings each run uses (Claude Code:
-// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1; Codex: plugins off), the model API is the
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1; Codex: plugins off; Gemini CLI: update
+// checks, usage statistics and telemetry off), the model API is the
 // only thing the agent talks to, so nothing bypasses the proxy. Without them Claude Code
 // connects to api.anthropic.com itself (not to ANTHROPIC_BASE_URL), and Codex to
 // github.com, api.github.com and chatgpt.com.

@@ -1,12 +1,14 @@
 // Package agents is hookproxy's compatibility suite with real, unmodified coding agents:
-// the Claude Code CLI (@anthropic-ai/claude-code) and the Codex CLI (@openai/codex),
-// installed from npm at the exact versions of npm/package-lock.json and run
-// non-interactively (`claude -p`, `codex exec`) against the real hookproxy binary, built
+// the Claude Code CLI (@anthropic-ai/claude-code), the Codex CLI (@openai/codex) and the
+// Gemini CLI (@google/gemini-cli), installed from npm at the exact versions of
+// npm/package-lock.json and run non-interactively (`claude -p`, `codex exec`,
+// `gemini -p --approval-mode yolo`) against the real hookproxy binary, built
 // from this checkout and started as a child process. Its chain is the embedded default
 // (the built-in tools policy with the destructive-command list, then the secrets policy)
 // plus one tools rule of the suite's own that denies a recursive rm of the scratch
-// directory. Upstream is a loopback imitation of the Anthropic Messages API and the
-// OpenAI Responses API (streaming SSE) that scripts a conversation: turn 1 a shell call
+// directory. Upstream is a loopback imitation of the Anthropic Messages API, the OpenAI
+// Responses API and the Gemini generateContent API (streaming SSE; Gemini CLI reaches it
+// through the proxy's /gemini route) that scripts a conversation: turn 1 a shell call
 // that reads a file holding an AWS key, turn 2 a destructive shell call, turn 3 a final
 // answer. The prompt holds an AWS key too.
 //

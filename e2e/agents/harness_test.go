@@ -161,8 +161,8 @@ func registration(t *testing.T, victim string) []byte {
 	return reg
 }
 
-// startProxy runs `hookproxy serve` with reg as its registration document and both model
-// routes pointed at upstream. It is stopped (SIGTERM, then SIGKILL) when the test ends.
+// startProxy runs `hookproxy serve` with reg as its registration document and the three
+// model routes pointed at upstream. It is stopped (SIGTERM, then SIGKILL) when the test ends.
 func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 	t.Helper()
 	bin := hookproxyBin(t)
@@ -172,7 +172,8 @@ func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 		"audit:\n  path: audit.jsonl\n" +
 		"routes:\n" +
 		"  - prefix: /openai\n    api: openai\n    upstream: " + upstream + "\n" +
-		"  - prefix: /anthropic\n    api: anthropic\n    upstream: " + upstream + "\n"
+		"  - prefix: /anthropic\n    api: anthropic\n    upstream: " + upstream + "\n" +
+		"  - prefix: /gemini\n    api: gemini\n    upstream: " + upstream + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "hookproxy.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

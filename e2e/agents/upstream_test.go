@@ -65,8 +65,9 @@ func (r request) raw() string {
 	return r.Text
 }
 
-// imitation is a loopback model API: the Anthropic Messages API under /v1/messages and the
-// OpenAI Responses API under /v1/responses, both on one server (a route prefix of the
+// imitation is a loopback model API: the Anthropic Messages API under /v1/messages, the
+// OpenAI Responses API under /v1/responses and the Gemini API under
+// /v1beta/models/{model}:generateContent (and :streamGenerateContent), all on one server (a route prefix of the
 // proxy is stripped before forwarding, so both routes can point here).
 type imitation struct {
 	*httptest.Server
@@ -135,6 +136,21 @@ func (im *imitation) serve(w http.ResponseWriter, r *http.Request) {
 		rec.Tool = call.describe()
 		status(http.StatusOK, turn)
 		writeResponses(w, gjson.GetBytes(body, "stream").Bool(), gjson.GetBytes(body, "model").String(), uid, turn, call, im.cmdFor(turn))
+	case r.Method == http.MethodPost && geminiPath(path) != "":
+		model, method, _ := strings.Cut(geminiPath(path), ":")
+		switch method {
+		case "countTokens":
+			status(http.StatusOK, "count_tokens")
+			writeJSON(w, http.StatusOK, fmt.Sprintf(`{"totalTokens":%d}`, 1+len(body)/4))
+		case "generateContent", "streamGenerateContent":
+			turn := im.geminiTurn(body)
+			status(http.StatusOK, turn)
+			writeGemini(w, method == "streamGenerateContent", r.URL.Query().Get("alt") == "sse", model, uid, turn, im.cmdFor(turn),
+				gjson.GetBytes(body, "generationConfig"))
+		default:
+			status(http.StatusNotFound, "not found")
+			writeJSON(w, http.StatusNotFound, `{"error":{"code":404,"message":"method not found","status":"NOT_FOUND"}}`)
+		}
 	default:
 		status(http.StatusNotFound, "not found")
 		writeJSON(w, http.StatusNotFound, `{"error":{"message":"not found","type":"not_found_error"}}`)
@@ -491,4 +507,150 @@ func writeResponses(w http.ResponseWriter, stream bool, model, uid, turn string,
 		ev("response.output_item.done", map[string]any{"output_index": 1, "item": tool})
 	}
 	ev("response.completed", map[string]any{"response": resp("completed", output, usage)})
+}
+
+// --- Gemini generateContent ---
+
+// geminiShell is the shell tool of Gemini CLI.
+const geminiShell = "run_shell_command"
+
+// geminiPath returns "{model}:{method}" of a Gemini API path, or "".
+func geminiPath(path string) string {
+	for _, prefix := range []string{"/v1beta/models/", "/v1/models/", "/v1alpha/models/"} {
+		if rest, ok := strings.CutPrefix(path, prefix); ok && strings.Contains(rest, ":") {
+			return rest
+		}
+	}
+	return ""
+}
+
+// geminiTurn: the Gemini API has no call ids a client must echo, so a tool result is
+// recognised by the call it answers: a functionResponse part for the shell tool after a
+// model functionCall part whose command is the script's read (or destroy) command. The
+// conversation starts when the contents hold the marker and the shell tool is declared.
+func (im *imitation) geminiTurn(body []byte) string {
+	results := map[string]bool{}
+	pending := ""
+	for _, c := range gjson.GetBytes(body, "contents").Array() {
+		for _, p := range c.Get("parts").Array() {
+			if fc := p.Get("functionCall"); fc.Exists() {
+				switch fc.Get("args.command").String() {
+				case im.script.readCmd:
+					pending = idRead
+				case im.script.destroyCmd:
+					pending = idDestroy
+				default:
+					pending = ""
+				}
+			}
+			if p.Get("functionResponse").Exists() && pending != "" {
+				results[pending] = true
+			}
+		}
+	}
+	declared := false
+	for _, t := range gjson.GetBytes(body, "tools").Array() {
+		if t.Get(`functionDeclarations.#(name=="` + geminiShell + `")`).Exists() {
+			declared = true
+		}
+	}
+	started := declared && strings.Contains(gjson.GetBytes(body, "contents").Raw, promptMarker)
+	return nextTurn(results, started)
+}
+
+// writeGemini answers a generateContent request: one JSON response, or (stream) the same
+// as server-sent events (alt=sse) or a JSON array of chunks. A request for JSON output
+// (a side request: Gemini CLI's model router asks for a complexity score) gets the
+// smallest instance of its schema as its text.
+func writeGemini(w http.ResponseWriter, stream, sse bool, model, uid, turn, cmd string, genConfig gjson.Result) {
+	text := sideText
+	if genConfig.Get("responseMimeType").String() == "application/json" {
+		schema := genConfig.Get("responseJsonSchema")
+		if !schema.Exists() {
+			schema = genConfig.Get("responseSchema")
+		}
+		text = mustJSON(schemaInstance(schema))
+	}
+	switch turn {
+	case answerRead:
+		text = "I'll read the notes first."
+	case answerDestroy:
+		text = "Now I'll clean up the scratch directory."
+	case answerFinal:
+		text = finalText
+	}
+	var call map[string]any
+	if cmd != "" {
+		call = map[string]any{"functionCall": map[string]any{"name": geminiShell,
+			"args": map[string]any{"command": cmd, "description": "scripted by the imitation"}}}
+	}
+	chunk := func(parts []any, finish bool) map[string]any {
+		cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
+		if finish {
+			cand["finishReason"] = "STOP"
+		}
+		return map[string]any{"candidates": []any{cand},
+			"usageMetadata": map[string]any{"promptTokenCount": 12, "candidatesTokenCount": 8, "totalTokenCount": 20},
+			"modelVersion":  model, "responseId": "resp_" + uid}
+	}
+	if !stream {
+		parts := []any{map[string]any{"text": text}}
+		if call != nil {
+			parts = append(parts, call)
+		}
+		writeJSON(w, http.StatusOK, mustJSON(chunk(parts, true)))
+		return
+	}
+	var chunks []map[string]any
+	for _, p := range split3(text) {
+		chunks = append(chunks, chunk([]any{map[string]any{"text": p}}, false))
+	}
+	if call != nil {
+		chunks = append(chunks, chunk([]any{call}, true))
+	} else {
+		chunks[len(chunks)-1] = chunk([]any{map[string]any{"text": split3(text)[len(split3(text))-1]}}, true)
+	}
+	if !sse {
+		writeJSON(w, http.StatusOK, mustJSON(chunks))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	for _, c := range chunks {
+		fmt.Fprintf(w, "data: %s\r\n\r\n", mustJSON(c))
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+}
+
+// schemaInstance is the smallest value a JSON schema (or the Gemini API's OpenAPI subset,
+// upper-case types) accepts: every property of an object, the first value of an enum,
+// the low bound of a number.
+func schemaInstance(schema gjson.Result) any {
+	if e := schema.Get("enum"); e.IsArray() && len(e.Array()) > 0 {
+		return e.Array()[0].Value()
+	}
+	switch strings.ToLower(schema.Get("type").String()) {
+	case "object", "":
+		out := map[string]any{}
+		schema.Get("properties").ForEach(func(k, v gjson.Result) bool {
+			out[k.String()] = schemaInstance(v)
+			return true
+		})
+		return out
+	case "array":
+		return []any{}
+	case "string":
+		return "scripted"
+	case "number", "integer":
+		if m := schema.Get("minimum"); m.Exists() {
+			return m.Num
+		}
+		return 1
+	case "boolean":
+		return false
+	}
+	return nil
 }

@@ -125,7 +125,13 @@ func loadBackendRegistration(path string, logger *zap.Logger) (*registration.Doc
 		return nil, "", err
 	}
 	if cfg.Registration == "" {
-		return nil, "", fmt.Errorf("%s: the configuration names no registration document (key \"registration\")", path)
+		if len(cfg.RegistrationInline) == 0 {
+			return nil, "", fmt.Errorf("%s: registration: none: the configuration runs no policies, so there is none to serve", path)
+		}
+		// No registration key: the built-in default chain, as serve would run it.
+		doc, problems, err := registration.Parse(cfg.RegistrationInline, opts)
+		report("embedded default", problems)
+		return doc, "embedded default", err
 	}
 	doc, problems, err := registration.Load(cfg.Registration, opts)
 	report(cfg.Registration, problems)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,16 +21,23 @@ const demoShutdownTimeout = 5 * time.Second
 
 // DemoOptions configure Demo.
 type DemoOptions struct {
-	Listen    string        // the demo proxy's address
-	Logger    *zap.Logger   // the proxy's own log
-	Decisions proxy.Auditor // told of every settled boundary (the demo prints each)
+	Listen string // the demo proxy's address
+	// AnyPortIfTaken takes a free port on Listen's host when Listen's port is in use (the
+	// default address was not chosen by the user, so any port will do).
+	AnyPortIfTaken bool
+	Logger         *zap.Logger   // the proxy's own log
+	Decisions      proxy.Auditor // told of every settled boundary (the demo prints each)
 	// Started is called once the proxy serves, with both base URLs.
 	Started func(proxyURL, modelURL string)
 	// Stopping is called when ctx ends, before the drain.
 	Stopping func()
 }
 
-// Demo runs `hookproxy demo` until ctx ends: an imitation of the OpenAI and Anthropic APIs
+// DemoListen is the demo proxy's default address: not serve's 8080, so that following
+// the README's first screen (serve, then demo) never clashes.
+const DemoListen = "127.0.0.1:8088"
+
+// Demo runs `hookproxy demo` until ctx ends: an imitation of the OpenAI, Anthropic and Gemini APIs
 // on a loopback port of its own, and in front of it the server Run builds from the
 // embedded default configuration — the same policies `hookproxy serve` puts in front of
 // the public APIs — with its routes pointed at the imitation, no admin listener and no
@@ -52,13 +60,18 @@ func Demo(ctx context.Context, o DemoOptions) error {
 	cfg.Routes = []config.Route{
 		{Prefix: "/openai", API: config.APIOpenAI, Upstream: modelURL},
 		{Prefix: "/anthropic", API: config.APIAnthropic, Upstream: modelURL},
+		{Prefix: "/gemini", API: config.APIGemini, Upstream: modelURL},
 	}
 	if cfg.Registration == "" && len(cfg.RegistrationInline) == 0 {
 		return errors.New("the embedded default configuration has no registration")
 	}
 	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil && o.AnyPortIfTaken && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(o.Listen)
+		ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
+	}
 	if err != nil {
-		return fmt.Errorf("listen %s: %w (choose another address with --listen)", o.Listen, err)
+		return &ListenError{Flag: "--listen", Addr: o.Listen, Err: err}
 	}
 	// Run stops at ctx's end; Stopping is told first.
 	runCtx, stop := context.WithCancel(context.Background())

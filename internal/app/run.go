@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -59,7 +60,39 @@ type Options struct {
 	// Decisions, when set, is also told of every settled boundary, after the audit log
 	// and metrics (the demo prints each decision).
 	Decisions proxy.Auditor
+	// Override, when set, is applied to Config and to every configuration a reload loads:
+	// the command line's --listen and --admin win over the file.
+	Override func(*config.Config)
 }
+
+// ListenError is a listener that could not be opened: a taken port, an address that is
+// not this machine's, a privileged port. Its message is one line that names the address,
+// the reason and the flag that chooses another address.
+type ListenError struct {
+	Key  string // configuration key: listen | admin ("" when no configuration names it)
+	Flag string // command-line flag of serve that overrides it
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	reason := e.Err.Error()
+	switch {
+	case errors.Is(e.Err, syscall.EADDRINUSE):
+		reason = "the address is already in use (another hookproxy, or `hookproxy demo`?)"
+	case errors.Is(e.Err, syscall.EACCES):
+		reason = "permission denied (a port below 1024 needs privileges)"
+	case errors.Is(e.Err, syscall.EADDRNOTAVAIL):
+		reason = "the address is not one of this machine's"
+	}
+	msg := fmt.Sprintf("cannot listen on %s: %s; choose another address with %s ADDR", e.Addr, reason, e.Flag)
+	if e.Key != "" {
+		msg += fmt.Sprintf(" (or the configuration's %q key)", e.Key)
+	}
+	return msg
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // Run serves the proxy (and the admin listener when configured) until ctx ends, then
 // shuts down gracefully: it stops accepting, lets requests and streams in flight finish
@@ -70,6 +103,9 @@ func Run(ctx context.Context, opts Options) error {
 	cfg := opts.Config
 	if cfg == nil {
 		return errors.New("app: no configuration")
+	}
+	if opts.Override != nil {
+		opts.Override(cfg)
 	}
 	log := opts.Logger
 	if log == nil {
@@ -82,11 +118,35 @@ func Run(ctx context.Context, opts Options) error {
 		opts.FlushTimeout = DefaultFlushTimeout
 	}
 
+	// Both listeners open first, before anything is started or logged: a taken port is the
+	// commonest first-run failure and deserves a plain error of its own (ListenError).
+	ln := opts.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return &ListenError{Key: "listen", Flag: "--listen", Addr: cfg.Listen, Err: err}
+		}
+	}
+	var adminLn net.Listener
+	if cfg.Admin != "" {
+		var err error
+		adminLn, err = net.Listen("tcp", cfg.Admin)
+		if err != nil {
+			_ = ln.Close()
+			return &ListenError{Key: "admin", Flag: "--admin", Addr: cfg.Admin, Err: err}
+		}
+	}
+	closeListeners := func() {
+		_ = ln.Close()
+		if adminLn != nil {
+			_ = adminLn.Close()
+		}
+	}
+
 	shutdownTracing, err := tracing.Setup(ctx, cfg.Tracing)
 	if err != nil {
-		if opts.Listener != nil {
-			_ = opts.Listener.Close()
-		}
+		closeListeners()
 		return err
 	}
 	var tracer trace.Tracer
@@ -99,12 +159,10 @@ func Run(ctx context.Context, opts Options) error {
 		m = metrics.New()
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
-		Decisions: opts.Decisions})
+		Decisions: opts.Decisions, Override: opts.Override})
 	// Anything that fails from here on must still release what was started.
 	cleanup := func() {
-		if opts.Listener != nil {
-			_ = opts.Listener.Close()
-		}
+		closeListeners()
 		fctx, cancel := context.WithTimeout(context.Background(), opts.FlushTimeout)
 		defer cancel()
 		_ = rt.Close(fctx)
@@ -117,14 +175,6 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	ln := opts.Listener
-	if ln == nil {
-		ln, err = net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			cleanup()
-			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
-		}
-	}
 	hs := &http.Server{
 		Handler:           rt,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -133,17 +183,8 @@ func Run(ctx context.Context, opts Options) error {
 		// transport bounds connection setup and time to first header instead.
 		ErrorLog: zap.NewStdLog(log.Named("http")),
 	}
-	var (
-		as      *http.Server
-		adminLn net.Listener
-	)
-	if cfg.Admin != "" {
-		adminLn, err = net.Listen("tcp", cfg.Admin)
-		if err != nil {
-			_ = ln.Close()
-			cleanup()
-			return fmt.Errorf("admin listen %s: %w", cfg.Admin, err)
-		}
+	var as *http.Server
+	if adminLn != nil {
 		as = &http.Server{
 			Handler:           admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin")}),
 			ReadHeaderTimeout: 10 * time.Second,
@@ -165,11 +206,14 @@ func Run(ctx context.Context, opts Options) error {
 	var loopDone sync.WaitGroup
 	loopDone.Go(func() { rt.control(loopCtx, opts.Reload, opts.ReloadDebounce) })
 
+	cur := rt.cur.Load()
 	log.Info("hookproxy listening",
 		zap.String("listen", ln.Addr().String()), zap.String("admin", adminAddr),
-		zap.Any("routes", rt.cur.Load().srv.Routes()), zap.Bool("hooks", rt.cur.Load().chain != nil),
+		zap.Any("routes", cur.srv.Routes()), zap.Strings("policies", cur.policies),
+		zap.String("registration", RegistrationSource(cfg)),
 		zap.String("source", cfg.Source), zap.Bool("tracing", tracer != nil),
 		zap.String("audit", cfg.Audit.Path))
+	cur.warnNoPolicies()
 	if opts.Started != nil {
 		opts.Started(ln.Addr().String(), adminAddr)
 	}

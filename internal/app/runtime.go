@@ -43,6 +43,9 @@ type Runtime struct {
 	level      *zap.AtomicLevel   // nil: the level is fixed (set by flag)
 	load       func(path string) (*config.Config, error)
 	decisions  proxy.Auditor // nil: only the audit log, metrics and logs hear of a boundary
+	// override, when set, is applied to every configuration loaded (serve's --listen and
+	// --admin flags), so a reload neither undoes a flag nor reports it as a change.
+	override func(*config.Config)
 
 	cur      atomic.Pointer[generation]
 	seq      atomic.Uint64
@@ -62,8 +65,10 @@ type generation struct {
 	seq   uint64
 	cfg   *config.Config
 	chain *chain.Chain // nil: nothing registered
-	srv   *proxy.Server
-	audit *auditLog
+	// policies names the hooks in force, in chain order (PolicyNames).
+	policies []string
+	srv      *proxy.Server
+	audit    *auditLog
 
 	// refs counts the requests using this generation, plus one while it is current. The
 	// generation closes when it drops to zero; it is never raised again from zero.
@@ -89,6 +94,7 @@ type runtimeOptions struct {
 	Level      *zap.AtomicLevel
 	Load       func(path string) (*config.Config, error)
 	Decisions  proxy.Auditor
+	Override   func(*config.Config)
 }
 
 func newRuntime(o runtimeOptions) *Runtime {
@@ -101,6 +107,7 @@ func newRuntime(o runtimeOptions) *Runtime {
 		level:      o.Level,
 		load:       o.Load,
 		decisions:  o.Decisions,
+		override:   o.Override,
 		live:       map[*generation]struct{}{},
 	}
 	if rt.log == nil {
@@ -238,6 +245,13 @@ func (g *generation) close(flush time.Duration) {
 	})
 }
 
+// warnNoPolicies says loudly, at startup and after each reload, that nothing is enforced.
+func (g *generation) warnNoPolicies() {
+	if len(g.policies) == 0 {
+		g.rt.log.Warn(NoPoliciesWarning, zap.String("registration", RegistrationSource(g.cfg)))
+	}
+}
+
 // startBackends starts the persistent stdio backends now rather than at the first event,
 // so a backend that cannot start is reported at load time (and by /readyz).
 func (g *generation) startBackends() {
@@ -261,7 +275,7 @@ func (a *auditLog) release(ctx context.Context) error {
 // writer (shared with prev when its settings are unchanged) and proxy handler. Nothing is
 // left running when it fails.
 func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, err error) {
-	ch, err := BuildChain(cfg, cfg.Source, rt.log)
+	ch, names, err := buildChain(cfg, cfg.Source, rt.log)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +314,7 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 		_ = al.release(ctx)
 		return nil, err
 	}
-	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, srv: srv, audit: al, closed: make(chan struct{})}
+	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, policies: names, srv: srv, audit: al, closed: make(chan struct{})}
 	return g, nil
 }
 
@@ -360,6 +374,9 @@ func (rt *Runtime) reload(trigger string, force bool) error {
 		}
 		cfg = c
 	}
+	if rt.override != nil {
+		rt.override(cfg)
+	}
 	rt.lastDigest = rt.digest(cfg)
 	g, err := rt.build(cfg, cur)
 	if err != nil {
@@ -376,7 +393,9 @@ func (rt *Runtime) reload(trigger string, force bool) error {
 	rt.metrics.ReloadResult(true)
 	rt.log.Info("configuration reloaded",
 		zap.String("trigger", trigger), zap.Uint64("generation", g.seq),
-		zap.Any("routes", g.srv.Routes()), zap.Bool("hooks", g.chain != nil))
+		zap.Any("routes", g.srv.Routes()), zap.Strings("policies", g.policies),
+		zap.String("registration", RegistrationSource(cfg)))
+	g.warnNoPolicies()
 	g.startBackends()
 	return nil
 }

@@ -1,5 +1,5 @@
 // Package fakemodel is an offline, deterministic imitation of the OpenAI chat completions
-// API and the Anthropic messages API, for the demo, docker compose's demo profile and
+// API, the Anthropic messages API and the Gemini generateContent API, for the demo, docker compose's demo profile and
 // tests. It is no model: its answers are canned, and shaped exactly like the real APIs'
 // (JSON and SSE streams) so that hookproxy and unmodified SDKs handle them as usual.
 //

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 )
 
-// Paths served. The route prefixes of hookproxy (/openai, /anthropic) are stripped before
+// Paths served. The route prefixes of hookproxy (/openai, /anthropic, /gemini) are stripped before
 // forwarding, so these are the APIs' own paths.
 const (
 	PathChatCompletions = "/v1/chat/completions"
@@ -54,6 +54,8 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathChatCompletions, s.chat)
 	mux.HandleFunc("POST "+PathMessages, s.messages)
+	mux.HandleFunc("POST "+PathGeminiModels+"{modelMethod}", s.gemini)
+	mux.HandleFunc("POST "+pathGeminiModelsV1+"{modelMethod}", s.gemini)
 	mux.HandleFunc("GET "+PathReceived, s.receivedHandler)
 	mux.HandleFunc("GET "+PathHealth, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -61,8 +63,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
-			"message": "the model imitation serves POST " + PathChatCompletions + ", POST " + PathMessages + " and GET " + PathReceived,
-			"type":    "not_found_error"}})
+			"message": "the model imitation serves POST " + PathChatCompletions + ", POST " + PathMessages +
+				", POST " + PathGeminiModels + "{model}:generateContent (and :streamGenerateContent) and GET " + PathReceived,
+			"type": "not_found_error"}})
 	})
 	return mux
 }

@@ -14,6 +14,7 @@ import (
 	anthropicoption "github.com/anthropics/anthropic-sdk-go/option"
 	"github.com/openai/openai-go/v3"
 	openaioption "github.com/openai/openai-go/v3/option"
+	"google.golang.org/genai"
 
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 )
@@ -115,7 +116,49 @@ func askAnthropic(t *testing.T, url, prompt string, stream bool) answer {
 	return a
 }
 
-// TestOfficialSDKsReadTheImitation: both official SDKs parse every answer, JSON and
+func askGemini(t *testing.T, url, prompt string, stream bool) answer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := genai.NewClient(ctx, &genai.ClientConfig{APIKey: "gemini-test", Backend: genai.BackendGeminiAPI,
+		HTTPOptions: genai.HTTPOptions{BaseURL: url, APIVersion: "v1beta"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	add := func(r *genai.GenerateContentResponse) {
+		for _, cand := range r.Candidates {
+			if cand.Content == nil {
+				continue
+			}
+			for _, p := range cand.Content.Parts {
+				a.text += p.Text
+				if p.FunctionCall != nil {
+					args, _ := json.Marshal(p.FunctionCall.Args)
+					a.calls = append(a.calls, call{p.FunctionCall.Name, string(args)})
+				}
+			}
+		}
+	}
+	contents := []*genai.Content{{Role: "user", Parts: []*genai.Part{{Text: prompt}}}}
+	if stream {
+		for r, err := range c.Models.GenerateContentStream(ctx, "gemini-2.5-flash", contents, nil) {
+			if err != nil {
+				t.Fatalf("gemini stream: %v", err)
+			}
+			add(r)
+		}
+		return a
+	}
+	r, err := c.Models.GenerateContent(ctx, "gemini-2.5-flash", contents, nil)
+	if err != nil {
+		t.Fatalf("gemini: %v", err)
+	}
+	add(r)
+	return a
+}
+
+// TestOfficialSDKsReadTheImitation: the three official SDKs parse every answer, JSON and
 // streamed, into what the package documents.
 func TestOfficialSDKsReadTheImitation(t *testing.T) {
 	fm := fakemodel.New()
@@ -126,7 +169,8 @@ func TestOfficialSDKsReadTheImitation(t *testing.T) {
 		name string
 		ask  asker
 		path string
-	}{{"openai", askOpenAI, fakemodel.PathChatCompletions}, {"anthropic", askAnthropic, fakemodel.PathMessages}} {
+	}{{"openai", askOpenAI, fakemodel.PathChatCompletions}, {"anthropic", askAnthropic, fakemodel.PathMessages},
+		{"gemini", askGemini, fakemodel.PathGeminiModels + "gemini-2.5-flash:generateContent"}} {
 		for _, stream := range []bool{false, true} {
 			name := api.name
 			if stream {
@@ -138,7 +182,11 @@ func TestOfficialSDKsReadTheImitation(t *testing.T) {
 					t.Errorf("answer %+v", a)
 				}
 				body, path := fm.Received()
-				if path != api.path || !strings.Contains(string(body), "Hello there, imitation") {
+				wantPath := api.path
+				if stream && api.name == "gemini" {
+					wantPath = fakemodel.PathGeminiModels + "gemini-2.5-flash:streamGenerateContent"
+				}
+				if path != wantPath || !strings.Contains(string(body), "Hello there, imitation") {
 					t.Errorf("received %s %s", path, body)
 				}
 			})

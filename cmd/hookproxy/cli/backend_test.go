@@ -175,7 +175,7 @@ func TestBackendCommandStdio(t *testing.T) {
 func TestBackendCommandErrors(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(config.EnvConfig, "")
-	noReg := writeFile(t, dir, "plain.yaml", "routes:\n  - prefix: /openai\n    api: openai\n    upstream: https://api.openai.com\n")
+	noReg := writeFile(t, dir, "plain.yaml", "registration: none\nroutes:\n  - prefix: /openai\n    api: openai\n    upstream: https://api.openai.com\n")
 	httpOnly := writeFile(t, dir, "remote.json", `{"protocolVersion":"draft","hooks":[{"id":"com.example.remote","transport":{"type":"http","url":"https://policy.example.com/ahp"},`+
 		`"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":100,"failurePolicy":"fail-open","content":{"default":"body"}}]}]}`)
 	invalid := writeFile(t, dir, "invalid.json", `{"protocolVersion":"draft","hooks":[{"id":"com.example.x","transport":{"type":"in_process","policy":"nope"},`+
@@ -192,7 +192,7 @@ func TestBackendCommandErrors(t *testing.T) {
 		{"extra argument", []string{"serve"}, 2, "unexpected arguments"},
 		{"bad log level", []string{"--log-level", "loud"}, 2, "log level"},
 		{"missing file", []string{"--config", filepath.Join(dir, "missing.json")}, 1, "no such file"},
-		{"configuration without registration", []string{"--config", noReg}, 1, "names no registration"},
+		{"configuration with registration: none", []string{"--config", noReg}, 1, "registration: none"},
 		{"no in_process entry", []string{"--config", httpOnly}, 1, "no in_process entry"},
 		{"unknown policy", []string{"--config", invalid}, 1, "unknown built-in policy"},
 	} {

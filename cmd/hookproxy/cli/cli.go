@@ -8,12 +8,14 @@ import (
 const usage = `usage: hookproxy <command> [flags]
 
 commands:
-  serve    [--config FILE]   run the proxy (default config: $HOOKPROXY_CONFIG, else the embedded default)
+  serve    [--config FILE] [--listen ADDR] [--admin ADDR] [--log-format auto|json|console]
+                             run the proxy (default config: $HOOKPROXY_CONFIG, else the embedded default)
   validate --config FILE     check a configuration and its registration document
   backend  [--config FILE] [--listen ADDR | --stdio]
                              serve the built-in policies of FILE's registration as one AHP backend
   demo     [--listen ADDR]   offline demo: the proxy, the built-in policies and an imitation model API
-  fake-model [--listen ADDR] run only the imitation of the OpenAI and Anthropic APIs
+                             (default 127.0.0.1:8088, else a free port; never serve's 8080)
+  fake-model [--listen ADDR] run only the imitation of the OpenAI, Anthropic and Gemini APIs
   version                    print the version
 `
 

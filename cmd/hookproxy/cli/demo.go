@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 	"github.com/hookproxy/hookproxy/proxy"
@@ -20,8 +19,9 @@ import (
 const demoSecret = "AKIAZ7DEMO4HOOKPROXY"
 
 // runDemo is `hookproxy demo [--listen ADDR]`: the first thing a newcomer runs. Offline and
-// without an API key, it starts an imitation of the OpenAI and Anthropic APIs on a
-// loopback port, then the real proxy on ADDR in front of it with the embedded default's
+// without an API key, it starts an imitation of the OpenAI, Anthropic and Gemini APIs on a
+// loopback port, then the real proxy on ADDR (default app.DemoListen, or any free port
+// when that is taken, so it runs beside `hookproxy serve`) in front of it with the embedded default's
 // policies (tools, secrets), and prints curl commands that show each of them at work.
 // Ctrl-C stops it.
 func runDemo(args []string, stdout, stderr io.Writer) int {
@@ -33,7 +33,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 func runDemoContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("demo", flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	listen := flags.String("listen", config.DefaultListen, "address of the demo proxy")
+	listen := flags.String("listen", "", "address of the demo proxy (default "+app.DemoListen+", or a free port when that one is taken)")
 	logLevel := flags.String("log-level", "warn", "log level of the proxy's own log on stderr: debug | info | warn | error")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -51,8 +51,12 @@ func runDemoContext(ctx context.Context, args []string, stdout, stderr io.Writer
 		return 2
 	}
 	defer func() { _ = logger.Sync() }()
+	addr := *listen
+	if addr == "" {
+		addr = app.DemoListen
+	}
 	err = app.Demo(ctx, app.DemoOptions{
-		Listen: *listen, Logger: logger, Decisions: decisionPrinter(stderr),
+		Listen: addr, AnyPortIfTaken: *listen == "", Logger: logger, Decisions: decisionPrinter(stderr),
 		Started:  func(proxyURL, modelURL string) { fmt.Fprint(stdout, demoInstructions(proxyURL, modelURL)) },
 		Stopping: func() { fmt.Fprintln(stderr, "hookproxy demo: stopping") },
 	})
@@ -103,21 +107,27 @@ func demoSteps(proxyURL, modelURL string) []demoStep {
 				`{"model":"claude-sonnet-4-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"clean up please"}]}` + "'",
 			lookFor: `server-sent events with one tool_use block, for "Read", and a text block saying the Bash call was blocked; no "rm -rf".`,
 		},
+		{
+			title: "5) And through the Gemini API.",
+			command: "curl -s " + proxyURL + "/gemini/v1beta/models/gemini-2.5-flash:generateContent -H 'Content-Type: application/json' -d '" +
+				`{"contents":[{"role":"user","parts":[{"text":"clean up please"}]}]}` + "'",
+			lookFor: `one functionCall part, "Read"; the "Bash" call with "rm -rf /" is gone, and a text part says why.`,
+		},
 	}
 }
 
 func demoInstructions(proxyURL, modelURL string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hookproxy demo - offline, no API key needed.\n\n")
-	fmt.Fprintf(&b, "  proxy            %s  (routes /openai and /anthropic)\n", proxyURL)
-	fmt.Fprintf(&b, "  model imitation  %s  (stands in for api.openai.com and api.anthropic.com)\n", modelURL)
+	fmt.Fprintf(&b, "  proxy            %s  (routes /openai, /anthropic and /gemini)\n", proxyURL)
+	fmt.Fprintf(&b, "  model imitation  %s  (stands in for api.openai.com, api.anthropic.com and generativelanguage.googleapis.com)\n", modelURL)
 	fmt.Fprintf(&b, "  policies         tools (destructive-command deny list), secrets (redaction):\n")
 	fmt.Fprintf(&b, "                   the same chain `hookproxy serve` runs with no configuration\n\n")
 	fmt.Fprintf(&b, "Try these in another terminal (each decision is also logged here, on stderr):\n\n")
 	for _, s := range demoSteps(proxyURL, modelURL) {
 		fmt.Fprintf(&b, "%s\n%s\n   look for: %s\n\n", s.title, s.command, s.lookFor)
 	}
-	fmt.Fprintf(&b, "Point an SDK at it the same way: OpenAI base URL %s/openai/v1, Anthropic base URL %s/anthropic (any API key).\n", proxyURL, proxyURL)
+	fmt.Fprintf(&b, "Point an SDK at it the same way: OpenAI base URL %s/openai/v1, Anthropic base URL %s/anthropic,\nGemini base URL %s/gemini (any API key).\n", proxyURL, proxyURL, proxyURL)
 	fmt.Fprintf(&b, "Ctrl-C stops the demo.\n")
 	return b.String()
 }

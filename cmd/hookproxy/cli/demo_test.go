@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
@@ -174,6 +176,7 @@ func TestDemo(t *testing.T) {
 	}
 	checks := []func(t *testing.T, status int, body string){
 		checkAllowed, checkRedactedAnswer, checkReceived, checkToolCallRemoved, checkStreamedToolCallRemoved,
+		checkGeminiToolCallRemoved,
 	}
 	if len(cmds) != len(checks) {
 		t.Fatalf("%d curl commands, the test knows %d", len(cmds), len(checks))
@@ -318,6 +321,102 @@ func checkStreamedToolCallRemoved(t *testing.T, status int, body string) {
 	}
 	if len(tools) != 1 || tools[0] != "Read" || strings.Contains(body, "rm -rf") {
 		t.Errorf("tool_use blocks %v: want only Read, and no rm -rf\n%s", tools, body)
+	}
+}
+
+func checkGeminiToolCallRemoved(t *testing.T, status int, body string) {
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var resp struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct {
+					Text         string `json:"text"`
+					FunctionCall *struct {
+						Name string         `json:"name"`
+						Args map[string]any `json:"args"`
+					} `json:"functionCall"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(body), &resp); err != nil || len(resp.Candidates) != 1 {
+		t.Fatalf("not a generateContent response (%v): %s", err, body)
+	}
+	var calls []string
+	text := ""
+	for _, p := range resp.Candidates[0].Content.Parts {
+		if p.FunctionCall != nil {
+			calls = append(calls, p.FunctionCall.Name)
+		}
+		text += p.Text
+	}
+	if len(calls) != 1 || calls[0] != "Read" || strings.Contains(body, "rm -rf") {
+		t.Errorf("function calls %v: want only Read, and no rm -rf\n%s", calls, body)
+	}
+	if !strings.Contains(text, "Bash") {
+		t.Errorf("no text part says the Bash call was removed: %s", body)
+	}
+}
+
+// TestDemoDefaultPort: without --listen the demo takes 127.0.0.1:8088 — never serve's
+// 8080 — or, when that is taken (here by the test, when it can), a free port, and its
+// curl lines name the port it really has. An explicit --listen on a taken port is an
+// error that names the flag.
+func TestDemoDefaultPort(t *testing.T) {
+	if held, err := net.Listen("tcp", app.DemoListen); err == nil {
+		defer held.Close()
+	} // else something else holds it already: the fallback is exercised all the same
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr testsupport.LockedBuffer
+	exit := make(chan int, 1)
+	go func() { exit <- runDemoContext(ctx, nil, &stdout, &stderr) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), "Ctrl-C stops the demo.") {
+		select {
+		case code := <-exit:
+			t.Fatalf("demo exited %d with its default port taken\nstderr:\n%s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("demo printed no instructions\nstderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var proxyURL string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "proxy" {
+			proxyURL = f[1]
+		}
+	}
+	if proxyURL == "" || strings.HasSuffix(proxyURL, ":8088") || strings.HasSuffix(proxyURL, ":8080") {
+		t.Fatalf("demo proxy at %q, want a free port other than 8088 (taken) and 8080", proxyURL)
+	}
+	if !strings.Contains(stdout.String(), "curl -s "+proxyURL+"/openai/") {
+		t.Errorf("the curl lines do not name the port the demo has:\n%s", stdout.String())
+	}
+	c, err := parseCurl("curl -s " + proxyURL + "/openai/v1/chat/completions -H 'Content-Type: application/json' -d '{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body := c.do(t); status != http.StatusOK {
+		t.Errorf("demo on its fallback port: %d %s", status, body)
+	}
+	cancel()
+	<-exit
+
+	// An address the user chose is not silently replaced.
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var out, errOut testsupport.LockedBuffer
+	code := runDemoContext(context.Background(), []string{"--listen", held.Addr().String()}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "already in use") || !strings.Contains(errOut.String(), "--listen ADDR") {
+		t.Errorf("demo --listen on a taken port: exit %d, stderr %q", code, errOut.String())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
@@ -49,39 +50,39 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	}
 
 	valid := true
-	regFile, doc := "", (*registration.Document)(nil)
-	if cfg.Registration != "" {
-		regFile = cfg.Registration
-		var problems []registration.Problem
-		doc, problems, err = registration.Load(regFile, registrationOptions())
-		for _, p := range problems {
-			prefix := ""
-			if p.Warning {
-				prefix = "warning: "
-			}
-			fmt.Fprintf(stderr, "%s%s: %s: %s\n", prefix, regFile, p.Path, p.Message)
+	regFile := app.RegistrationSource(cfg)
+	doc, problems, err := app.LoadRegistration(cfg)
+	for _, p := range problems {
+		prefix := ""
+		if p.Warning {
+			prefix = "warning: "
 		}
-		if err != nil {
-			var rerr *registration.Error
-			if !errors.As(err, &rerr) {
-				// The file could not be read: report it against the config key naming it.
-				var pe *fs.PathError
-				if errors.As(err, &pe) {
-					err = pe.Err
-				}
-				fmt.Fprintf(stderr, "%s: registration: cannot read %s: %v\n", path, regFile, err)
+		fmt.Fprintf(stderr, "%s%s: %s: %s\n", prefix, regFile, p.Path, p.Message)
+	}
+	if err != nil {
+		var rerr *registration.Error
+		if !errors.As(err, &rerr) {
+			// The file could not be read: report it against the config key naming it.
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
 			}
-			valid = false
+			fmt.Fprintf(stderr, "%s: registration: cannot read %s: %v\n", path, regFile, err)
 		}
+		valid = false
 	}
 	if !valid {
 		return 1
 	}
+	// The summary names the policies in force, so that a configuration which lost them
+	// (or never had them) shows it here rather than in an upstream's logs.
 	summary := fmt.Sprintf("%s: valid: %d route(s)", path, len(cfg.Routes))
-	if doc != nil {
-		summary += fmt.Sprintf(", %d hook backend(s) from %s", len(doc.Hooks), regFile)
+	names := app.PolicyNames(doc)
+	if len(names) > 0 {
+		summary += fmt.Sprintf("; policies in force: %s (registration: %s)", strings.Join(names, ", "), regFile)
 	} else {
-		summary += ", no registration (plain proxy)"
+		summary += "; no policies in force (registration: " + regFile + ")"
+		fmt.Fprintf(stderr, "warning: %s: %s\n", path, app.NoPoliciesWarning)
 	}
 	fmt.Fprintln(stdout, summary)
 	return 0

@@ -126,12 +126,18 @@ func TestValidateCommand(t *testing.T) {
 		stderr []string
 		stdout string
 	}{
-		{desc: "no registration", args: []string{"validate", "--config", writeConfig(t, "")}, code: 0, stdout: "no registration (plain proxy)"},
+		// Without the key the built-in default chain applies, and the summary names it.
+		{desc: "no registration key", args: []string{"validate", "--config", writeConfig(t, "")}, code: 0,
+			stdout: "valid: 1 route(s); policies in force: tools, secrets (registration: the built-in default (no registration key))"},
+		// Turning the policies off must be said explicitly, and validate says it loudly.
+		{desc: "registration: none", args: []string{"validate", "--config", writeConfig(t, "none")}, code: 0,
+			stdout: "valid: 1 route(s); no policies in force (registration: none)", stderr: []string{"warning: ", "NO POLICIES IN FORCE"}},
 		{desc: "missing registration file is resolved against the config", args: []string{"validate", "--config", writeFile("rel.yaml",
 			"registration: missing.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
 			code: 1, stderr: []string{filepath.Join(dir, "rel.yaml") + ": registration: cannot read " + filepath.Join(dir, "missing.json") + ": no such file"}},
 		{desc: "in_process valid", args: []string{"validate", "--config", writeFile("ip.yaml",
-			"registration: ip.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")}, code: 0, stdout: "1 hook backend(s)"},
+			"registration: ip.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")}, code: 0,
+			stdout: "policies in force: secrets (registration: " + filepath.Join(dir, "ip.json") + ")"},
 		{desc: "in_process unknown policy", args: []string{"validate", "--config", writeFile("ipbad.yaml",
 			"registration: ipbad.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
 			code: 1, stderr: []string{filepath.Join(dir, "ipbad.json") + ": hooks[0].transport.policy: unknown built-in policy \"nope\""}},
@@ -141,7 +147,8 @@ func TestValidateCommand(t *testing.T) {
 			"registration: ref.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
 			code: 1, stderr: []string{filepath.Join(dir, "ref.json") + ": hooks[0].authentication.tokenRef: secret reference scheme \"vault\" is not supported by hookproxy"}},
 		{desc: "tokenRef to an environment variable", args: []string{"validate", "--config", writeFile("refenv.yaml",
-			"registration: refenv.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")}, code: 0, stdout: "1 hook backend(s)"},
+			"registration: refenv.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")}, code: 0,
+			stdout: "policies in force: com.example.policy (http)"},
 		{desc: "oauth interactive flow", args: []string{"validate", "--config", writeFile("pkce.yaml",
 			"registration: pkce.json\nroutes:\n  - {prefix: /a, api: openai, upstream: https://a.example}\n")},
 			code: 1, stderr: []string{filepath.Join(dir, "pkce.json") + ": hooks[0].authentication.flow: hookproxy runs unattended"}},

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/hookproxy/hookproxy/config"
+)
+
+// readmeRecursiveDeleteRule is the one-line tools rule that README.md's first screen gives
+// for refusing every recursive delete.
+func readmeRecursiveDeleteRule(t *testing.T) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n## ")
+	for _, line := range strings.Split(first, "\n") {
+		start, end := strings.Index(line, "`{"), strings.LastIndex(line, "}`")
+		if start < 0 || end < start || !strings.Contains(line, `"command": "rm"`) {
+			continue
+		}
+		rule := json.RawMessage(line[start+1 : end+1])
+		if !json.Valid(rule) {
+			t.Fatalf("the README's rule is not JSON: %s", rule)
+		}
+		return rule
+	}
+	t.Fatal("README.md's first screen gives no rule for recursive deletes")
+	return nil
+}
+
+// TestReadmeFirstScreenToolsClaims: what the README's first screen says of the default
+// `tools` list holds through the real proxy — `rm -rf /` is refused, `rm -rf some/dir`
+// passes — and the one-line rule it gives, added to the default registration's deny list,
+// refuses `rm -rf some/dir` (and `rm -r -f`, and the command behind `&&`), not `ls -R`.
+func TestReadmeFirstScreenToolsClaims(t *testing.T) {
+	rule := readmeRecursiveDeleteRule(t)
+	withRule, err := sjson.SetRawBytes(config.DefaultRegistration, "hooks.0.transport.config.deny", append(append([]byte("["), rule...), ']'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gjson.GetBytes(config.DefaultRegistration, "hooks.0.transport.policy").String() != "tools" {
+		t.Fatal("the default registration's first hook is not the tools policy")
+	}
+	answerWith := func(cmd string) string {
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		call, _ := json.Marshal(map[string]any{"id": "call_1", "type": "function",
+			"function": map[string]string{"name": "Bash", "arguments": string(args)}})
+		return `{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,` +
+			`"message":{"role":"assistant","content":null,"tool_calls":[` + string(call) + `]},"finish_reason":"tool_calls"}]}`
+	}
+	for _, tc := range []struct {
+		desc, cmd string
+		reg       []byte
+		refused   bool
+	}{
+		{"default list: rm -rf /", "rm -rf /", config.DefaultRegistration, true},
+		{"default list: rm -rf some/dir passes", "rm -rf some/dir", config.DefaultRegistration, false},
+		{"with the rule: rm -rf some/dir", "rm -rf some/dir", withRule, true},
+		{"with the rule: rm -r -f behind &&", "cd /srv && rm -r -f old", withRule, true},
+		{"with the rule: rm --recursive", "rm --recursive build", withRule, true},
+		{"with the rule: ls -R passes", "ls -R some/dir", withRule, false},
+		{"with the rule: rm of one file passes", "rm notes.txt", withRule, false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			up := newUpstream(t, answer{json: answerWith(tc.cmd)})
+			base := startInlineProxy(t, up.URL, tc.reg)
+			status, body := postJSON(t, base+"/openai/v1/chat/completions",
+				`{"model":"gpt-4o","messages":[{"role":"user","content":"tidy up"}],"tools":[{"type":"function","function":{"name":"Bash","parameters":{"type":"object"}}}]}`)
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			kept := gjson.GetBytes(body, "choices.0.message.tool_calls.#").Int() == 1
+			if kept == tc.refused {
+				t.Errorf("%q refused = %v, want %v: %s", tc.cmd, !kept, tc.refused, body)
+			}
+		})
+	}
+}
