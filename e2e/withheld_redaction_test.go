@@ -14,8 +14,11 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/hookproxy/hookproxy/backend"
+	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/internal/app"
+	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 
@@ -249,22 +252,54 @@ func TestDefaultChainRedactsBesideWithheldContent(t *testing.T) {
 			}
 			up := newWithheldUpstream(t)
 			base := startAllRoutesProxy(t, up.URL, config.Default().RegistrationInline)
-			status, answer := postWithheld(t, base+c.route+c.path, c.body)
-			if status != http.StatusOK {
-				t.Fatalf("through the proxy: %d %s", status, answer)
-			}
-			if bad := checkWithheld(c, []byte(c.body), up.last(t)); len(bad) > 0 {
-				t.Errorf("through the proxy:\n%s\nupstream body: %s", strings.Join(bad, "\n"), up.last(t))
-			}
-
-			// Control: straight to the upstream the credential arrives.
-			direct := newWithheldUpstream(t)
-			if status, answer := postWithheld(t, direct.URL+c.path, c.body); status != http.StatusOK {
-				t.Fatalf("control: %d %s", status, answer)
-			}
-			if bad := checkWithheld(c, []byte(c.body), direct.last(t)); len(bad) == 0 {
-				t.Error("control: the check passes on the unprotected body")
-			}
+			checkWithheldThrough(t, c, base, up)
 		})
+	}
+}
+
+// TestPolicyServerRedactsBesideWithheldContent: the same with the built-in policies served
+// by `hookproxy backend` over HTTP (the compose deployment's policy server): the proxy's
+// offer reaches them through the backend and their redactions come back in its one reply.
+func TestPolicyServerRedactsBesideWithheldContent(t *testing.T) {
+	doc, problems, err := registration.Parse(config.DefaultRegistration, app.RegistrationOptions())
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("registration: %v %v", err, problems)
+	}
+	ps, err := backend.New(doc, policies.Factories(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ps.Close() })
+	psrv := httptest.NewServer(ps.Handler())
+	t.Cleanup(psrv.Close)
+	reg := []byte(`{"protocolVersion":"draft","hooks":[{"id":"e2e.policy_server","transport":{"type":"http","url":"` + psrv.URL + `/"},` +
+		`"subscriptions":[{"events":["model.request.before","tool.before","tool.after"],"mode":"intercept","timeoutMs":3000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}`)
+	for _, c := range withheldCases {
+		t.Run(c.name, func(t *testing.T) {
+			up := newWithheldUpstream(t)
+			checkWithheldThrough(t, c, startAllRoutesProxy(t, up.URL, reg), up)
+		})
+	}
+}
+
+// checkWithheldThrough sends c through the proxy at base and straight to a second
+// upstream (the control), and checks what each upstream received.
+func checkWithheldThrough(t *testing.T, c withheldCase, base string, up *withheldUpstream) {
+	t.Helper()
+	status, answer := postWithheld(t, base+c.route+c.path, c.body)
+	if status != http.StatusOK {
+		t.Fatalf("through the proxy: %d %s", status, answer)
+	}
+	if bad := checkWithheld(c, []byte(c.body), up.last(t)); len(bad) > 0 {
+		t.Errorf("through the proxy:\n%s\nupstream body: %s", strings.Join(bad, "\n"), up.last(t))
+	}
+
+	// Control: straight to the upstream the credential arrives.
+	direct := newWithheldUpstream(t)
+	if status, answer := postWithheld(t, direct.URL+c.path, c.body); status != http.StatusOK {
+		t.Fatalf("control: %d %s", status, answer)
+	}
+	if bad := checkWithheld(c, []byte(c.body), direct.last(t)); len(bad) == 0 {
+		t.Error("control: the check passes on the unprotected body")
 	}
 }
