@@ -77,3 +77,22 @@ func TestSecretsInPlaceStillDeniesWhatNoPartHolds(t *testing.T) {
 		t.Errorf("deny code %q", e.Code)
 	}
 }
+
+// TestPIIRedactsInPlaceBesideWithheldText: pii shares the engine: an e-mail address in a
+// list that cannot be replaced whole is taken out in place when offered; without the offer
+// the request is refused.
+func TestPIIRedactsInPlaceBesideWithheldText(t *testing.T) {
+	p := mustPII(t)
+	ev := withheldSecretsRequest()
+	ev.Items[1].Parts = []ahp.Part{text("m1p0", "Mail the report to jane.doe@example.com today.")}
+	res := interceptOffered(t, p, ev)
+	var reds []ahp.TextRedaction
+	if err := json.Unmarshal(res.Extensions[ahp.ExtRedactText], &reds); err != nil || len(reds) != 1 || len(res.Effects) != 0 {
+		t.Fatalf("effects %s, redact_text %s", describeEffects(res), res.Extensions[ahp.ExtRedactText])
+	}
+	if r := reds[0]; r.Part != "m1p0" || r.Find != "jane.doe@example.com" || !ahp.RedactionPlaceholder.MatchString(r.Replace) {
+		t.Errorf("entry %+v", r)
+	}
+	res, _ = run(t, p, ev, proxyCaps(ev.Type))
+	onlyEffect(t, res, ahp.EffectDeny)
+}
