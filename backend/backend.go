@@ -220,7 +220,14 @@ func (s *Server) intercept(ctx context.Context, frame []byte, id json.RawMessage
 	}
 	ev, caps := req.Params.Event, req.Params.Capabilities
 
-	st := s.chain.Intercept(ctx, ev, *caps)
+	// A harness that offers hookproxy.redact_text (hookproxy itself, when this backend is
+	// its remote policy server) lets the policies redact in place where a whole-list
+	// replace is withheld; the offer is passed on and the redactions are relayed.
+	var ext []string
+	if _, ok := req.Params.Extensions[ahp.ExtRedactText]; ok {
+		ext = []string{ahp.ExtRedactText}
+	}
+	st := s.chain.Intercept(ctx, ev, *caps, ext...)
 	// The hook call owns the observations its settlement started (chain.Settlement.Wait).
 	defer st.Wait()
 	if st.Interrupted {
@@ -232,12 +239,12 @@ func (s *Server) intercept(ctx context.Context, frame []byte, id json.RawMessage
 				zap.String("kind", string(r.FailureKind)), zap.String("failurePolicy", r.Policy))
 		}
 	}
-	effects, err := compose(ev, caps, st)
+	effects, resExt, err := compose(ev, caps, st, len(ext) > 0)
 	if err != nil {
 		s.log.Error("backend: cannot encode the settlement as one reply", zap.String("event", ev.Type), zap.Error(err))
 		return replyError(id, ahp.CodeBackendInternalError, "Backend internal error", nil)
 	}
-	reply, err := resultFrame(id, effects)
+	reply, err := resultFrame(id, effects, resExt)
 	if err == nil {
 		// Self-check: the combined reply must pass the same whole-response validation a
 		// harness applies, against the event as it was sent to us.

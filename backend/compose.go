@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -36,14 +37,28 @@ import (
 //
 // The reply is then checked with chain.ValidateReply against the event as received (see
 // checkReply) before it leaves.
-func compose(ev *ahp.Event, caps *ahp.Capabilities, st *chain.Settlement) ([]ahp.Effect, error) {
+func compose(ev *ahp.Event, caps *ahp.Capabilities, st *chain.Settlement, textOffered bool) ([]ahp.Effect, map[string]json.RawMessage, error) {
 	effects := []ahp.Effect{}
+	var ext map[string]json.RawMessage
 	if st.Modified {
-		m, err := modification(ev, st.Event, caps)
-		if err != nil {
-			return nil, err
+		var reds []ahp.TextRedaction
+		if textOffered {
+			reds = textRedactions(st)
 		}
-		effects = append(effects, m)
+		m, ok, err := modification(ev, st.Event, caps, reds)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			effects = append(effects, m)
+		}
+		if len(reds) > 0 && !isReplace(m, ok) {
+			raw, err := json.Marshal(reds)
+			if err != nil {
+				return nil, nil, err
+			}
+			ext = map[string]json.RawMessage{ahp.ExtRedactText: raw}
+		}
 	}
 	effects = append(effects, st.Injections...)
 	if st.Candidate != nil {
@@ -68,7 +83,7 @@ func compose(ev *ahp.Event, caps *ahp.Capabilities, st *chain.Settlement) ([]ahp
 	case ahp.PermissionDeny:
 		d, err := denial(caps, st)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if d != nil {
 			effects = append(effects, *d)
@@ -81,7 +96,7 @@ func compose(ev *ahp.Event, caps *ahp.Capabilities, st *chain.Settlement) ([]ahp
 	for _, m := range st.Messages {
 		effects = append(effects, ahp.Effect{Type: ahp.EffectMessage, Text: &m})
 	}
-	return effects, nil
+	return effects, ext, nil
 }
 
 // denial returns the refusal effect of a settled deny (nil when a flow stop already sent
@@ -105,33 +120,39 @@ func denial(caps *ahp.Capabilities, st *chain.Settlement) (*ahp.Effect, error) {
 	return nil, errors.New("a fail-closed policy failure cannot be expressed: neither deny nor flow stop is advertised")
 }
 
-// modification builds the single modify effect that takes ev's target to eff's.
-func modification(ev, eff *ahp.Event, caps *ahp.Capabilities) (ahp.Effect, error) {
+// modification builds the single modify effect that takes ev's target to eff's. reds are
+// the policies' accepted hookproxy.redact_text entries, relayed beside it when no replace
+// is advertised: the merge then carries only what was appended, and ok is false when
+// nothing was.
+func modification(ev, eff *ahp.Event, caps *ahp.Capabilities, reds []ahp.TextRedaction) (e ahp.Effect, ok bool, err error) {
 	target := ahp.EventBounds[ev.Type].Target
 	ops := caps.Modify[target]
 	if target == "" || !caps.Has(ahp.EffectModify) || (!ops.Replace && !ops.Merge) {
-		return ahp.Effect{}, fmt.Errorf("the policies modified %s, which was not advertised", ev.Type)
+		return ahp.Effect{}, false, fmt.Errorf("the policies modified %s, which was not advertised", ev.Type)
 	}
 	if target == ahp.TargetInput {
 		if ev.Tool == nil || eff.Tool == nil {
-			return ahp.Effect{}, errors.New("modify input without a tool")
+			return ahp.Effect{}, false, errors.New("modify input without a tool")
 		}
 		if ops.Replace {
-			return modify(target, ahp.OpReplace, eff.Tool.Input), nil
+			return modify(target, ahp.OpReplace, eff.Tool.Input), true, nil
 		}
 		delta, err := objectDelta(ev.Tool.Input, eff.Tool.Input)
 		if err != nil {
-			return ahp.Effect{}, err
+			return ahp.Effect{}, false, err
 		}
-		return modify(target, ahp.OpMerge, delta), nil
+		return modify(target, ahp.OpMerge, delta), true, nil
 	}
 	// Every other target the chain can edit is the items message list.
 	value := eff.Items
 	op := ahp.OpReplace
 	if !ops.Replace {
-		appended, err := appendedMessages(ev.Items, eff.Items)
+		appended, err := appendedMessages(redactedInPlace(ev.Items, reds), eff.Items)
 		if err != nil {
-			return ahp.Effect{}, err
+			return ahp.Effect{}, false, err
+		}
+		if len(appended) == 0 && len(reds) > 0 {
+			return ahp.Effect{}, false, nil // only redactions in place: the extension says it all
 		}
 		value, op = appended, ahp.OpMerge
 	}
@@ -140,9 +161,58 @@ func modification(ev, eff *ahp.Event, caps *ahp.Capabilities) (ahp.Effect, error
 	}
 	raw, err := json.Marshal(value)
 	if err != nil {
-		return ahp.Effect{}, err
+		return ahp.Effect{}, false, err
 	}
-	return modify(target, op, raw), nil
+	return modify(target, op, raw), true, nil
+}
+
+// isReplace reports whether m is a modify replace (which carries every edit itself).
+func isReplace(m ahp.Effect, ok bool) bool { return ok && m.Operation == ahp.OpReplace }
+
+// textRedactions collects the hookproxy.redact_text entries of the accepted replies, in
+// chain order: applied one after the other to the event the harness sent, they give the
+// edits the chain made in place (each entry's find is in the text the harness sent, and a
+// placeholder never holds another entry's find).
+func textRedactions(st *chain.Settlement) []ahp.TextRedaction {
+	var out []ahp.TextRedaction
+	for _, e := range st.Extensions {
+		if e.Key != ahp.ExtRedactText {
+			continue
+		}
+		var reds []ahp.TextRedaction
+		if json.Unmarshal(e.Value, &reds) == nil {
+			out = append(out, reds...)
+		}
+	}
+	return out
+}
+
+// redactedInPlace is items with reds applied as the chain applies them (a copy; items is
+// not changed), so that what a merge appended can be told from what was edited in place.
+func redactedInPlace(items []ahp.Message, reds []ahp.TextRedaction) []ahp.Message {
+	if len(reds) == 0 {
+		return items
+	}
+	out := slices.Clone(items)
+	for _, r := range reds {
+		for mi := range out {
+			if out[mi].ID != r.Message {
+				continue
+			}
+			for pi := range out[mi].Parts {
+				p := &out[mi].Parts[pi]
+				if p.ID != r.Part || p.Text == nil || !strings.Contains(*p.Text, r.Find) {
+					continue
+				}
+				out[mi].Parts = slices.Clone(out[mi].Parts)
+				p = &out[mi].Parts[pi]
+				t := strings.ReplaceAll(*p.Text, r.Find, r.Replace)
+				p.Text = &t
+			}
+			break
+		}
+	}
+	return out
 }
 
 func modify(target, op string, value json.RawMessage) ahp.Effect {

@@ -38,7 +38,7 @@ func replyError(id json.RawMessage, code int, message string, data any) outcome 
 }
 
 // resultFrame encodes a successful hooks/intercept response.
-func resultFrame(id json.RawMessage, effects []ahp.Effect) ([]byte, error) {
+func resultFrame(id json.RawMessage, effects []ahp.Effect, ext map[string]json.RawMessage) ([]byte, error) {
 	return json.Marshal(rpcResponse{JSONRPC: "2.0", ID: id,
-		Result: &ahp.InterceptResult{ProtocolVersion: ahp.ProtocolVersion, Effects: effects}})
+		Result: &ahp.InterceptResult{ProtocolVersion: ahp.ProtocolVersion, Effects: effects, Extensions: ext}})
 }

@@ -111,8 +111,10 @@ type Settlement struct {
 	Records      []Record
 	Interrupted  bool
 	// Extensions are the result extensions of the accepted replies, in chain order. The
-	// chain passes them through uninterpreted (AHP-EXT-001); the host acts only on the
-	// ones it declares (hookproxy.redact_params, ahp.ExtRedactParams).
+	// chain passes them through uninterpreted (AHP-EXT-001) except hookproxy.redact_text
+	// where the host offered it (Intercept's ext; applied to Event like a modify, and kept
+	// here as well); the host acts only on the ones it declares (hookproxy.redact_params,
+	// ahp.ExtRedactParams).
 	Extensions []ReplyExtension
 
 	wait func()

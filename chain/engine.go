@@ -45,7 +45,11 @@ type hookFailure struct {
 // start afterwards and run concurrently; the caller owns them and must call
 // Settlement.Wait before its hook call completes. Neither ev nor Settlement.Event may be
 // mutated until Wait returns.
-func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities) *Settlement {
+//
+// ext names the hookproxy extensions the host declares at this boundary; the only one the
+// chain knows is ahp.ExtRedactText (redact_text.go), offered to each subscription that may
+// modify the boundary's message list.
+func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities, ext ...string) *Settlement {
 	st := &Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
 	if ev == nil {
 		return st
@@ -58,6 +62,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 	state := initialState()
 	eff := ev // the accepted effective event
 	target, loc := locate(ev)
+	offerText := loc == locItems && slices.Contains(ext, ahp.ExtRedactText)
 	var (
 		settled, interrupted bool
 		called               int
@@ -94,6 +99,9 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 			ProtocolVersion: ahp.ProtocolVersion,
 			Event:           view,
 			Capabilities:    narrow(&caps, eff, target, loc, w),
+		}
+		if offerText && canModify(params.Capabilities, target) {
+			params.Extensions = textRedactionOffer(target)
 		}
 		if called > 0 {
 			// Later interceptors learn the settled decision so far (SPEC-DIGEST §2.5).
@@ -149,7 +157,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		state = staged.State
 		st.Messages = append(st.Messages, staged.Messages...)
 		st.Extensions = appendExtensions(st.Extensions, s.backend.id, staged.Extensions)
-		if len(staged.Effects) == 0 {
+		if len(staged.Effects) == 0 && !staged.Changed { // Changed alone: hookproxy.redact_text
 			rec.Outcome = OutcomeNoEffect
 		} else {
 			rec.Outcome = OutcomeAccepted
@@ -260,7 +268,14 @@ func (c *Chain) exchange(ctx context.Context, s *subscription, eff *ahp.Event, l
 		}
 		return currentValue(eff, loc), nil
 	}
-	return sg.stage(frame)
+	staged, err := sg.stage(frame)
+	if err != nil || params.Extensions[ahp.ExtRedactText] == nil {
+		return staged, err
+	}
+	if err := applyTextRedactions(staged, params.Event, eff, loc, target); err != nil {
+		return nil, err
+	}
+	return staged, nil
 }
 
 // notCalled records the intercept subscriptions among subs that were never called.

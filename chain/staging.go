@@ -45,7 +45,8 @@ type Staged struct {
 	// change drops an earlier allow and candidate (SPEC-DIGEST §5.4).
 	Changed bool
 	// Extensions is the result's extensions object (reverse-DNS keys; AHP-EXT-001). The
-	// chain never interprets them; the host may act on the ones it declares.
+	// chain interprets only hookproxy.redact_text, and only where the host offered it
+	// (redact_text.go); the host may act on the ones it declares.
 	Extensions map[string]json.RawMessage
 
 	values map[string]*value // staged values by target

@@ -50,7 +50,7 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 		if len(is.kinds) == 0 {
 			return results(), nil
 		}
-		return decideContent(ev, caps, b, c.d, c.decision(ev, action, is.kinds), nil, &is), nil
+		return decideContent(ev, caps, b, c.d, c.decision(ev, action, is.kinds), nil, &is, false), nil
 	}
 	// The request's params (tool descriptions, metadata, ...): params.go.
 	var ext map[string]json.RawMessage
@@ -70,7 +70,8 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 	if len(ls.hits) == 0 {
 		return withExtensions(results(), ext), nil
 	}
-	return withExtensions(decideContent(ev, caps, b, c.d, c.decision(ev, action, ls.kinds()), &ls, nil), ext), nil
+	_, textOffer := req.Params.Extensions[ahp.ExtRedactText]
+	return withExtensions(decideContent(ev, caps, b, c.d, c.decision(ev, action, ls.kinds()), &ls, nil, textOffer), ext), nil
 }
 
 // responseSkipsToolCalls leaves tool_call parts of model output alone: tool arguments are

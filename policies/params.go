@@ -63,10 +63,16 @@ func paramsResult(ps paramsScan, action, noun, codePrefix string, caps *ahp.Capa
 	return nil, nil
 }
 
-// withExtensions attaches result extensions to r.
+// withExtensions adds result extensions to r's.
 func withExtensions(r *ahp.InterceptResult, ext map[string]json.RawMessage) *ahp.InterceptResult {
-	if len(ext) > 0 {
-		r.Extensions = ext
+	if len(ext) == 0 {
+		return r
+	}
+	if r.Extensions == nil {
+		r.Extensions = make(map[string]json.RawMessage, len(ext))
+	}
+	for k, v := range ext {
+		r.Extensions[k] = v
 	}
 	return r
 }

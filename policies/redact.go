@@ -289,15 +289,23 @@ const (
 // decideContent turns findings at a boundary into effects, honouring the advertisement:
 //
 //   - redact: modify(replace) of the whole target (for tool.input, merge of the changed
-//     top-level members when only merge is advertised); when that is not possible, deny
-//     if advertised; otherwise no effect.
+//     top-level members when only merge is advertised); for a message list that cannot be
+//     replaced whole (withheld text, or no replace advertised), the findings taken out in
+//     place through hookproxy.redact_text when the host offers it (textOffer); when none
+//     of that is possible, deny if advertised; otherwise no effect.
 //   - deny: deny if advertised, else flow stop if advertised (boundaries without deny);
 //     otherwise redact as above when possible; otherwise no effect.
-func decideContent(ev *ahp.Event, caps *ahp.Capabilities, b boundary, d detector, dec contentDecision, ls *listScan, is *inputScan) *ahp.InterceptResult {
+func decideContent(ev *ahp.Event, caps *ahp.Capabilities, b boundary, d detector, dec contentDecision, ls *listScan, is *inputScan, textOffer bool) *ahp.InterceptResult {
+	// inPlace is the hookproxy.redact_text list taking the findings out where a whole-list
+	// replace is not possible (withheld text, or replace not advertised).
+	var inPlace json.RawMessage
 	redact := func() (ahp.Effect, bool) {
 		ops := modifyOps(caps, b.target)
 		if b.list {
 			if !ops.Replace || ls.withheld {
+				if textOffer {
+					inPlace = textRedactions(ev.Items, ls.hits)
+				}
 				return ahp.Effect{}, false
 			}
 			return modifyEffect(b.target, ahp.OpReplace, redactedListJSON(ev.Items, ls.hits, d, redactPlaceholder)), true
@@ -318,10 +326,49 @@ func decideContent(ev *ahp.Event, caps *ahp.Capabilities, b boundary, d detector
 	if e, ok := redact(); ok {
 		return results(e)
 	}
+	if inPlace != nil {
+		return withExtensions(results(), map[string]json.RawMessage{ahp.ExtRedactText: inPlace})
+	}
 	if dec.action == actionRedact {
 		if e, ok := denyOnly(caps, dec.reason, dec.code); ok {
 			return results(e)
 		}
 	}
 	return results()
+}
+
+// textRedactions is the hookproxy.redact_text list (ahp.ExtRedactText) that takes every hit
+// out of the part that holds it, in place: each distinct found value once per part, with
+// the placeholder the whole-list redaction would write, so the visible text ends the same
+// while every other part and every withheld item of the list stays as it is. nil when a
+// hit cannot be taken out this way: a tool_call part (serialized JSON) whose text would no
+// longer parse once its findings are replaced.
+func textRedactions(items []ahp.Message, hits []partHit) json.RawMessage {
+	var reds []ahp.TextRedaction
+	for _, h := range hits {
+		m, p := &items[h.msg], &items[h.msg].Parts[h.part]
+		text := *p.Text
+		edited := text
+		first := len(reds)
+		for _, f := range h.findings {
+			value := text[f.Start:f.End]
+			r := ahp.TextRedaction{Message: m.ID, Part: p.ID, Find: value, Replace: redactPlaceholder(f, value)}
+			if value == "" || slices.Contains(reds[first:], r) {
+				continue
+			}
+			reds = append(reds, r)
+			edited = strings.ReplaceAll(edited, r.Find, r.Replace)
+		}
+		if p.Category == ahp.CategoryToolCall && !json.Valid([]byte(edited)) {
+			return nil
+		}
+	}
+	if len(reds) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(reds)
+	if err != nil {
+		return nil
+	}
+	return raw
 }

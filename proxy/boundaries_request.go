@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain"
@@ -233,7 +234,7 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 	ev.Gaps = append(gaps, ahp.Gap{Path: "execution", Reason: "inferred from a tool result in the next model request"})
 	ev.Items = cloneMessages([]ahp.Message{orig})
 
-	st := x.settle(ev, capsToolAfter())
+	st := x.settle(ev, capsToolAfter(), ahp.ExtRedactText)
 	if out, done := x.settledRefusalOrStop(ev, st, call.ID, name); done {
 		return out, true
 	}
@@ -280,7 +281,7 @@ func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome
 	}
 	ev.Trigger = "user"
 	ev.Items = shareMessages(x.items[es:ee])
-	st := x.settle(ev, capsTurnStart())
+	st := x.settle(ev, capsTurnStart(), ahp.ExtRedactText)
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
@@ -317,10 +318,14 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}
 	caps := capsModelRequest(listHasGaps(x.req.Gaps))
+	// hookproxy.redact_text: the list is rendered by patching only the messages that
+	// changed, so a policy can take text out of it even where a whole-list replace is
+	// withheld (chain/redact_text.go).
+	ext := []string{ahp.ExtRedactText}
 	if mapping.IsOpaque(x.tr) {
-		caps = capsOpaqueRequest()
+		caps, ext = capsOpaqueRequest(), nil
 	}
-	st := x.settle(ev, caps)
+	st := x.settle(ev, caps, ext...)
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
 	}
@@ -380,6 +385,13 @@ func (x *exchange) takeInjections(st *chain.Settlement, eventID string, now *[]a
 // native request has room for: the original message id and role, the effective text
 // parts joined, and the original attachments that the effective output kept.
 func toolMessage(orig ahp.Message, effective []ahp.Message) ahp.Message {
+	if len(effective) == 1 && samePartIDs(orig.Parts, effective[0].Parts) {
+		// An edit in place (hookproxy.redact_text, or a replace that kept every part):
+		// the parts keep their order, so text beside an image stays where it was.
+		m := orig
+		m.Parts = slices.Clone(effective[0].Parts)
+		return m
+	}
 	origAttachments := map[string]bool{}
 	for _, p := range orig.Parts {
 		if p.Kind == ahp.KindAttachment {
@@ -421,4 +433,9 @@ func listHasGaps(gaps []ahp.Gap) bool {
 		}
 	}
 	return false
+}
+
+// samePartIDs reports whether a and b hold the same parts, by id and kind, in the same order.
+func samePartIDs(a, b []ahp.Part) bool {
+	return slices.EqualFunc(a, b, func(x, y ahp.Part) bool { return x.ID == y.ID && x.Kind == y.Kind })
 }

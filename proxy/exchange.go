@@ -243,8 +243,8 @@ func (x *exchange) newEvent(typ string) *ahp.Event {
 
 // settle runs one interceptable boundary through the chain. With only observers
 // subscribed the chain settles at once and dispatches the observations.
-func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
-	st := settledOrNone(x.s.intercept(x.ctx, ev, caps), ev)
+func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
+	st := settledOrNone(x.s.intercept(x.ctx, ev, caps, ext...), ev)
 	x.settlements = append(x.settlements, st)
 	return st
 }

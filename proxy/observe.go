@@ -307,8 +307,8 @@ func (a scopedAuditor) OnBoundary(ctx context.Context, rec BoundaryRecord) {
 // intercept settles one boundary through the chain, traced: a span for the boundary, one
 // child span per interceptor call, and the boundary's W3C trace context in the event's
 // extensions so backends can join the trace.
-func (s *Server) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
-	return traceIntercept(ctx, s.tracer, s.chain, ev, caps)
+func (s *Server) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
+	return traceIntercept(ctx, s.tracer, s.chain, ev, caps, ext...)
 }
 
 // settledOrNone is the settlement of ev the exchanges record: st, naming ev when the engine
@@ -327,10 +327,10 @@ func settledOrNone(st *chain.Settlement, ev *ahp.Event) *chain.Settlement {
 // traceIntercept is intercept for handlers that hold a chain and a tracer but no Server
 // (MCP routes). tracer may be nil: then no span is made, and only a caller's incoming
 // trace context is passed on to the backends.
-func traceIntercept(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, ev *ahp.Event, caps ahp.Capabilities) *chain.Settlement {
+func traceIntercept(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
 	if tracer == nil || ev == nil {
 		addTraceContext(ctx, ev)
-		return ch.Intercept(ctx, ev, caps)
+		return ch.Intercept(ctx, ev, caps, ext...)
 	}
 	start := time.Now()
 	// The boundary span starts at the same instant the interceptor spans are laid out from.
@@ -338,7 +338,7 @@ func traceIntercept(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, e
 		attribute.String("ahp.event.id", ev.ID),
 		attribute.String("ahp.event.type", ev.Type)))
 	addTraceContext(ctx, ev)
-	st := ch.Intercept(ctx, ev, caps)
+	st := ch.Intercept(ctx, ev, caps, ext...)
 	if st != nil {
 		interceptorSpans(ctx, tracer, start, st.Records)
 		attrs := []attribute.KeyValue{

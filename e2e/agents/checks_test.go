@@ -128,3 +128,22 @@ func checkNoEgress(t *testing.T, trap *egressTrap) {
 		t.Errorf("the agent tried to reach hosts other than the model API (refused by the trap): %v", a)
 	}
 }
+
+// checkWithheldSentBack: the agent sent the model's opaque reasoning (marker: a
+// redacted_thinking block's data, a reasoning item's encrypted_content) back, unchanged,
+// in the request that carried the result of turn 1 and got turn 2 — the request whose
+// history also holds the prompt's key. Through the proxy that request had to be redacted
+// in place (the list cannot be replaced whole), not refused; in the control it shows the
+// agent really sends the shape, so the proxied run exercises it.
+func checkWithheldSentBack(t *testing.T, im *imitation, marker string) {
+	t.Helper()
+	for _, r := range im.requests() {
+		if r.Answer == answerDestroy {
+			if !strings.Contains(r.raw(), marker) {
+				t.Errorf("the request answered with turn 2 does not carry the model's opaque reasoning %q back", marker)
+			}
+			return
+		}
+	}
+	t.Errorf("no request reached turn 2 (turns: %v)", turns(im.requests()))
+}

@@ -59,6 +59,7 @@ func TestClaudeCode(t *testing.T) {
 		res := runClaude(t, bin, im.URL, s, trap)
 		saveRecord(t, version, res, im, trap)
 		checkControl(t, res, im, s)
+		checkWithheldSentBack(t, im, redactedThinking)
 		checkNoEgress(t, trap)
 	})
 
@@ -70,6 +71,7 @@ func TestClaudeCode(t *testing.T) {
 		res := runClaude(t, bin, p.url+"/anthropic", s, trap)
 		saveRecord(t, version, res, im, trap)
 		checkProxied(t, res, im, s)
+		checkWithheldSentBack(t, im, redactedThinking)
 		checkNoEgress(t, trap)
 	})
 }

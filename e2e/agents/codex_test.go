@@ -109,6 +109,7 @@ func TestCodex(t *testing.T) {
 				saveRecord(t, version, res, im, trap)
 				checkControl(t, res, im, s)
 				checkShellTool(t, im, c.wantTool)
+				checkWithheldSentBack(t, im, encryptedReasoning)
 				checkNoEgress(t, trap)
 			})
 			t.Run("proxied", func(t *testing.T) {
@@ -120,6 +121,7 @@ func TestCodex(t *testing.T) {
 				saveRecord(t, version, res, im, trap)
 				checkProxied(t, res, im, s)
 				checkShellTool(t, im, c.wantTool)
+				checkWithheldSentBack(t, im, encryptedReasoning)
 				// Codex tries a WebSocket on GET /v1/responses before it POSTs. A proxy that
 				// cannot enforce hooks on a WebSocket must answer the upgrade itself (426, so
 				// Codex falls back to HTTP at once), never forward it.

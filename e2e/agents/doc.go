@@ -10,7 +10,10 @@
 // Responses API and the Gemini generateContent API (streaming SSE; Gemini CLI reaches it
 // through the proxy's /gemini route) that scripts a conversation: turn 1 a shell call
 // that reads a file holding an AWS key, turn 2 a destructive shell call, turn 3 a final
-// answer. The prompt holds an AWS key too.
+// answer. The prompt holds an AWS key too. Each tool turn starts with opaque reasoning —
+// an Anthropic redacted_thinking block, a Responses reasoning item carrying only
+// encrypted_content — which the agents send back: the history that holds the prompt's
+// key then cannot be replaced whole, and the key is redacted in place.
 //
 // Each agent runs twice. Through the proxy: the agent completes (exit 0), the destructive
 // command never runs, the upstream never sees either key (it sees redaction markers), the

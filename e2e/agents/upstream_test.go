@@ -28,6 +28,13 @@ const (
 	idDestroy    = "hp_destroy"
 	finalText    = "All done: the notes were read and the scratch directory was cleaned."
 	sideText     = "OK."
+	// Every tool turn starts with what a reasoning model sends and a proxy cannot read:
+	// an Anthropic redacted_thinking block, a Responses reasoning item with only
+	// encrypted_content. The agents keep them and send them back with the prompt that
+	// holds a key, so the list cannot be replaced whole and the key must be redacted in
+	// place (hookproxy.redact_text) rather than refused.
+	redactedThinking   = "EmwKAhgBEgyhookproxyE2eRedactedThinking+sealed=="
+	encryptedReasoning = "gAAAAABhookproxyE2eEncryptedReasoning+sealed=="
 )
 
 // Turn names, as recorded in request.Answer.
@@ -207,18 +214,19 @@ func (im *imitation) anthropicTurn(body []byte) string {
 
 // anthropicBlock is one content block of a scripted message.
 type anthropicBlock struct {
-	text  string
-	id    string // tool_use
-	input map[string]any
+	text     string
+	id       string // tool_use
+	input    map[string]any
+	redacted string // redacted_thinking data
 }
 
 func (im *imitation) turnContent(turn string) []anthropicBlock {
 	switch turn {
 	case answerRead:
-		return []anthropicBlock{{text: "I'll read the notes first."},
+		return []anthropicBlock{{redacted: redactedThinking}, {text: "I'll read the notes first."},
 			{id: "toolu_" + idRead, input: map[string]any{"command": im.script.readCmd, "description": "Show the notes file"}}}
 	case answerDestroy:
-		return []anthropicBlock{{text: "Now I'll clean up the scratch directory."},
+		return []anthropicBlock{{redacted: redactedThinking}, {text: "Now I'll clean up the scratch directory."},
 			{id: "toolu_" + idDestroy, input: map[string]any{"command": im.script.destroyCmd, "description": "Delete the scratch files"}}}
 	case answerFinal:
 		return []anthropicBlock{{text: finalText}}
@@ -242,10 +250,13 @@ func writeAnthropic(w http.ResponseWriter, stream bool, model, msgID string, blo
 	stop := "end_turn"
 	content := make([]any, 0, len(blocks))
 	for _, b := range blocks {
-		if b.id != "" {
+		switch {
+		case b.redacted != "":
+			content = append(content, map[string]any{"type": "redacted_thinking", "data": b.redacted})
+		case b.id != "":
 			stop = "tool_use"
 			content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": "Bash", "input": b.input})
-		} else {
+		default:
 			content = append(content, map[string]any{"type": "text", "text": b.text})
 		}
 	}
@@ -270,7 +281,10 @@ func writeAnthropic(w http.ResponseWriter, stream bool, model, msgID string, blo
 		"usage": map[string]any{"input_tokens": 12, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
 	ev("ping", map[string]any{"type": "ping"})
 	for i, b := range blocks {
-		if b.id != "" {
+		if b.redacted != "" {
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "redacted_thinking", "data": b.redacted}})
+		} else if b.id != "" {
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
 				"content_block": map[string]any{"type": "tool_use", "id": b.id, "name": "Bash", "input": map[string]any{}}})
 			args := mustJSON(b.input)
@@ -433,10 +447,16 @@ func writeResponses(w http.ResponseWriter, stream bool, model, uid, turn string,
 		return map[string]any{"id": "msg_" + uid, "type": "message", "status": status, "role": "assistant", "content": content}
 	}
 	output := []any{msg("completed", text)}
+	var reasoning map[string]any
 	var tool map[string]any
 	if id != "" && call.kind != "" {
+		reasoning = map[string]any{"id": "rs_" + uid, "type": "reasoning", "summary": []any{}, "encrypted_content": encryptedReasoning}
 		tool = call.item(id, cmd)
-		output = append(output, tool)
+		output = []any{reasoning, msg("completed", text), tool}
+	}
+	mi, ti := 0, 1 // output_index of the message and of the call
+	if reasoning != nil {
+		mi, ti = 1, 2
 	}
 	usage := map[string]any{"input_tokens": 12, "input_tokens_details": map[string]any{"cached_tokens": 0},
 		"output_tokens": 8, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 20}
@@ -463,20 +483,25 @@ func writeResponses(w http.ResponseWriter, stream bool, model, uid, turn string,
 	}
 	ev("response.created", map[string]any{"response": resp("in_progress", []any{}, nil)})
 	ev("response.in_progress", map[string]any{"response": resp("in_progress", []any{}, nil)})
-	// The text message, output_index 0.
+	if reasoning != nil {
+		ev("response.output_item.added", map[string]any{"output_index": 0,
+			"item": map[string]any{"id": reasoning["id"], "type": "reasoning", "summary": []any{}}})
+		ev("response.output_item.done", map[string]any{"output_index": 0, "item": reasoning})
+	}
+	// The text message.
 	mid := "msg_" + uid
 	part := func(t string) map[string]any {
 		return map[string]any{"type": "output_text", "text": t, "annotations": []any{}}
 	}
-	ev("response.output_item.added", map[string]any{"output_index": 0, "item": msg("in_progress", "")})
-	ev("response.content_part.added", map[string]any{"item_id": mid, "output_index": 0, "content_index": 0, "part": part("")})
+	ev("response.output_item.added", map[string]any{"output_index": mi, "item": msg("in_progress", "")})
+	ev("response.content_part.added", map[string]any{"item_id": mid, "output_index": mi, "content_index": 0, "part": part("")})
 	for _, p := range split3(text) {
-		ev("response.output_text.delta", map[string]any{"item_id": mid, "output_index": 0, "content_index": 0, "delta": p, "logprobs": []any{}})
+		ev("response.output_text.delta", map[string]any{"item_id": mid, "output_index": mi, "content_index": 0, "delta": p, "logprobs": []any{}})
 	}
-	ev("response.output_text.done", map[string]any{"item_id": mid, "output_index": 0, "content_index": 0, "text": text, "logprobs": []any{}})
-	ev("response.content_part.done", map[string]any{"item_id": mid, "output_index": 0, "content_index": 0, "part": part(text)})
-	ev("response.output_item.done", map[string]any{"output_index": 0, "item": msg("completed", text)})
-	// The shell call, output_index 1.
+	ev("response.output_text.done", map[string]any{"item_id": mid, "output_index": mi, "content_index": 0, "text": text, "logprobs": []any{}})
+	ev("response.content_part.done", map[string]any{"item_id": mid, "output_index": mi, "content_index": 0, "part": part(text)})
+	ev("response.output_item.done", map[string]any{"output_index": mi, "item": msg("completed", text)})
+	// The shell call.
 	if tool != nil {
 		added := map[string]any{}
 		for k, v := range tool {
@@ -488,23 +513,23 @@ func writeResponses(w http.ResponseWriter, stream bool, model, uid, turn string,
 		case "function":
 			args, _ := tool["arguments"].(string)
 			added["arguments"] = ""
-			ev("response.output_item.added", map[string]any{"output_index": 1, "item": added})
+			ev("response.output_item.added", map[string]any{"output_index": ti, "item": added})
 			for _, p := range split3(args) {
-				ev("response.function_call_arguments.delta", map[string]any{"item_id": iid, "output_index": 1, "delta": p})
+				ev("response.function_call_arguments.delta", map[string]any{"item_id": iid, "output_index": ti, "delta": p})
 			}
-			ev("response.function_call_arguments.done", map[string]any{"item_id": iid, "output_index": 1, "arguments": args})
+			ev("response.function_call_arguments.done", map[string]any{"item_id": iid, "output_index": ti, "arguments": args})
 		case "custom_exec":
 			in, _ := tool["input"].(string)
 			added["input"] = ""
-			ev("response.output_item.added", map[string]any{"output_index": 1, "item": added})
+			ev("response.output_item.added", map[string]any{"output_index": ti, "item": added})
 			for _, p := range split3(in) {
-				ev("response.custom_tool_call_input.delta", map[string]any{"item_id": iid, "output_index": 1, "delta": p})
+				ev("response.custom_tool_call_input.delta", map[string]any{"item_id": iid, "output_index": ti, "delta": p})
 			}
-			ev("response.custom_tool_call_input.done", map[string]any{"item_id": iid, "output_index": 1, "input": in})
+			ev("response.custom_tool_call_input.done", map[string]any{"item_id": iid, "output_index": ti, "input": in})
 		default:
-			ev("response.output_item.added", map[string]any{"output_index": 1, "item": added})
+			ev("response.output_item.added", map[string]any{"output_index": ti, "item": added})
 		}
-		ev("response.output_item.done", map[string]any{"output_index": 1, "item": tool})
+		ev("response.output_item.done", map[string]any{"output_index": ti, "item": tool})
 	}
 	ev("response.completed", map[string]any{"response": resp("completed", output, usage)})
 }

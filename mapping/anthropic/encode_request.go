@@ -382,6 +382,7 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 	var subs []string
 	keptAt := make([]bool, len(was.Parts))
 	inOrder, last := true, -1
+	textRaw := "" // the edited text block, when it keeps its place
 	keep := func(n int) {
 		keptAt[n] = true
 		inOrder = inOrder && n > last
@@ -396,6 +397,18 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 		}
 		o := e.st.part(p.ID)
 		if p.Kind == ahp.KindText && p.Text != nil && (p.Category == ahp.CategoryToolResult || p.Category == "") && o != nil && o.raw == "" {
+			if p.ID == t.textPart && len(t.textBlocks) == 1 && *p.Text != "" {
+				// One text block, edited (a redaction beside an image): it keeps its
+				// place and its other members.
+				b, err := mapping.SetRaw(t.textBlocks[0], "text", mapping.Quote(*p.Text))
+				if err != nil {
+					return "", err
+				}
+				subs = append(subs, b)
+				textRaw = b
+				keep(0)
+				continue
+			}
 			// The joined result text, changed: one new text block replaces the originals.
 			if *p.Text != "" {
 				subs = append(subs, `{"type":"text","text":`+mapping.Quote(*p.Text)+`}`)
@@ -422,7 +435,10 @@ func (e *requestEncoder) toolResult(it *ahp.Message, o *itemOrigin, was *ahp.Mes
 		// Only removals: keep the client's block order, text blocks where they were.
 		subs = subs[:0]
 		for _, sb := range t.order {
-			if keptAt[sb.part] {
+			switch {
+			case sb.part == 0 && textRaw != "":
+				subs = append(subs, textRaw)
+			case keptAt[sb.part]:
 				subs = append(subs, sb.raw)
 			}
 		}

@@ -24,6 +24,7 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 		byID[c.msgID] = i
 	}
 	parts := make([][]string, max(len(st.cands), 1))
+	rendered := make(map[string]bool, len(st.parts))
 	cand := 0
 	for k := range items {
 		m := &items[k]
@@ -39,7 +40,11 @@ func (t *Translator) EncodeResponse(resp *mapping.Response, items []ahp.Message,
 				return nil, err
 			}
 			parts[cand] = append(parts[cand], r)
+			rendered[m.Parts[j].ID] = true
 		}
+	}
+	if err := st.keepSignatures(parts, rendered); err != nil {
+		return nil, err
 	}
 	var cands []string
 	for i := range parts {
@@ -96,4 +101,28 @@ func (t *Translator) SynthesizeResponse(req *mapping.Request, items []ahp.Messag
 		return []byte("[" + obj + "]"), nil
 	}
 	return []byte(obj), nil
+}
+
+// keepSignatures moves the thoughtSignature of a removed call of each candidate onto what
+// the candidate keeps (signature.go); rendered holds the ids of the parts rendered.
+func (st *responseState) keepSignatures(parts [][]string, rendered map[string]bool) error {
+	for i, c := range st.cands {
+		var removed []string
+		for k := range st.items {
+			if st.items[k].ID != c.msgID {
+				continue
+			}
+			for _, p := range st.items[k].Parts {
+				if d := st.parts[p.ID]; d != nil && d.kind == kindCall && !rendered[p.ID] {
+					removed = append(removed, d.raw)
+				}
+			}
+		}
+		if sig, key := removedSignature(removed); sig != "" {
+			if _, err := carrySignature(parts[i], sig, key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

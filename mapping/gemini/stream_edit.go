@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -22,7 +23,8 @@ import (
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
-	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{}, openHosted: -1}
+	e := &editor{t: t, out: out, settle: mapping.CallSettler{D: d}, seen: map[int]callIDs{}, notes: map[int][]string{},
+		keptIn: map[int]int{}, sigs: map[int]signature{}, openHosted: -1}
 	e.Name = "gemini stream"
 	e.SSE.Dispatch = e.event
 	return e
@@ -38,8 +40,13 @@ type editor struct {
 	// kept and removed count the calls so far: when every call was removed, the finish
 	// reason is STOP, as the held path makes it
 	kept, removed int
-	hosted        []mapping.HostedCall // code Gemini ran, as relayed
-	openHosted    int                  // index in hosted of the code awaiting its result, -1 none
+	// keptIn counts the calls kept per candidate; sigs holds, per candidate, the
+	// thoughtSignature of a removed first call until a kept call or the note of the
+	// removal can carry it (signature.go).
+	keptIn     map[int]int
+	sigs       map[int]signature
+	hosted     []mapping.HostedCall // code Gemini ran, as relayed
+	openHosted int                  // index in hosted of the code awaiting its result, -1 none
 }
 
 var _ mapping.HostedCallReporter = (*editor)(nil)
@@ -98,7 +105,16 @@ func (e *editor) Close() error {
 		if e.kept == 0 {
 			finish = `,"finishReason":"STOP"`
 		}
-		chunk := `{"candidates":[{"content":{"role":"model","parts":[{"text":` + mapping.Quote(strings.Join(notes, "\n")) + `}]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
+		note := `{"text":` + mapping.Quote(strings.Join(notes, "\n")) + `}`
+		if sig, ok := e.sigs[idx]; ok {
+			var err error
+			if note, err = mapping.SetRaw(note, sig.key, sig.value); err != nil {
+				e.Err = err
+				return err
+			}
+			delete(e.sigs, idx)
+		}
+		chunk := `{"candidates":[{"content":{"role":"model","parts":[` + note + `]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
 		delete(e.notes, idx)
 		if err := writeEvent(e.out, []byte(chunk)); err != nil {
 			e.Err = err
@@ -209,6 +225,13 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 		}
 		if kept {
 			parts = append(parts, r)
+			e.keptIn[idx]++
+		} else if _, pending := e.sigs[idx]; !pending && e.keptIn[idx] == 0 {
+			// The step's first call carries its signature; a call kept before this one
+			// would have been that first call.
+			if v, k := partSignature(p.Raw); v != "" {
+				e.sigs[idx] = signature{value: v, key: k}
+			}
 		}
 		changed = changed || !kept || r != p.Raw
 		return true
@@ -217,9 +240,15 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 		return "", false, err
 	}
 	finishing := c.Get("finishReason").Exists()
+	noted := false
 	if notes := e.notes[idx]; len(notes) > 0 && finishing {
 		parts = append(parts, `{"text":`+mapping.Quote(strings.Join(notes, "\n"))+`}`)
 		delete(e.notes, idx)
+		changed, noted = true, true
+	}
+	if carried, err := e.carrySignature(idx, parts, noted); err != nil {
+		return "", false, err
+	} else if carried {
 		changed = true
 	}
 	if !changed {
@@ -267,4 +296,33 @@ func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (ke
 	}
 	r, err := mapping.SetRaw(p.Raw, key+".args", args.Raw)
 	return true, r, err
+}
+
+// signature is a removed call's thoughtSignature: its raw JSON value and member name.
+type signature struct{ value, key string }
+
+// carrySignature puts the pending signature of candidate idx on the first call of parts
+// (this chunk's parts as they go to the client) or, when the chunk has none and noted is
+// set, on the note of the removal that ends parts.
+func (e *editor) carrySignature(idx int, parts []string, noted bool) (bool, error) {
+	sig, ok := e.sigs[idx]
+	if !ok {
+		return false, nil
+	}
+	hasCall := false
+	for _, r := range parts {
+		if isCall(gjson.Parse(r)) {
+			hasCall = true
+			break
+		}
+	}
+	if !hasCall && !noted {
+		return false, nil // wait for a later chunk's call or note
+	}
+	before := slices.Clone(parts)
+	if _, err := carrySignature(parts, sig.value, sig.key); err != nil {
+		return false, err
+	}
+	delete(e.sigs, idx)
+	return !slices.Equal(before, parts), nil
 }
