@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -60,12 +61,25 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
 	var mm messageFields
+	var names []string // raw "name" values by message index, once one message has one
 	st.arena.PickElements(msgs, messageFieldNames[:], mm[:], func(m gjson.Result) bool {
+		if nm := mm[fName]; nm.Type == gjson.String || names != nil {
+			if names == nil {
+				names = make([]string, len(st.msgs), max(n, len(st.msgs)+1))
+			}
+			names = append(names, "")
+			if nm.Type == gjson.String {
+				names[len(names)-1] = nm.Raw
+			}
+		}
 		derr = d.message(len(st.msgs), m, &mm)
 		return derr == nil
 	})
 	if derr != nil {
 		return nil, &mapping.BadRequest{Reason: derr.Error()}
+	}
+	if names != nil {
+		req.Params = json.RawMessage(withNameResidue(string(req.Params), names))
 	}
 	for i := len(req.Items) - 1; i >= 0 && st.msgs[i].role == ahp.RoleUser; i-- {
 		req.PromptStart = i
@@ -435,4 +449,31 @@ func (d *requestDecoder) toolContent(v gjson.Result, msgID string, where where) 
 	parts[0] = d.textPart(d.partID(msgID, 0), text.String(), ahp.CategoryToolResult)
 	d.addPart(parts[0], nativePart{src: srcJoined}, 0)
 	return parts, true, nil
+}
+
+// withNameResidue adds to params the messages residue (mapping.ResidueMembers) of the
+// messages' "name" members: the name of a participant is text the model reads, and the
+// canonical message has no place for it, so policies read it with the params and
+// hookproxy.redact_params patches it in place.
+func withNameResidue(params string, names []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, raw := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if raw == "" {
+			b.WriteString("{}")
+			continue
+		}
+		b.WriteString(`{"name":`)
+		b.WriteString(raw)
+		b.WriteByte('}')
+	}
+	b.WriteByte(']')
+	out, err := sjson.SetRaw(params, "messages", b.String())
+	if err != nil {
+		return params
+	}
+	return out
 }

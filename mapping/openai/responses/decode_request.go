@@ -236,7 +236,7 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		case "shell_call_output":
 			parts, err = d.shellOutput(it.Get("output"), m.ID, len(d.st.items), where)
 		case "computer_call_output":
-			parts, err = d.screenshot(it.Get("output"), m.ID, len(d.st.items), where)
+			parts, err = d.screenshot(it, m.ID, len(d.st.items), where)
 		default: // a string or an array of content entries
 			parts, str, err = d.output(it.Get("output"), m.ID, len(d.st.items), where)
 		}
