@@ -328,11 +328,12 @@ func TestAzureModelsPolicyJudgesDeployment(t *testing.T) {
 	// Control: the SDK's call for an allowed deployment is served; for another, refused.
 	params := openaiParams(convPrompt)
 	params.Model = "gpt-4o"
-	if _, err := azureClient(px+"/azure").Chat.Completions.New(withTimeout(t), params); err != nil {
+	client := azureClient(px + "/azure")
+	if _, err := client.Chat.Completions.New(withTimeout(t), params); err != nil {
 		t.Fatalf("allowed deployment through the proxy: %v", err)
 	}
 	params.Model = "gpt-5-pro"
-	_, err := azureClient(px+"/azure").Chat.Completions.New(withTimeout(t), params)
+	_, err := client.Chat.Completions.New(withTimeout(t), params)
 	var oe *openai.Error
 	if !errors.As(err, &oe) || oe.StatusCode != http.StatusForbidden || oe.Code != "hookproxy.models.not_allowed" {
 		t.Fatalf("disallowed deployment through the SDK: %v", err)

@@ -57,6 +57,9 @@ routes:
   - prefix: /azure
     api: openai
     upstream: %[1]s
+  - prefix: /gemini
+    api: gemini
+    upstream: %[1]s
 `, upstreamURL)), "")
 	if err != nil {
 		t.Fatalf("config: %v", err)
