@@ -105,7 +105,8 @@ func TestCredentialsOutsideModeledTextRedacted(t *testing.T) {
 			status, b := postJSON(t, startDefaultProxy(t, up)+tc.path, tc.body)
 			if status == http.StatusForbidden && tc.refusable {
 				// A screenshot's bytes are withheld from the policy, so it may not replace
-				// the list (AHP-EDIT-001): it refuses instead, and nothing is forwarded.
+				// the list (a replacement could not carry them): it refuses instead, and
+				// nothing is forwarded.
 				mustContain(t, "refusal", string(b), "hookproxy.secrets.")
 				if n := len(up.requests()); n != 0 {
 					t.Fatalf("a refused request reached the upstream (%d)", n)
