@@ -47,8 +47,8 @@ func TestNewCredentialKindsRedacted(t *testing.T) {
 
 // TestCredentialsOutsideModeledTextRedacted: strings the message codecs do not model as
 // parts — a chat message's name, an Anthropic document's title and context and a search
-// result's source — are read by the policies (as the params' messages residue) and
-// redacted in place; Gemini inlineData of application/json and a Responses
+// result's source, file names and remote image and file URLs — are read by the policies
+// (as the params' message-list residue) and redacted in place; Gemini inlineData of application/json and a Responses
 // computer_call_output's current_url are text parts. Controls: straight to the upstream
 // the credential arrives; with the secrets policy set to deny, the proxy refuses the same
 // request (it is read, not blindly rewritten).
@@ -68,6 +68,22 @@ func TestCredentialsOutsideModeledTextRedacted(t *testing.T) {
 				`{"type":"search_result","source":"` + detDSN + `","title":"DB","content":[{"type":"text","text":"db notes"}]},` +
 				`{"type":"text","text":"summarize"}]}]}`,
 			detHFToken, "[REDACTED:huggingface_token:", false},
+		{"chat remote image URL", "/openai/v1/chat/completions",
+			`{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},` +
+				`{"type":"image_url","image_url":{"url":"https://files.example/cat.png?access_token=` + detHFToken + `"}}]}]}`,
+			detHFToken, "[REDACTED:huggingface_token:", false},
+		{"responses input_file filename", "/openai/v1/responses",
+			`{"model":"gpt-5","input":[{"role":"user","content":[{"type":"input_text","text":"read it"},` +
+				`{"type":"input_file","filename":"` + detGitLabToken + `.txt","file_data":"data:text/plain;base64,` + b64("notes") + `"}]}]}`,
+			detGitLabToken, "[REDACTED:gitlab_token:", false},
+		{"anthropic image source URL", "/anthropic/v1/messages",
+			`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":[` +
+				`{"type":"image","source":{"type":"url","url":"https://admin:` + detDBPassword + `@cdn.example/cat.png"}},{"type":"text","text":"describe"}]}]}`,
+			detDBPassword, "[REDACTED:url_password:", false},
+		{"gemini fileData URI", "/gemini/v1beta/models/gemini-2.5-flash:generateContent",
+			`{"contents":[{"role":"user","parts":[{"text":"summarize"},` +
+				`{"fileData":{"mimeType":"application/pdf","fileUri":"https://files.example/r.pdf?token=` + detGitLabToken + `"}}]}]}`,
+			detGitLabToken, "[REDACTED:gitlab_token:", false},
 		{"gemini inline JSON", "/gemini/v1beta/models/gemini-2.5-flash:generateContent",
 			`{"contents":[{"role":"user","parts":[{"text":"read this config"},` +
 				`{"inlineData":{"mimeType":"application/json","data":"` + b64(`{"gitlab":"`+detGitLabToken+`"}`) + `"}}]}]}`,

@@ -51,12 +51,15 @@ func RedactParams(body []byte, params []byte, reds []ahp.ParamsRedaction) ([]byt
 type stringSet struct{ path, value string }
 
 // ResidueMembers name the params members that are not request parameters but a residue of
-// the message list: for each message (in body order), an object holding only the strings
-// the canonical view has no place for — a chat message's "name", an Anthropic document's
-// "title" and "context", a block's "citations". Policies read them as they read params
+// the message list (chat and Anthropic "messages", Responses "input", Gemini "contents"):
+// for each message or item (in body order), an object holding only the strings the
+// canonical view has no place for — a chat message's "name", an Anthropic document's
+// "title" and "context", a block's "citations", file names and remote URLs. A member of
+// this name that is a real parameter (the "input" of an embeddings request) is patched
+// exactly as any other, since its shape is the body's own. Policies read them as they read params
 // (they are text the model reads); hookproxy.redact_params redactions apply to the same
 // members of every message of the body.
-var ResidueMembers = map[string]bool{"messages": true}
+var ResidueMembers = map[string]bool{"messages": true, "input": true, "contents": true}
 
 // residueShape is the union of the shapes of a residue's values: which members (and
 // array elements) hold strings.

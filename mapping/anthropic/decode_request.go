@@ -732,7 +732,8 @@ func (d *requestDecoder) inputBytes(s string) json.RawMessage {
 
 // residueBlockMembers are the strings of a content block the canonical part has no place
 // for, though the model reads them: a document's title and context, a search result's
-// title and source, and the citations of a text block or a search result.
+// title and source, and the citations of a text block or a search result (and, below, the
+// URL of an image or document source).
 var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
 
 // messagesResidue builds the messages residue (mapping.ResidueMembers) of an Anthropic
@@ -772,6 +773,10 @@ func blocksResidue(content gjson.Result) (string, bool) {
 				if v.Type == gjson.String || (k == "citations" && v.IsArray()) {
 					members = append(members, mapping.Quote(k)+":"+v.Raw)
 				}
+			}
+			// An image or document fetched by URL: a signed URL carries a credential.
+			if u := b.Get("source.url"); u.Type == gjson.String && b.Get("source").IsObject() {
+				members = append(members, `"source":{"url":`+u.Raw+`}`)
 			}
 			if b.Get("type").Str == "tool_result" {
 				if r, ok := blocksResidue(b.Get("content")); ok {

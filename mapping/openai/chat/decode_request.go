@@ -61,16 +61,29 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
 	var mm messageFields
-	var names []string // raw "name" values by message index, once one message has one
+	// The messages residue (mapping.ResidueMembers), by message index, once one message
+	// has one. Content entries are looked at only when the list names a remote or named
+	// file at all, so that the common request pays nothing.
+	var residue []string
+	refs := strings.Contains(msgs.Raw, `url"`) || strings.Contains(msgs.Raw, `filename"`)
 	st.arena.PickElements(msgs, messageFieldNames[:], mm[:], func(m gjson.Result) bool {
-		if nm := mm[fName]; nm.Type == gjson.String || names != nil {
-			if names == nil {
-				names = make([]string, len(st.msgs), max(n, len(st.msgs)+1))
+		r := ""
+		if nm := mm[fName]; nm.Type == gjson.String {
+			r = `{"name":` + nm.Raw + `}`
+		}
+		if refs {
+			if c, ok := mapping.Residue(mm[fContent], entryResidue); ok {
+				if r == "" {
+					r = "{}"
+				}
+				r, _ = sjson.SetRaw(r, "content", c)
 			}
-			names = append(names, "")
-			if nm.Type == gjson.String {
-				names[len(names)-1] = nm.Raw
+		}
+		if r != "" || residue != nil {
+			if residue == nil {
+				residue = make([]string, len(st.msgs), max(n, len(st.msgs)+1))
 			}
+			residue = append(residue, r)
 		}
 		derr = d.message(len(st.msgs), m, &mm)
 		return derr == nil
@@ -78,8 +91,8 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if derr != nil {
 		return nil, &mapping.BadRequest{Reason: derr.Error()}
 	}
-	if names != nil {
-		req.Params = json.RawMessage(withNameResidue(string(req.Params), names))
+	if residue != nil {
+		req.Params = json.RawMessage(withMessagesResidue(string(req.Params), residue))
 	}
 	for i := len(req.Items) - 1; i >= 0 && st.msgs[i].role == ahp.RoleUser; i-- {
 		req.PromptStart = i
@@ -451,24 +464,27 @@ func (d *requestDecoder) toolContent(v gjson.Result, msgID string, where where) 
 	return parts, true, nil
 }
 
-// withNameResidue adds to params the messages residue (mapping.ResidueMembers) of the
-// messages' "name" members: the name of a participant is text the model reads, and the
-// canonical message has no place for it, so policies read it with the params and
-// hookproxy.redact_params patches it in place.
-func withNameResidue(params string, names []string) string {
+// entryResidue is the residue of a content entry: a file's name and a remote file or
+// image URL (inline data is the part itself).
+func entryResidue(e gjson.Result) string {
+	return mapping.PickStrings(e, mapping.RemoteReference, "file.filename", "file.file_url", "image_url.url", "image_url")
+}
+
+// withMessagesResidue adds to params the messages residue (mapping.ResidueMembers): a
+// participant's name, file names and remote URLs are text the model or the provider reads
+// that the canonical message has no place for, so policies read them with the params and
+// hookproxy.redact_params patches them in place.
+func withMessagesResidue(params string, residue []string) string {
 	var b strings.Builder
 	b.WriteByte('[')
-	for i, raw := range names {
+	for i, r := range residue {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if raw == "" {
-			b.WriteString("{}")
-			continue
+		if r == "" {
+			r = "{}"
 		}
-		b.WriteString(`{"name":`)
-		b.WriteString(raw)
-		b.WriteByte('}')
+		b.WriteString(r)
 	}
 	b.WriteByte(']')
 	out, err := sjson.SetRaw(params, "messages", b.String())

@@ -99,9 +99,10 @@ func TestDecodeRequestMessageKinds(t *testing.T) {
 		if !p.IsObject() || p.Get("x_vendor.a").Int() != 1 || p.Get("model").Str != "gpt-4o" {
 			t.Errorf("params = %s", req.Params)
 		}
-		// The messages are not params; only their names are, as the messages residue
-		// (mapping.ResidueMembers), one entry per message in order.
-		if got := p.Get("messages").Raw; got != `[{},{},{"name":"ann"},{},{},{},{},{},{},{},{"name":"legacy_fn"},{},{},{}]` {
+		// The messages are not params; only their names, file names and remote URLs are, as
+		// the messages residue (mapping.ResidueMembers), one entry per message in order
+		// (inline data is not residue: it is the part).
+		if got := p.Get("messages").Raw; got != `[{},{},{"name":"ann","content":[{},{},{"image_url":{"url":"https://example.com/cat.jpg?x=1"}},{},{"file":{"filename":"notes.txt"}},{"file":{"filename":"a.pdf"}},{},{}]},{},{},{},{},{},{},{},{"name":"legacy_fn"},{},{},{}]` {
 			t.Errorf("messages residue = %s", got)
 		}
 	})
