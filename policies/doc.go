@@ -97,7 +97,9 @@
 //	{"allow": ["gpt-4.1*", "claude-sonnet-*"], "maxOutputTokens": 8192, "requireMaxTokens": false}
 //
 // Acts at model.request.before: a model id matching no allow glob is denied
-// (hookproxy.models.not_allowed); the largest of params max_tokens,
+// (hookproxy.models.not_allowed) — model.id, which on an Azure deployment path is the
+// deployment the path names, and the body's own model (params.model) when it names
+// another; the largest of params max_tokens,
 // max_completion_tokens, max_output_tokens above maxOutputTokens is denied
 // (hookproxy.models.max_tokens); requireMaxTokens also denies requests that set none.
 // Deny, else flow stop, else no effect.
