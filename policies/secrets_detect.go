@@ -470,6 +470,8 @@ func matchURLPassword(dst []Finding, text string, at int) ([]Finding, int) {
 	return append(dst, Finding{Start: ps, End: pe, Kind: SecretURLPassword, priority: prioURLPass}), pe
 }
 
+func isHexDigit(c byte) bool { return isDigitASCII(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
 func isSchemeChar(c byte) bool { return isAlnumASCII(c) || c == '+' || c == '-' || c == '.' }
 
 // urlPasswordReference reports a password slot that holds no password: a variable or
@@ -479,7 +481,9 @@ func urlPasswordReference(p string) bool {
 	case '$', '<', '{', '[':
 		return true
 	}
-	if strings.HasPrefix(p, "%(") || strings.HasPrefix(p, "%7B") || strings.HasPrefix(p, "%24") {
+	// A printf verb (%s, %v, %(pw)s) or an encoded reference (%7B, %24); a real password
+	// may start with any other percent-encoded byte.
+	if p[0] == '%' && (len(p) < 3 || !isHexDigit(p[1]) || !isHexDigit(p[2]) || strings.HasPrefix(p, "%7B") || strings.HasPrefix(p, "%24")) {
 		return true
 	}
 	same := true
