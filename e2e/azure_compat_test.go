@@ -272,3 +272,74 @@ func TestAzureSDKResponsesDeny(t *testing.T) {
 	// the prompt reached model.request.before as canonical content
 	mustContain(t, "model.request.before", gjson.GetBytes(frames[0], "params.event.items").Raw, "Deploy with key")
 }
+
+// TestAzureModelsPolicyJudgesDeployment: Azure serves the deployment the path names, so the
+// models allow list judges it, and the body's own model too. A request whose body names an
+// allowed model while its path names a deployment outside the list is refused before the
+// upstream sees it; so is one whose body names a model outside the list. Controls: the
+// same request straight to the upstream reaches it, and the SDK's request for an allowed
+// deployment is served through the proxy.
+func TestAzureModelsPolicyJudgesDeployment(t *testing.T) {
+	models := hookEntry("com.example.e2e.models", map[string]any{"type": "in_process", "policy": "models",
+		"config": map[string]any{"allow": []string{"gpt-4o*"}}}, subscription{events: []string{"model.request.before"}})
+	up := newUpstream(t, answer{json: openaiText})
+	px := startInlineProxy(t, up.URL, registrationDoc(t, models))
+	const query = "/chat/completions?api-version=" + azureAPIVersion
+	post := func(base, deployment, model string) (int, []byte) {
+		body := `{"messages":[{"role":"user","content":"hi"}]}`
+		if model != "" {
+			body = `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}]}`
+		}
+		req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, base+"/openai/deployments/"+deployment+query, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Api-Key", azureKey)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+
+	// Control: straight to the upstream the disallowed deployment is called.
+	if status, b := post(up.URL, "gpt-5-pro", "gpt-4o"); status != 200 {
+		t.Fatalf("direct (control): %d %s", status, b)
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Fatalf("the upstream got %d requests from the control", n)
+	}
+	for _, tc := range []struct{ deployment, model, named string }{
+		{"gpt-5-pro", "gpt-4o", "gpt-5-pro"},   // allowed body model, deployment outside the list
+		{"gpt-5-pro", "", "gpt-5-pro"},         // no body model
+		{"gpt-4o-prod", "o3-pro", "o3-pro"},    // allowed deployment, body model outside the list
+		{"gpt%2D5-pro", "gpt-4o", "gpt-5-pro"}, // an escaped deployment name is judged unescaped
+	} {
+		status, b := post(px+"/azure", tc.deployment, tc.model)
+		if status != http.StatusForbidden || gjson.GetBytes(b, "error.code").String() != "hookproxy.models.not_allowed" {
+			t.Errorf("%s/%s: %d %s", tc.deployment, tc.model, status, b)
+		}
+		mustContain(t, "refusal", string(b), tc.named)
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Fatalf("a refused request reached the upstream (%d requests)", n)
+	}
+
+	// Control: the SDK's call for an allowed deployment is served; for another, refused.
+	params := openaiParams(convPrompt)
+	params.Model = "gpt-4o"
+	client := azureClient(px + "/azure")
+	if _, err := client.Chat.Completions.New(withTimeout(t), params); err != nil {
+		t.Fatalf("allowed deployment through the proxy: %v", err)
+	}
+	params.Model = "gpt-5-pro"
+	_, err := client.Chat.Completions.New(withTimeout(t), params)
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusForbidden || oe.Code != "hookproxy.models.not_allowed" {
+		t.Fatalf("disallowed deployment through the SDK: %v", err)
+	}
+	reqs := up.requests()
+	if len(reqs) != 2 || reqs[1].Path != "/openai/deployments/gpt-4o/chat/completions" {
+		t.Fatalf("upstream requests: %d", len(reqs))
+	}
+}

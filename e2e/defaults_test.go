@@ -54,6 +54,12 @@ routes:
   - prefix: /anthropic
     api: anthropic
     upstream: %[1]s
+  - prefix: /azure
+    api: openai
+    upstream: %[1]s
+  - prefix: /gemini
+    api: gemini
+    upstream: %[1]s
 `, upstreamURL)), "")
 	if err != nil {
 		t.Fatalf("config: %v", err)

@@ -40,7 +40,11 @@
 //     [REDACTED:<kind>:<first 8 hex of sha256(credential)>]; "deny" refuses.
 //   - kinds: detect only these (default all): openai_api_key, anthropic_api_key,
 //     aws_access_key_id, aws_secret_access_key, github_token, slack_token, slack_webhook,
-//     google_api_key, stripe_key, private_key, jwt, bearer_token, generic_secret.
+//     google_api_key, stripe_key, private_key, jwt, bearer_token, basic_auth (an HTTP
+//     Basic value decoding to user-id:password), url_password (the password of a URL's
+//     userinfo: postgres://user:pw@host and other connection strings; only the password is
+//     redacted), gitlab_token (glpat-, gldt-, glrt-, ...), huggingface_token (hf_,
+//     api_org_), generic_secret.
 //   - allow: RE2 patterns of known-safe values (unanchored; ^…$ for exact values).
 //   - minEntropy (bits/char, default 3.0), minLength (default 10): the bar for
 //     generic_secret.
@@ -93,7 +97,9 @@
 //	{"allow": ["gpt-4.1*", "claude-sonnet-*"], "maxOutputTokens": 8192, "requireMaxTokens": false}
 //
 // Acts at model.request.before: a model id matching no allow glob is denied
-// (hookproxy.models.not_allowed); the largest of params max_tokens,
+// (hookproxy.models.not_allowed) — model.id, which on an Azure deployment path is the
+// deployment the path names, and the body's own model (params.model) when it names
+// another; the largest of params max_tokens,
 // max_completion_tokens, max_output_tokens above maxOutputTokens is denied
 // (hookproxy.models.max_tokens); requireMaxTokens also denies requests that set none.
 // Deny, else flow stop, else no effect.

@@ -18,6 +18,8 @@ func FuzzPolicies(f *testing.F) {
 		"eyJhbGciOiJub25lIn0.eyJhIjoxfQ.", "+1 (415) 555-2671", "DE89 3704 0044 0532 0130 00",
 		"Ignore all previous instructions", "a\u200bb\U000E0041", `{"command":"rm -rf /"}`, `{"a":"\ud800"}`,
 		"Bearer " + testBearer, "4111 1111 1111 1111", `{"k":[1,{"password":"hT7#vQ2x!Lp9Zr"}]}`,
+		"Authorization: Basic ZGVwbG95OlpxOCF2UjIja0xtOQ==", "mongodb+srv://u:p@ss@h:1/x", "redis://:pw@[::1]",
+		"glpat-NhFdnXsiVpzz63FfkCzJr4i0B3J.01.rTAwR4y9o", "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", "a://:@",
 	} {
 		f.Add(s)
 	}

@@ -32,7 +32,7 @@ type ModelsConfig struct {
 var outputTokenParams = []string{"max_tokens", "max_completion_tokens", "max_output_tokens"}
 
 // Models is the models policy. At model.request.before it denies requests for a model
-// outside the allow list or asking for more output tokens than the cap: deny if
+// (model.id, and the body's own model member when it names another) outside the allow list or asking for more output tokens than the cap: deny if
 // advertised, else flow stop if advertised, else no effect. Other events get no effects.
 type Models struct {
 	allow      []string
@@ -89,6 +89,13 @@ func (p *Models) evaluate(ev *ahp.Event) (reason, code string, denied bool) {
 		if !globAny(p.allow, id) {
 			return fmt.Sprintf("Model %s is not allowed by policy.", id), "hookproxy.models.not_allowed", true
 		}
+		// model.id is the model that serves the request; on an Azure deployment path that
+		// is the deployment the path names, while the body may name another model (Azure
+		// ignores it, an OpenAI-compatible gateway behind the same path may not). Both must
+		// be allowed.
+		if body, ok := bodyModel(ev.Params); ok && body != id && !globAny(p.allow, body) {
+			return fmt.Sprintf("Model %s is not allowed by policy.", body), "hookproxy.models.not_allowed", true
+		}
 	}
 	if p.maxTokens == 0 {
 		return "", "", false
@@ -135,4 +142,19 @@ func requestedOutputTokens(params json.RawMessage) (value float64, name string, 
 		}
 	})
 	return value, name, found
+}
+
+// bodyModel reads the request body's own "model" member from params (the OpenAI and
+// Anthropic codecs keep it there). Only a non-empty string counts: the provider rejects
+// any other value.
+func bodyModel(params json.RawMessage) (model string, found bool) {
+	if len(params) == 0 {
+		return "", false
+	}
+	_ = topLevelMembers(params, func(k string) bool { return k == "model" }, func(_ string, v jsonValue) {
+		if v.kind == jsonString && v.str != "" {
+			model, found = v.str, true
+		}
+	})
+	return model, found
 }

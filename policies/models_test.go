@@ -26,6 +26,11 @@ func TestModelsPolicy(t *testing.T) {
 		{"largest of several", "gpt-4.1", `{"max_tokens":10,"max_completion_tokens":20000}`, "hookproxy.models.max_tokens", "20000"},
 		{"no limit requested", "gpt-4.1", `{"temperature":0}`, "", ""},
 		{"non-numeric limit ignored", "gpt-4.1", `{"max_tokens":"lots"}`, "", ""},
+		// An Azure deployment path: model.id is the deployment, the body may name another.
+		{"deployment and body model allowed", "gpt-4.1-prod", `{"model":"gpt-4.1"}`, "", ""},
+		{"deployment not allowed, body model allowed", "gpt-5-pro", `{"model":"gpt-4.1"}`, "hookproxy.models.not_allowed", "gpt-5-pro"},
+		{"deployment allowed, body model not", "gpt-4.1", `{"model":"o3-pro"}`, "hookproxy.models.not_allowed", "o3-pro"},
+		{"body model not a string is not judged", "gpt-4.1", `{"model":7}`, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Secret kinds, as used in placeholders, deny codes (hookproxy.secrets.<kind>) and the
@@ -26,6 +27,10 @@ const (
 	SecretPrivateKey         = "private_key"
 	SecretJWT                = "jwt"
 	SecretBearerToken        = "bearer_token"
+	SecretBasicAuth          = "basic_auth"
+	SecretURLPassword        = "url_password"
+	SecretGitLabToken        = "gitlab_token"
+	SecretHuggingFaceToken   = "huggingface_token"
 	SecretGeneric            = "generic_secret"
 )
 
@@ -33,13 +38,15 @@ const (
 var SecretKinds = []string{
 	SecretOpenAIKey, SecretAnthropicKey, SecretAWSAccessKeyID, SecretAWSSecretAccessKey,
 	SecretGitHubToken, SecretSlackToken, SecretSlackWebhook, SecretGoogleAPIKey,
-	SecretStripeKey, SecretPrivateKey, SecretJWT, SecretBearerToken, SecretGeneric,
+	SecretStripeKey, SecretPrivateKey, SecretJWT, SecretBearerToken, SecretBasicAuth,
+	SecretURLPassword, SecretGitLabToken, SecretHuggingFaceToken, SecretGeneric,
 }
 
 // Priorities for overlapping findings: a recognised format beats a JWT, which beats a
 // bearer header, which beats a name-based guess.
 const (
 	prioGeneric = 1
+	prioURLPass = 2
 	prioBearer  = 2
 	prioJWT     = 3
 	prioFormat  = 4
@@ -68,6 +75,15 @@ var (
 	rePrivKeyBody = regexp.MustCompile(`^(?:[A-Za-z0-9+/=]+|\r|\n|\\[rn]|[A-Za-z-]+: [^\r\n\\]*)*`)
 	reJWT         = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`)
 	reBearer      = regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,512}=*)`)
+	// RFC 7617: "Basic" and base64("user-id:password"); the value is checked by decoding it.
+	reBasic = regexp.MustCompile(`^(?i:basic)[ \t]+([A-Za-z0-9+/]{4,1000}={0,2})`)
+	// GitLab tokens: personal/project/group access (glpat-), deploy (gldt-), runner
+	// (glrt-), CI/CD job (glcbt-), pipeline trigger (glptt-), feed (glft-), SCIM/OAuth
+	// (glsoat-, gloas-), incoming mail (glimt-), agent (glagent-), feature flags client
+	// (glffct-). Routable tokens add dot-separated parts after the 20+ character body.
+	reGitLabToken = regexp.MustCompile(`^gl(?:pat|dt|rt|cbt|ptt|ft|soat|oas|imt|agent|ffct)-[A-Za-z0-9_-]{20,255}(?:\.[A-Za-z0-9_-]{1,64}){0,3}`)
+	// Hugging Face user access tokens (hf_ + 34 letters) and organization API tokens.
+	reHuggingFaceToken = regexp.MustCompile(`^(?:hf_|api_org_)[A-Za-z0-9]{30,64}`)
 )
 
 // secretNameKeywords are the words that make an assigned value a credential candidate
@@ -151,6 +167,19 @@ func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLen
 	}
 	if on(SecretBearerToken) {
 		a.add(anchor{lit: "bearer", fold: true, match: s.matchBearer})
+	}
+	if on(SecretBasicAuth) {
+		a.add(anchor{lit: "basic", fold: true, match: matchBasic})
+	}
+	if on(SecretURLPassword) {
+		a.add(anchor{lit: "://", inner: true, match: matchURLPassword})
+	}
+	if on(SecretGitLabToken) {
+		a.add(anchor{lit: "gl", match: tokenMatcher(reGitLabToken, SecretGitLabToken, isKeyChar)})
+	}
+	if on(SecretHuggingFaceToken) {
+		a.add(anchor{lit: "hf_", match: matchHuggingFace})
+		a.add(anchor{lit: "api_org_", match: matchHuggingFace})
 	}
 	if on(SecretGeneric) || on(SecretAWSSecretAccessKey) {
 		for _, kw := range secretNameKeywords {
@@ -366,6 +395,128 @@ func (s *secretScanner) matchBearer(dst []Finding, text string, at int) ([]Findi
 		return dst, 0
 	}
 	return append(dst, Finding{Start: vs, End: ve, Kind: SecretBearerToken, priority: prioBearer}), at + 6
+}
+
+// matchBasic finds "Basic <base64>" (an Authorization header or its value) whose value
+// decodes to printable "user-id:password" text, as RFC 7617 defines it. Prose ("Basic
+// authentication", "basic usage") and WWW-Authenticate challenges (Basic realm="...") do
+// not decode to that and are left alone.
+func matchBasic(dst []Finding, text string, at int) ([]Finding, int) {
+	m := reBasic.FindStringSubmatchIndex(window(text, at, 1100))
+	if m == nil {
+		return dst, 0
+	}
+	vs, ve := at+m[2], at+m[3]
+	if ve < len(text) && (isBase64Char(text[ve]) || text[ve] == '-' || text[ve] == '_' || text[ve] == '.') {
+		return dst, 0
+	}
+	v := text[vs:ve]
+	raw, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		raw, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(v, "="))
+		if err != nil {
+			return dst, 0
+		}
+	}
+	colon := strings.IndexByte(string(raw), ':')
+	if colon < 0 || len(raw) < 2 || !printableText(raw) {
+		return dst, 0
+	}
+	return append(dst, Finding{Start: vs, End: ve, Kind: SecretBasicAuth, priority: prioBearer}), ve
+}
+
+// printableText reports UTF-8 text without control characters.
+func printableText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// matchURLPassword finds the password of a URL's userinfo (scheme://user:password@host):
+// database connection strings (postgres://, mysql://, mongodb+srv://, redis://, amqp://),
+// proxies, git remotes. Only the password is reported, so a redacted connection string
+// still names its user and host. References and masks are left alone: ${DB_PASSWORD},
+// <password>, {password}, %(pw)s, ****, xxxx.
+func matchURLPassword(dst []Finding, text string, at int) ([]Finding, int) {
+	// A scheme must precede "://": a letter, then letters, digits, '+', '-', '.'.
+	if at == 0 || !isSchemeChar(text[at-1]) {
+		return dst, 0
+	}
+	// The authority runs to the first character that ends it (or ends a URL in text, or a
+	// string of serialized JSON); the userinfo ends at its last '@', as URL parsers split
+	// it, so a password holding a raw '@' is reported whole.
+	auth := window(text, at+3, 600)
+	if k := strings.IndexAny(auth, "/?#\"'<>\\ \t\r\n`"); k >= 0 {
+		auth = auth[:k]
+	}
+	atSign := strings.LastIndexByte(auth, '@')
+	if atSign < 0 || atSign+1 >= len(auth) || !(isAlnumASCII(auth[atSign+1]) || auth[atSign+1] == '[') {
+		return dst, 0
+	}
+	colon := strings.IndexByte(auth[:atSign], ':')
+	if colon < 0 || colon+1 == atSign {
+		return dst, 0
+	}
+	ps, pe := at+3+colon+1, at+3+atSign
+	if urlPasswordReference(text[ps:pe]) {
+		return dst, 0
+	}
+	return append(dst, Finding{Start: ps, End: pe, Kind: SecretURLPassword, priority: prioURLPass}), pe
+}
+
+func isHexDigit(c byte) bool { return isDigitASCII(c) || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func isSchemeChar(c byte) bool { return isAlnumASCII(c) || c == '+' || c == '-' || c == '.' }
+
+// urlPasswordReference reports a password slot that holds no password: a variable or
+// template reference, or a mask of one repeated character.
+func urlPasswordReference(p string) bool {
+	switch p[0] {
+	case '$', '<', '{', '[':
+		return true
+	}
+	// A printf verb (%s, %v, %(pw)s) or an encoded reference (%7B, %24); a real password
+	// may start with any other percent-encoded byte.
+	if p[0] == '%' && (len(p) < 3 || !isHexDigit(p[1]) || !isHexDigit(p[2]) || strings.HasPrefix(p, "%7B") || strings.HasPrefix(p, "%24")) {
+		return true
+	}
+	same := true
+	for i := 1; i < len(p); i++ {
+		if p[i] != p[0] {
+			same = false
+			break
+		}
+	}
+	return same && (p[0] == '*' || p[0] == 'x' || p[0] == 'X' || p[0] == '.' || p[0] == '_')
+}
+
+// matchHuggingFace accepts hf_/api_org_ followed by a random letter-and-digit body that
+// ends where the token alphabet ends; a long identifier made of words
+// (hf_loadPretrainedModelFromHubWithCache) is not a token.
+func matchHuggingFace(dst []Finding, text string, at int) ([]Finding, int) {
+	loc := reHuggingFaceToken.FindStringIndex(window(text, at, 80))
+	if loc == nil {
+		return dst, 0
+	}
+	end := at + loc[1]
+	if end < len(text) && isKeyChar(text[end]) {
+		return dst, 0
+	}
+	body := text[at:end]
+	body = body[strings.IndexByte(body, '_')+1:]
+	if strings.HasPrefix(body, "org_") {
+		body = body[4:]
+	}
+	if wordy(body) {
+		return dst, 0
+	}
+	return append(dst, Finding{Start: at, End: end, Kind: SecretHuggingFaceToken, priority: prioFormat}), end
 }
 
 // matchAssignment handles a credential-like name (kwLen bytes at at) followed by an

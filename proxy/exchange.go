@@ -105,8 +105,8 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 	x.afterDelivery()
 }
 
-// pathModel is the model the path names (an Azure deployment), used when the body names
-// none.
+// pathModel is the model the path names (an Azure deployment): it is model.id, and the
+// request's model when the body names none.
 func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*exchange, error) {
 	limit := rt.s.limits.MaxRequestBytes
 	if r.ContentLength > limit {
@@ -143,6 +143,12 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 		req.Model = pathModel
 	}
 	x.model = ahp.Model{ID: req.Model, Provider: tr.Provider()}
+	if pathModel != "" {
+		// Azure serves the deployment the path names, whatever the body's model says:
+		// model.id is what is served, so that an allow list over model.id judges it (the
+		// body's model stays visible in params).
+		x.model.ID = pathModel
+	}
 	if x.model.ID == "" {
 		x.model.ID = "unknown"
 		x.modelGaps = []ahp.Gap{{Path: "model.id", Reason: "the request names no model"}}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -199,6 +201,11 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.SessionHint = v.Str
 	}
 	req.Params = []byte(root.Without("messages", "system"))
+	if residue, ok := messagesResidue(msgs); ok {
+		if p, err := sjson.SetRawBytes(req.Params, "messages", []byte(residue)); err == nil {
+			req.Params = p
+		}
+	}
 	d.st.items = ahp.CloneMessages(d.items)
 	d.st.pointInto()
 	return req, nil
@@ -721,4 +728,67 @@ func (d *requestDecoder) inputBytes(s string) json.RawMessage {
 	start := len(d.inputs)
 	d.inputs = append(d.inputs, s...)
 	return d.inputs[start:len(d.inputs):len(d.inputs)]
+}
+
+// residueBlockMembers are the strings of a content block the canonical part has no place
+// for, though the model reads them: a document's title and context, a search result's
+// title and source, and the citations of a text block or a search result (and, below, the
+// URL of an image or document source).
+var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
+
+// messagesResidue builds the messages residue (mapping.ResidueMembers) of an Anthropic
+// message list: for each message, the residue members of its content blocks (and of the
+// blocks inside a tool_result), in place. ok is false when no message has any.
+func messagesResidue(msgs gjson.Result) (string, bool) {
+	var entries []string
+	found := false
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		r, ok := blocksResidue(m.Get("content"))
+		if ok {
+			found = true
+			entries = append(entries, `{"content":`+r+`}`)
+		} else {
+			entries = append(entries, "{}")
+		}
+		return true
+	})
+	if !found {
+		return "", false
+	}
+	return "[" + strings.Join(entries, ",") + "]", true
+}
+
+// blocksResidue is the residue of a content array: one object per block.
+func blocksResidue(content gjson.Result) (string, bool) {
+	if !content.IsArray() {
+		return "", false
+	}
+	var entries []string
+	found := false
+	content.ForEach(func(_, b gjson.Result) bool {
+		var members []string
+		if b.IsObject() {
+			for _, k := range residueBlockMembers {
+				v := b.Get(k)
+				if v.Type == gjson.String || (k == "citations" && v.IsArray()) {
+					members = append(members, mapping.Quote(k)+":"+v.Raw)
+				}
+			}
+			// An image or document fetched by URL: a signed URL carries a credential.
+			if u := b.Get("source.url"); u.Type == gjson.String && b.Get("source").IsObject() {
+				members = append(members, `"source":{"url":`+u.Raw+`}`)
+			}
+			if b.Get("type").Str == "tool_result" {
+				if r, ok := blocksResidue(b.Get("content")); ok {
+					members = append(members, `"content":`+r)
+				}
+			}
+		}
+		if len(members) > 0 {
+			found = true
+		}
+		entries = append(entries, "{"+strings.Join(members, ",")+"}")
+		return true
+	})
+	return "[" + strings.Join(entries, ",") + "]", found
 }

@@ -2,6 +2,7 @@ package gemini_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -376,5 +377,35 @@ func TestSnakeCaseFields(t *testing.T) {
 	cached := decode(t, `{"cachedContent":"cachedContents/abc","contents":[{"parts":[{"text":"x"}]}]}`)
 	if len(cached.Gaps) != 1 || cached.Gaps[0].Path != "items" {
 		t.Fatalf("gaps = %+v", cached.Gaps)
+	}
+}
+
+// TestInlineTextualData: inline data of a textual type other than text/* (JSON, XML,
+// YAML) is a text part re-encoded in base64 on edit, keeping its type; binary data stays
+// an attachment; a file referenced by URI is carried in the params' contents residue.
+func TestInlineTextualData(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	body := `{"contents":[{"role":"user","parts":[` +
+		`{"inlineData":{"mimeType":"application/json","data":"` + b64(`{"k":"v"}`) + `"}},` +
+		`{"inlineData":{"mimeType":"application/xml","data":"` + b64(`<a>v</a>`) + `"}},` +
+		`{"inlineData":{"mimeType":"image/png","data":"aGVsbG8="}},` +
+		`{"fileData":{"mimeType":"application/pdf","fileUri":"https://files.example/r.pdf?sig=abc"}}]}]}`
+	req := decode(t, body)
+	ps := req.Items[0].Parts
+	if ps[0].Kind != ahp.KindText || ps[0].TextOf() != `{"k":"v"}` || ps[1].TextOf() != `<a>v</a>` || ps[2].Kind != ahp.KindAttachment {
+		t.Fatalf("parts = %+v", ps)
+	}
+	if got := gjson.GetBytes(req.Params, "contents").Raw; got != `[{"parts":[{},{},{},{"fileData":{"fileUri":"https://files.example/r.pdf?sig=abc"}}]}]` {
+		t.Fatalf("contents residue = %s", got)
+	}
+	items := clone(req.Items)
+	items[0].Parts[0].Text = ptr(`{"k":"[REDACTED]"}`)
+	out, err := tr.EncodeRequest(req, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := gjson.GetBytes(out, "contents.0.parts.0.inlineData")
+	if in.Get("mimeType").String() != "application/json" || in.Get("data").String() != b64(`{"k":"[REDACTED]"}`) {
+		t.Fatalf("rendered %s", in.Raw)
 	}
 }

@@ -64,6 +64,15 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	// params: the members as sent (no re-encoding, which would escape "&&" in text that
 	// policies scan)
 	params := mapping.TopMembers(obj).Without("contents", "systemInstruction", "system_instruction")
+	if c := obj.Get("contents"); !st.nested && (strings.Contains(c.Raw, "ileUri") || strings.Contains(c.Raw, "ile_uri")) {
+		// A file referenced by URI (fileData) is fetched by the provider: its URI and
+		// display name are the contents residue (mapping.ResidueMembers).
+		if r, ok := mapping.Residue(c, contentResidue); ok {
+			if p, err := mapping.SetRaw(params, "contents", r); err == nil {
+				params = p
+			}
+		}
+	}
 	if st.nested {
 		// params keep their place in the body (hookproxy.redact_params patches them there)
 		outer := mapping.TopMembers(root).Without("generateContentRequest")
@@ -284,4 +293,16 @@ func (d *requestDecoder) toolResult(i int, id string, dp *decodedPart) {
 	d.req.ToolResults = append(d.req.ToolResults, tr)
 	d.req.Items = append(d.req.Items, ahp.Message{ID: id, Role: ahp.RoleTool, Synthesized: true, Parts: []ahp.Part{dp.part}})
 	d.st.msgs[id] = msgOrigin{content: i, tool: true, part: d.st.parts[dp.part.ID]}
+}
+
+// contentResidue is the residue of one content: for each part, its fileData's URI and
+// display name, in the spelling the client used.
+func contentResidue(c gjson.Result) string {
+	r, ok := mapping.Residue(c.Get("parts"), func(p gjson.Result) string {
+		return mapping.PickStrings(p, nil, "fileData.fileUri", "fileData.displayName", "file_data.file_uri", "file_data.display_name")
+	})
+	if !ok {
+		return ""
+	}
+	return `{"parts":` + r + `}`
 }

@@ -299,10 +299,13 @@ func inlinePart(in gjson.Result, id string) (partKind, ahp.Part) {
 	if err != nil {
 		data, err = base64.URLEncoding.DecodeString(in.Get("data").String())
 	}
+	// Text under any textual type (text/*, application/json, application/xml, YAML,
+	// scripts, ...) is text the policies read, whether or not the type could also name an
+	// attachment: a credential in a JSON or XML document is as much text as in text/plain.
+	if err == nil && utf8.Valid(data) && mapping.TextualMediaType(mt) {
+		return kindInlineText, ahp.TextPart(id, string(data))
+	}
 	if !validAttachmentType(mt) {
-		if err == nil && utf8.Valid(data) && strings.HasPrefix(strings.ToLower(mt), "text/") {
-			return kindInlineText, ahp.TextPart(id, string(data))
-		}
 		return kindOther, gapPart(id, "inline data of type "+quoteOr(mt, "none")+" could not be read as text")
 	}
 	p := ahp.Part{ID: id, Kind: ahp.KindAttachment, MediaType: mt, Selection: ahp.SelectionMetadata}

@@ -10,11 +10,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/mapping"
 )
 
 // Content item types of MCP 2025-06-18 / 2025-11-25.
@@ -144,6 +146,25 @@ type partOrigin struct {
 	text       string // the part's original text (text parts)
 	attachment bool
 	textPath   string // sjson path of the item's own text; "" when the part is the serialized item
+	base64     bool   // the text at textPath is base64-encoded (a text resource's blob)
+}
+
+// blobText decodes the base64 blob of a resource whose media type is textual and whose
+// bytes are UTF-8 text.
+func blobText(mediaType, blob string) (string, bool) {
+	if !mapping.TextualMediaType(mediaType) {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(blob)
+	if err != nil {
+		if b, err = base64.RawStdEncoding.DecodeString(blob); err != nil {
+			return "", false
+		}
+	}
+	if !utf8.Valid(b) {
+		return "", false
+	}
+	return string(b), true
 }
 
 // Output is the canonical view of one CallToolResult (the items of tool.after) together
@@ -196,6 +217,11 @@ func itemPart(id string, it gjson.Result) (ahp.Part, partOrigin) {
 		res := it.Get("resource")
 		if t := res.Get("text"); t.Type == gjson.String {
 			return toolText(id, t.Str), partOrigin{text: t.Str, textPath: "resource.text"}
+		}
+		// A text resource sent as a base64 blob (a JSON or YAML file, source code) is text
+		// the policies read like resource.text; an edit is written back as base64.
+		if t, ok := blobText(res.Get("mimeType").Str, res.Get("blob").Str); ok {
+			return toolText(id, t), partOrigin{text: t, textPath: "resource.blob", base64: true}
 		}
 		return attachment(id, res.Get("mimeType").Str, res.Get("blob").Str), partOrigin{attachment: true}
 	}
@@ -273,7 +299,11 @@ func (o *Output) Apply(effective []ahp.Message) ([]byte, error) {
 				items = append(items, []byte(o.Result.items[org.index].Raw))
 			case known && org.textPath != "":
 				textChanged = true
-				it, err := sjson.SetBytes([]byte(o.Result.items[org.index].Raw), org.textPath, *p.Text)
+				text := *p.Text
+				if org.base64 {
+					text = base64.StdEncoding.EncodeToString([]byte(text))
+				}
+				it, err := sjson.SetBytes([]byte(o.Result.items[org.index].Raw), org.textPath, text)
 				if err != nil {
 					return nil, fmt.Errorf("mcp: part %s: %w", p.ID, err)
 				}

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -218,5 +219,48 @@ func TestMCPDenialResult(t *testing.T) {
 	r, err := ParseSupplied(got)
 	if err != nil || !r.IsError {
 		t.Errorf("a denial must be a valid error CallToolResult: %v", err)
+	}
+}
+
+// TestMCPTextBlob: a resource blob of a textual media type is a text part; an edit goes
+// back as base64 in the blob, the resource keeping its uri and type. A blob without a
+// textual type, or whose bytes are not UTF-8, stays an attachment.
+func TestMCPTextBlob(t *testing.T) {
+	b64 := base64.StdEncoding.EncodeToString
+	raw := `{"content":[` +
+		`{"type":"resource","resource":{"uri":"file:///c.json","mimeType":"application/json","blob":"` + b64([]byte(`{"token":"T0K3N"}`)) + `"}},` +
+		`{"type":"resource","resource":{"uri":"file:///x.bin","mimeType":"application/octet-stream","blob":"` + b64([]byte("T0K3N")) + `"}},` +
+		`{"type":"resource","resource":{"uri":"file:///y.txt","mimeType":"text/plain","blob":"` + b64([]byte("\xff\xfe")) + `"}}` +
+		`]}`
+	r, err := ParseResult([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOutput("res", r)
+	parts := o.Items[0].Parts
+	if parts[0].Kind != ahp.KindText || parts[0].TextOf() != `{"token":"T0K3N"}` {
+		t.Fatalf("json blob part = %+v", parts[0])
+	}
+	if parts[1].Kind != ahp.KindAttachment || parts[2].Kind != ahp.KindAttachment {
+		t.Fatalf("binary blobs = %+v, %+v", parts[1], parts[2])
+	}
+	same, err := o.Apply(o.Items)
+	if err != nil || string(same) != raw {
+		t.Fatalf("unchanged output re-rendered: %s, %v", same, err)
+	}
+	out, err := o.Apply(edit(o.Items, func(ps []ahp.Part) []ahp.Part {
+		ps[0] = setText(ps[0], `{"token":"[REDACTED]"}`)
+		return ps
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := gjson.GetBytes(out, "content.0.resource")
+	blob, _ := base64.StdEncoding.DecodeString(res.Get("blob").String())
+	if string(blob) != `{"token":"[REDACTED]"}` || res.Get("uri").String() != "file:///c.json" || res.Get("mimeType").String() != "application/json" || res.Get("text").Exists() {
+		t.Fatalf("rendered resource = %s", res.Raw)
+	}
+	if gjson.GetBytes(out, "content.1").Raw != gjson.Get(raw, "content.1").Raw {
+		t.Fatalf("binary blob changed: %s", out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -60,12 +61,38 @@ func (c *Chat) DecodeRequest(body []byte) (*mapping.Request, error) {
 	req.Items = make([]ahp.Message, 0, n)
 	var derr error
 	var mm messageFields
+	// The messages residue (mapping.ResidueMembers), by message index, once one message
+	// has one. Content entries are looked at only when the list names a remote or named
+	// file at all, so that the common request pays nothing.
+	var residue []string
+	refs := strings.Contains(msgs.Raw, `url"`) || strings.Contains(msgs.Raw, `filename"`)
 	st.arena.PickElements(msgs, messageFieldNames[:], mm[:], func(m gjson.Result) bool {
+		r := ""
+		if nm := mm[fName]; nm.Type == gjson.String {
+			r = `{"name":` + nm.Raw + `}`
+		}
+		if refs {
+			if c, ok := mapping.Residue(mm[fContent], entryResidue); ok {
+				if r == "" {
+					r = "{}"
+				}
+				r, _ = sjson.SetRaw(r, "content", c)
+			}
+		}
+		if r != "" || residue != nil {
+			if residue == nil {
+				residue = make([]string, len(st.msgs), max(n, len(st.msgs)+1))
+			}
+			residue = append(residue, r)
+		}
 		derr = d.message(len(st.msgs), m, &mm)
 		return derr == nil
 	})
 	if derr != nil {
 		return nil, &mapping.BadRequest{Reason: derr.Error()}
+	}
+	if residue != nil {
+		req.Params = json.RawMessage(withMessagesResidue(string(req.Params), residue))
 	}
 	for i := len(req.Items) - 1; i >= 0 && st.msgs[i].role == ahp.RoleUser; i-- {
 		req.PromptStart = i
@@ -435,4 +462,34 @@ func (d *requestDecoder) toolContent(v gjson.Result, msgID string, where where) 
 	parts[0] = d.textPart(d.partID(msgID, 0), text.String(), ahp.CategoryToolResult)
 	d.addPart(parts[0], nativePart{src: srcJoined}, 0)
 	return parts, true, nil
+}
+
+// entryResidue is the residue of a content entry: a file's name and a remote file or
+// image URL (inline data is the part itself).
+func entryResidue(e gjson.Result) string {
+	return mapping.PickStrings(e, mapping.RemoteReference, "file.filename", "file.file_url", "image_url.url", "image_url")
+}
+
+// withMessagesResidue adds to params the messages residue (mapping.ResidueMembers): a
+// participant's name, file names and remote URLs are text the model or the provider reads
+// that the canonical message has no place for, so policies read them with the params and
+// hookproxy.redact_params patches them in place.
+func withMessagesResidue(params string, residue []string) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, r := range residue {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if r == "" {
+			r = "{}"
+		}
+		b.WriteString(r)
+	}
+	b.WriteByte(']')
+	out, err := sjson.SetRaw(params, "messages", b.String())
+	if err != nil {
+		return params
+	}
+	return out
 }

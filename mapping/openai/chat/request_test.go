@@ -96,8 +96,14 @@ func TestDecodeRequestMessageKinds(t *testing.T) {
 			t.Errorf("model %q stream %v session %q promptStart %d", req.Model, req.Stream, req.SessionHint, req.PromptStart)
 		}
 		p := gjson.ParseBytes(req.Params)
-		if !p.IsObject() || p.Get("messages").Exists() || p.Get("x_vendor.a").Int() != 1 || p.Get("model").Str != "gpt-4o" {
+		if !p.IsObject() || p.Get("x_vendor.a").Int() != 1 || p.Get("model").Str != "gpt-4o" {
 			t.Errorf("params = %s", req.Params)
+		}
+		// The messages are not params; only their names, file names and remote URLs are, as
+		// the messages residue (mapping.ResidueMembers), one entry per message in order
+		// (inline data is not residue: it is the part).
+		if got := p.Get("messages").Raw; got != `[{},{},{"name":"ann","content":[{},{},{"image_url":{"url":"https://example.com/cat.jpg?x=1"}},{},{"file":{"filename":"notes.txt"}},{"file":{"filename":"a.pdf"}},{},{}]},{},{},{},{},{},{},{},{"name":"legacy_fn"},{},{},{}]` {
+			t.Errorf("messages residue = %s", got)
 		}
 	})
 	t.Run("tool results", func(t *testing.T) {

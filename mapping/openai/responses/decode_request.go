@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -42,6 +44,13 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 		PromptStart: -1,
 		SessionHint: sessionHint(root),
 		Original:    body,
+	}
+	if in := root.Get("input"); in.IsArray() && (strings.Contains(in.Raw, `url"`) || strings.Contains(in.Raw, `filename"`)) {
+		if r, ok := mapping.Residue(in, itemResidue); ok {
+			if p, err := sjson.SetRaw(string(req.Params), "input", r); err == nil {
+				req.Params = json.RawMessage(p)
+			}
+		}
 	}
 	st := &requestState{natives: newNatives(), byID: map[string]int{}}
 	d := &requestDecoder{decoder: decoder{n: &st.natives}, st: st, req: req, used: map[string]bool{}, open: -1}
@@ -236,7 +245,7 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		case "shell_call_output":
 			parts, err = d.shellOutput(it.Get("output"), m.ID, len(d.st.items), where)
 		case "computer_call_output":
-			parts, err = d.screenshot(it.Get("output"), m.ID, len(d.st.items), where)
+			parts, err = d.screenshot(it, m.ID, len(d.st.items), where)
 		default: // a string or an array of content entries
 			parts, str, err = d.output(it.Get("output"), m.ID, len(d.st.items), where)
 		}
@@ -303,4 +312,23 @@ func (d *requestDecoder) messageContent(ni *nativeItem, msg int, it gjson.Result
 	m.Parts, ni.stringBody = parts, str
 	d.attach(ni, msg, before)
 	return nil
+}
+
+// itemResidue is the input residue (mapping.ResidueMembers) of one input item: the file
+// names and remote URLs of its content entries, and a screenshot's remote image URL. They
+// are text the model or the provider reads that no canonical part carries.
+func itemResidue(it gjson.Result) string {
+	r := ""
+	if c, ok := mapping.Residue(it.Get("content"), func(e gjson.Result) string {
+		return mapping.PickStrings(e, mapping.RemoteReference, "image_url", "file_url", "filename")
+	}); ok {
+		r, _ = sjson.SetRaw("{}", "content", c)
+	}
+	if o := mapping.PickStrings(it, mapping.RemoteReference, "output.image_url"); o != "" {
+		if r == "" {
+			return o
+		}
+		r, _ = sjson.SetRaw(r, "output", gjson.Get(o, "output").Raw)
+	}
+	return r
 }

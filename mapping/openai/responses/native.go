@@ -48,6 +48,7 @@ const (
 	srcOutputEntry                     // a non-text entry of an output array
 	srcShellOutput                     // the stdout and stderr texts of a shell_call_output
 	srcScreenshot                      // the screenshot of a computer_call_output
+	srcCurrentURL                      // a computer_call_output's current_url (raw: its path in the item)
 	srcSummary                         // a reasoning item's summary entry
 	srcReasoningText                   // a reasoning item's content entry
 	srcEncrypted                       // a reasoning item's encrypted_content
@@ -328,12 +329,26 @@ func (d *decoder) shellOutput(v gjson.Result, msgID string, item int, where stri
 }
 
 // screenshot decodes a computer_call_output's output, a computer_screenshot, as an image
-// attachment (metadata for a data URL, a gap for a URL or a file id).
-func (d *decoder) screenshot(v gjson.Result, msgID string, item int, where string) ([]ahp.Part, error) {
-	p, err := d.entry(v, partID(msgID, 0), item, where)
+// attachment (metadata for a data URL, a gap for a URL or a file id), and the page's
+// current_url — which a browser harness sends beside the screenshot, in the output
+// object or on the item — as tool_result text a policy reads (a URL can carry a token or
+// a password) and may rewrite.
+func (d *decoder) screenshot(it gjson.Result, msgID string, item int, where string) ([]ahp.Part, error) {
+	p, err := d.entry(it.Get("output"), partID(msgID, 0), item, where)
 	if err != nil {
 		return nil, err
 	}
 	d.n.parts[p.ID].src = srcScreenshot
-	return []ahp.Part{p}, nil
+	parts := []ahp.Part{p}
+	for _, path := range currentURLPaths {
+		if u := it.Get(path); u.Type == gjson.String {
+			t := oaiwire.TextPart(partID(msgID, len(parts)), u.Str, ahp.CategoryToolResult)
+			d.n.addPart(t, partOrigin{item: item, src: srcCurrentURL, raw: path})
+			parts = append(parts, t)
+		}
+	}
+	return parts, nil
 }
+
+// currentURLPaths are where a computer_call_output carries the page URL.
+var currentURLPaths = [...]string{"output.current_url", "current_url"}

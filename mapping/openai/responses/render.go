@@ -506,8 +506,11 @@ func (r *renderer) renderShellOutput(it *nativeItem, item int, parts []*ahp.Part
 // renderScreenshot renders a computer_call_output, whose output is one screenshot: it
 // stays while its attachment part does (attachments are immutable, AHP-EDIT-001), and an
 // empty text part beside it (what a rewritten tool result carries) is nothing to write.
+// An edited current_url goes back to where it came from; a removed one is removed.
 func (r *renderer) renderScreenshot(it *nativeItem, item int, parts []*ahp.Part) (string, error) {
 	kept := false
+	out := it.raw
+	var urls [len(currentURLPaths)]bool
 	for _, p := range parts {
 		o := r.n.parts[p.ID]
 		switch {
@@ -516,15 +519,35 @@ func (r *renderer) renderScreenshot(it *nativeItem, item int, parts []*ahp.Part)
 				return "", err
 			}
 			kept = true
+		case p.Kind == ahp.KindText && o != nil && o.item == item && o.src == srcCurrentURL && p.Text != nil:
+			for i, path := range currentURLPaths {
+				if path == o.raw {
+					urls[i] = true
+				}
+			}
+			if *p.Text != o.canon.TextOf() {
+				var err error
+				if out, err = sjson.Set(out, o.raw, *p.Text); err != nil {
+					return "", fmt.Errorf("part %s: %w", p.ID, err)
+				}
+			}
 		case p.Kind == ahp.KindText && p.Category != ahp.CategoryToolCall && p.Text != nil && *p.Text == "":
 		default:
-			return "", fmt.Errorf("part %s: a computer_call_output carries its screenshot only", p.ID)
+			return "", fmt.Errorf("part %s: a computer_call_output carries its screenshot and current_url only", p.ID)
 		}
 	}
 	if !kept {
 		return "", fmt.Errorf("a computer_call_output cannot lose its screenshot")
 	}
-	return it.raw, nil
+	for i, path := range currentURLPaths {
+		if !urls[i] && gjson.Get(out, path).Exists() && gjson.Get(out, path).Type == gjson.String {
+			var err error
+			if out, err = sjson.Delete(out, path); err != nil {
+				return "", err
+			}
+		}
+	}
+	return out, nil
 }
 
 // --- reasoning ---

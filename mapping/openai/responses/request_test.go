@@ -83,8 +83,13 @@ func TestDecodeRequestItemKinds(t *testing.T) {
 		t.Errorf("prompt start %d, session %q, model %q, stream %v", req.PromptStart, req.SessionHint, req.Model, req.Stream)
 	}
 	params := gjson.ParseBytes(req.Params)
-	if params.Get("input").Exists() || params.Get("instructions").Exists() || params.Get("x_unknown.kept.1").Raw != "2.50" {
+	if params.Get("instructions").Exists() || params.Get("x_unknown.kept.1").Raw != "2.50" {
 		t.Errorf("params must hold everything but input and instructions, byte for byte: %s", req.Params)
+	}
+	// Of the input, only the remote URLs and file names are params, as the input residue
+	// (mapping.ResidueMembers), one entry per item in order.
+	if got := params.Get("input").Raw; got != `[{},{"content":[{},{},{"image_url":"https://example.com/cat.jpg"},{"filename":"report.pdf"},{"filename":"notes.md"}]},{},{},{},{},{},{},{},{},{},{}]` {
+		t.Errorf("input residue = %s", got)
 	}
 }
 

@@ -357,7 +357,7 @@ func TestEncodeRequestToolItemErrors(t *testing.T) {
 			m := cloneItems(in)
 			m[7].Parts = append(m[7].Parts, textPart("x.p9", "described", ahp.CategoryToolResult))
 			return m
-		}, "screenshot only"},
+		}, "screenshot and current_url only"},
 		{"screenshot removed", func(in []ahp.Message) []ahp.Message {
 			m := cloneItems(in)
 			m[7].Parts = []ahp.Part{textPart(m[7].ID+".p0", "", ahp.CategoryToolResult)}
