@@ -341,3 +341,50 @@ func TestCompressedRequestBodyIsExamined(t *testing.T) {
 		}
 	})
 }
+
+// TestCompressedStreamsFlowAsTheyArrive: decoding does not hold a stream back. The gated
+// upstreams of stream_flow_test.go, answering in each coding, send their text and wait; the
+// client reads that text through hookproxy before the upstream sends the rest, and the
+// destructive call in the rest is still removed.
+func TestCompressedStreamsFlowAsTheyArrive(t *testing.T) {
+	for name, g := range gatedStreams {
+		for _, c := range responseCodings {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				gate := make(chan struct{})
+				gated := newGatedUpstream(t, g, gate)
+				up := httptest.NewServer(codedResponse(c, gated.Config.Handler))
+				t.Cleanup(up.Close)
+				req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, startDefaultProxyB(t, up.URL)+g.path, strings.NewReader(g.body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+openaiKey)
+				req.Header.Set("X-Api-Key", anthropicKey)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" {
+					b, _ := io.ReadAll(resp.Body)
+					t.Fatalf("status %d, coding %q: %s", resp.StatusCode, resp.Header.Get("Content-Encoding"), b)
+				}
+				br := bufio.NewReader(resp.Body)
+				var got strings.Builder
+				for !strings.Contains(got.String(), g.firstText) {
+					line, err := br.ReadString('\n')
+					got.WriteString(line)
+					if err != nil {
+						t.Fatalf("stream ended before the first text (read %q): %v", got.String(), err)
+					}
+				}
+				close(gate)
+				rest, err := io.ReadAll(br)
+				if err != nil {
+					t.Fatalf("reading the rest: %v", err)
+				}
+				all := got.String() + string(rest)
+				mustContain(t, "the client's stream", all, "ls -la", "blocked by policy")
+				mustNotContain(t, "the client's stream", all, "rm -rf")
+			})
+		}
+	}
+}
