@@ -20,8 +20,8 @@ import (
 )
 
 // hasBody reports whether r carries a body. A body of unknown length (chunked) is probed
-// for one byte; a probe that finds one leaves the body unusable, which is fine: such a
-// request is refused.
+// for one byte: when there is none, r goes on with no body; when there is one, the body is
+// left unusable, which is fine: such a request is refused.
 func hasBody(r *http.Request) bool {
 	switch {
 	case r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0:
@@ -30,8 +30,11 @@ func hasBody(r *http.Request) bool {
 		return true
 	}
 	var one [1]byte
-	n, _ := io.ReadFull(r.Body, one[:])
-	return n > 0
+	if n, _ := io.ReadFull(r.Body, one[:]); n > 0 {
+		return true
+	}
+	r.Body, r.ContentLength = http.NoBody, 0
+	return false
 }
 
 // bodyRefused answers a request that carries a body on a method that takes none: 400 in
