@@ -7,6 +7,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -332,4 +333,34 @@ func TestModelUnknownCodingRefused(t *testing.T) {
 	if status != 200 || hdr.Get("Content-Encoding") != "x-snappy-framed" {
 		t.Fatalf("not read: %d %v", status, hdr)
 	}
+}
+
+// FuzzDecodeRequestBody: any Content-Encoding header and any body decode within the
+// limit or fail with an error; nothing panics, and a coding hookproxy cannot decode is
+// always a *codingError.
+func FuzzDecodeRequestBody(f *testing.F) {
+	for _, c := range testCodings {
+		var b bytes.Buffer
+		w := c.writer(&b)
+		_, _ = io.WriteString(w, mcpReadCall)
+		_ = w.Close()
+		f.Add(c.header, b.Bytes())
+	}
+	f.Add("gzip, br", []byte{0x1f, 0x8b, 8, 0})
+	f.Add("identity", []byte(`{}`))
+	f.Add("x-snappy-framed", []byte(`{}`))
+	const limit = 1 << 16
+	f.Fuzz(func(t *testing.T, coding string, body []byte) {
+		h := http.Header{"Content-Encoding": {coding}}
+		out, err := decodeRequestBody(h, body, limit)
+		if err == nil && len(out) > limit {
+			t.Fatalf("decoded %d bytes past the limit", len(out))
+		}
+		if _, cerr := contentCodings(h); cerr != nil {
+			var ce *codingError
+			if !errors.As(err, &ce) {
+				t.Fatalf("unknown coding %q decoded: %v", coding, err)
+			}
+		}
+	})
 }
