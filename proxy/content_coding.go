@@ -90,8 +90,8 @@ func decodeResponseBody(resp *http.Response) error {
 	if err != nil {
 		return err
 	}
-	if len(codings) == 0 {
-		resp.Header.Del("Content-Encoding") // "identity" names no coding to undo
+	if len(codings) == 0 || resp.Body == nil || resp.Body == http.NoBody || resp.ContentLength == 0 {
+		resp.Header.Del("Content-Encoding") // no coding to undo, or no content to undo it on
 		return nil
 	}
 	resp.Body = &decodingBody{src: resp.Body, codings: codings}
@@ -149,7 +149,13 @@ func (e *decodeError) Error() string {
 func (e *decodeError) Unwrap() error { return e.err }
 
 func (d *decodingBody) open() (io.Reader, error) {
-	var r io.Reader = d.src
+	src := bufio.NewReader(d.src)
+	if _, err := src.Peek(1); errors.Is(err, io.EOF) {
+		// No bytes at all: an empty body, whatever coding it is labelled with, as clients
+		// read it.
+		return bytes.NewReader(nil), nil
+	}
+	var r io.Reader = src
 	for i := len(d.codings) - 1; i >= 0; i-- {
 		next, err := d.decoder(d.codings[i], r)
 		if err != nil {

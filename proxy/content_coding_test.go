@@ -364,3 +364,26 @@ func FuzzDecodeRequestBody(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeEmptyCodedBody: an empty body labelled with a coding (a 204, or a server that
+// labels everything) reads as empty, as clients read it, not as a decoding failure; a
+// truncated one is an error.
+func TestDecodeEmptyCodedBody(t *testing.T) {
+	for _, c := range []string{"gzip", "deflate", "br", "zstd"} {
+		for _, body := range []io.ReadCloser{http.NoBody, io.NopCloser(strings.NewReader(""))} {
+			resp := &http.Response{Header: http.Header{"Content-Encoding": {c}}, Body: body, ContentLength: -1}
+			if err := decodeResponseBody(resp); err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			if err != nil || len(b) != 0 || resp.Header.Get("Content-Encoding") != "" {
+				t.Errorf("%s: %q %v %v", c, b, err, resp.Header)
+			}
+		}
+	}
+	resp := &http.Response{Header: http.Header{"Content-Encoding": {"gzip"}}, Body: io.NopCloser(bytes.NewReader([]byte{0x1f, 0x8b, 8})), ContentLength: -1}
+	_ = decodeResponseBody(resp)
+	if _, err := io.ReadAll(resp.Body); err == nil {
+		t.Error("a truncated gzip body read without error")
+	}
+}
