@@ -123,6 +123,14 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	case err != nil:
 		return nil, rt.badRequest("the request body could not be read", err)
 	}
+	if len(r.Header.Values("Content-Encoding")) > 0 {
+		// The chain judges the decoded body, and the decoded body is what goes upstream
+		// (content_coding.go).
+		if body, err = decodeRequestBody(r.Header, body, limit); err != nil {
+			return nil, rt.requestCodingError(err)
+		}
+		r.Header.Del("Content-Encoding")
+	}
 	req, err := tr.DecodeRequest(body)
 	if err != nil || req == nil {
 		// No hook is called for a body the translator cannot read.

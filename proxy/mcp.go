@@ -111,6 +111,25 @@ func (h *mcpHandler) subscriptions() mcpSubs {
 // those go through serveCalls, which relays them untouched too unless they hold a
 // tools/call. With no subscription nothing is even parsed (DESIGN §1 fast path).
 func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodGet, http.MethodDelete, http.MethodOptions:
+		// Streamable HTTP sends JSON-RPC by POST only: a body on another method would
+		// reach the server unexamined (a server may still read a tools/call from it).
+		// OPTIONS stays open, bodiless, for a browser client's CORS preflight.
+		if hasBody(r) {
+			h.writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
+				"hookproxy refuses a "+r.Method+" request with a body: MCP messages are sent with POST")
+			return
+		}
+	default:
+		// PUT, PATCH and the rest are no Streamable HTTP method; forwarded, a tools/call
+		// in their body would run unexamined.
+		w.Header().Set("Allow", "GET, POST, DELETE, OPTIONS")
+		h.writeRPCError(w, http.StatusMethodNotAllowed, nil, mcp.CodeInvalidRequest,
+			"hookproxy does not accept "+r.Method+" on an MCP endpoint: Streamable HTTP uses POST, GET and DELETE")
+		return
+	}
 	if r.Method == http.MethodPost {
 		if subs := h.subscriptions(); subs.before || subs.after {
 			h.serveCalls(w, r, subs)
@@ -179,6 +198,14 @@ func (h *mcpHandler) modifyResponse(resp *http.Response) error {
 		return errMCPRedirect
 	}
 	if st := mcpStateFrom(resp.Request.Context()); st != nil && st.x != nil {
+		if st.x.readsResponse() {
+			// The results the chain checks must be what the client decodes: a server that
+			// compresses anyway is decoded, or refused (content_coding.go).
+			if err := decodeResponseBody(resp); err != nil {
+				resp.Body.Close()
+				return err
+			}
+		}
 		return st.x.onResponse(resp)
 	}
 	return nil
@@ -201,6 +228,11 @@ func (h *mcpHandler) proxyError(w http.ResponseWriter, r *http.Request, err erro
 	if st != nil && st.x != nil {
 		st.x.onForwardError()
 		id = st.x.body.SingleID()
+	}
+	var ce *codingError
+	if errors.As(err, &ce) {
+		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, codingRefusal("the MCP server answered", err))
+		return
 	}
 	if errors.Is(err, errMCPRedirect) {
 		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "the MCP server answered with a redirect, which hookproxy does not pass on (set allowRedirects on the route to allow it)")
@@ -240,5 +272,19 @@ func (h *mcpHandler) mcpReadError(w http.ResponseWriter, r *http.Request, err er
 	case r.Context().Err() != nil:
 	default:
 		h.writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeParseError, fmt.Sprintf("hookproxy could not read the request body: %s", safeError(err)))
+	}
+}
+
+// mcpCodingError answers a request body hookproxy could not decode from its
+// Content-Encoding.
+func (h *mcpHandler) mcpCodingError(w http.ResponseWriter, err error) {
+	var ce *codingError
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
+	case errors.As(err, &ce):
+		h.writeRPCError(w, http.StatusUnsupportedMediaType, nil, mcp.CodeInvalidRequest, codingRefusal("the request body is", err))
+	default:
+		h.writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeParseError, "hookproxy could not decode the request body from its Content-Encoding: "+safeError(err))
 	}
 }

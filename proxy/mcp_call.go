@@ -81,6 +81,15 @@ func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcp
 		h.mcpReadError(w, r, err)
 		return
 	}
+	if len(r.Header.Values("Content-Encoding")) > 0 {
+		// The calls are judged in the decoded body, which is what the server then receives
+		// (content_coding.go).
+		if raw, err = decodeRequestBody(r.Header, raw, limit); err != nil {
+			h.mcpCodingError(w, err)
+			return
+		}
+		r.Header.Del("Content-Encoding")
+	}
 	body, err := mcp.ParseBody(raw)
 	if err != nil {
 		// No hook is called for a body nobody can read, and it is not forwarded: a server

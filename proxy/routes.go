@@ -163,6 +163,12 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.serveMCP(w, r)
 		return
 	}
+	if rt.translators != nil && !carriesInput(r.Method) && hasBody(r) {
+		// A body on GET, HEAD, OPTIONS, DELETE (or any method that takes no input here)
+		// would reach the upstream unexamined, mapped endpoint or not.
+		rt.s.writeError(w, r, rt, rt.bodyRefused(r.Method))
+		return
+	}
 	if rt.translators != nil && isWebSocketUpgrade(r) {
 		// A model API over WebSocket (the Responses WebSocket mode Codex tries first) would
 		// carry traffic the chain cannot see. Refused at once, upstream not contacted, so
@@ -190,9 +196,19 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rt.s.unexamined(r.Context(), rt, r.Method, key)
 			// A JSON body still names its model and holds strings the model may read:
 			// model.request.before sees it whole, as params, and may refuse it (the
-			// models policy applies to every endpoint that names a model).
-			if r.Method == http.MethodPost && isJSONContent(r.Header) {
-				if subs := rt.s.subscriptions().requestOnly(); subs != nil {
+			// models policy applies to every endpoint that names a model). That holds for
+			// PUT and PATCH as for POST, and for a JSON body under another media type (or
+			// none): upstreams often parse JSON whatever the Content-Type says.
+			if subs := rt.s.subscriptions().requestOnly(); subs != nil {
+				examine := isJSONContent(r.Header)
+				if !examine && sniffsJSON(r.Header) {
+					var err error
+					if examine, err = sniffJSON(r, rt.s.limits.MaxRequestBytes); err != nil {
+						rt.s.writeError(w, r, rt, rt.inputReadError(r, err))
+						return
+					}
+				}
+				if examine {
 					rt.serveBoundaries(w, r, endpoint{key: key, tr: mapping.OpaqueJSON(rt.errT), requestOnly: true}, subs)
 					return
 				}

@@ -149,6 +149,13 @@ func (rt *route) modifyResponse(resp *http.Response) error {
 		return err
 	}
 	if x := exchangeFrom(resp.Request.Context()); x != nil {
+		if x.readsResponse() {
+			// What the chain reads must be what the client decodes (content_coding.go).
+			if err := decodeResponseBody(resp); err != nil {
+				resp.Body.Close()
+				return rt.upstreamFailure(codingRefusal("the upstream answered", err), err)
+			}
+		}
 		return x.onUpstreamResponse(resp)
 	}
 	return nil
