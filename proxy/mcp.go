@@ -111,9 +111,15 @@ func (h *mcpHandler) subscriptions() mcpSubs {
 // those go through serveCalls, which relays them untouched too unless they hold a
 // tools/call. With no subscription nothing is even parsed (DESIGN §1 fast path).
 func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost {
+	switch r.Method {
+	case http.MethodPost:
 		if subs := h.subscriptions(); subs.before || subs.after {
 			h.serveCalls(w, r, subs)
+			return
+		}
+	case http.MethodGet:
+		if h.subscriptions().after {
+			h.forwardWith(w, r, &mcpState{getStream: true})
 			return
 		}
 	}
@@ -123,12 +129,16 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // forward relays a request as is, streaming both bodies: GET (the server's stream, with
 // Last-Event-ID for resumption), DELETE (session end) and every POST of the fast path.
 func (h *mcpHandler) forward(w http.ResponseWriter, r *http.Request) {
+	h.forwardWith(w, r, &mcpState{})
+}
+
+// forwardWith is forward with the state the reverse proxy hooks read.
+func (h *mcpHandler) forwardWith(w http.ResponseWriter, r *http.Request, st *mcpState) {
 	limit := h.env.Limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
 		return
 	}
-	st := &mcpState{}
 	out := r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, st))
 	if r.Body != nil && r.Body != http.NoBody {
 		st.body = newLimitedBody(r.Body, r.ContentLength, limit)
@@ -167,6 +177,8 @@ func (h *mcpHandler) rewrite(pr *httputil.ProxyRequest) {
 	out.Header.Del(SessionHeader)
 	if st := mcpStateFrom(in.Context()); st != nil && st.x != nil {
 		st.x.prepareOutbound(out)
+	} else if st != nil && st.getStream {
+		out.Header.Del("Accept-Encoding") // the stream is read: identity only
 	}
 }
 
@@ -178,8 +190,12 @@ func (h *mcpHandler) modifyResponse(resp *http.Response) error {
 		resp.Body.Close()
 		return errMCPRedirect
 	}
-	if st := mcpStateFrom(resp.Request.Context()); st != nil && st.x != nil {
+	st := mcpStateFrom(resp.Request.Context())
+	switch {
+	case st != nil && st.x != nil:
 		return st.x.onResponse(resp)
+	case st != nil && st.getStream:
+		return h.filterGetStream(resp)
 	}
 	return nil
 }
@@ -206,6 +222,10 @@ func (h *mcpHandler) proxyError(w http.ResponseWriter, r *http.Request, err erro
 		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "the MCP server answered with a redirect, which hookproxy does not pass on (set allowRedirects on the route to allow it)")
 		return
 	}
+	if errors.Is(err, errMCPEncodedStream) {
+		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "hookproxy: "+err.Error())
+		return
+	}
 	h.log.Warn("mcp upstream request failed", zap.String("route", h.prefix), zap.String("error", safeError(err)))
 	h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "hookproxy could not reach the MCP server")
 }
@@ -221,8 +241,9 @@ func (h *mcpHandler) writeRPCError(w http.ResponseWriter, status int, id []byte,
 
 // mcpState travels in the request context from the handler to the reverse proxy hooks.
 type mcpState struct {
-	body *limitedBody // fast path: the streamed, limited request body
-	x    *mcpExchange // tools/call path
+	body      *limitedBody // fast path: the streamed, limited request body
+	x         *mcpExchange // tools/call path
+	getStream bool         // a GET while tool.after is subscribed: responses are refused (mcp_get_stream.go)
 }
 
 type mcpStateKey struct{}
