@@ -29,7 +29,7 @@ func translatorTable(api string) (table map[string]mapping.Translator, errT mapp
 		cc := chat.NewChat()
 		return map[string]mapping.Translator{
 			"/v1/chat/completions": cc,
-			"/v1/responses":        responses.New(),
+			responsesPath:          responses.New(),
 			"/v1/embeddings":       chat.NewEmbeddings(),
 			"/v1/completions":      chat.NewCompletions(),
 		}, cc
@@ -179,6 +179,14 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rt.s.writeError(w, r, rt, rt.methodRefused(r.Method, key))
 			return
 		}
+		if ep.retrieve != nil && r.Method == http.MethodGet {
+			// A response the provider holds (background mode) read back or resumed: its
+			// output is judged as a fresh answer's (responses_retrieve.go).
+			if subs := rt.s.subscriptions(); subs != nil {
+				rt.serveRetrieve(w, r, ep, subs)
+				return
+			}
+		}
 		if tr == nil && carriesInput(r.Method) {
 			// An endpoint the route does not map would take its input to the model
 			// unexamined (files, batches, audio, moderations, ...): refused
@@ -223,6 +231,10 @@ type endpoint struct {
 	tr          mapping.Translator
 	requestOnly bool
 	pathModel   string
+	// retrieve is the Responses translator when the path reads back a response the
+	// provider holds (GET /v1/responses/{id}); the endpoint is otherwise unmapped, so
+	// DELETE and the rest keep their handling.
+	retrieve mapping.Translator
 }
 
 // lookup finds the endpoint of rest (the path after the route prefix).
@@ -239,8 +251,16 @@ func (rt *route) lookup(rest string, u *url.URL) endpoint {
 		}
 		return endpoint{key: key}
 	case config.APIOpenAI:
-		if k, model, ok := azureEndpoint(rest); ok && rt.translators[k] != nil {
-			return endpoint{key: k, tr: rt.translators[k], requestOnly: requestOnly[k], pathModel: model}
+		if k, model, ok := azureEndpoint(rest); ok {
+			if rt.translators[k] != nil {
+				return endpoint{key: k, tr: rt.translators[k], requestOnly: requestOnly[k], pathModel: model}
+			}
+			if isResponseRetrieve(k) {
+				return endpoint{key: key, retrieve: rt.translators[responsesPath]}
+			}
+		}
+		if isResponseRetrieve(key) {
+			return endpoint{key: key, retrieve: rt.translators[responsesPath]}
 		}
 	}
 	return endpoint{key: key, tr: rt.translators[key], requestOnly: requestOnly[key]}
