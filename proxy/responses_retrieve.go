@@ -1,10 +1,15 @@
 package proxy
 
 import (
+	"bytes"
+	"errors"
 	"net/http"
 	"strings"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -42,6 +47,13 @@ func (rt *route) serveRetrieve(w http.ResponseWriter, r *http.Request, ep endpoi
 		rt.forward(w, r) // nothing subscribed reads an answer
 		return
 	}
+	body, herr := rt.retrieveBody(r)
+	if herr != nil {
+		rt.s.writeError(w, r, rt, herr)
+		return
+	}
+	x.outBody = body
+	x.req.Stream = x.req.Stream || gjson.GetBytes(body, "stream").Type == gjson.True
 	defer func() { rt.s.release(x.heldResponse) }()
 	defer x.waitObservers()
 	rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
@@ -63,4 +75,45 @@ func (rt *route) retrieveExchange(r *http.Request, tr mapping.Translator, subs s
 	x.attempt = ahp.Attempt{ID: "att_" + randomHex() + "-1", Number: 1, Synthesized: true}
 	x.principal, x.secrets = credentialsOf(r.Header)
 	return x
+}
+
+// retrieveParams are the members a read-back's JSON body may hold. The API takes them in
+// the query; openai-go's Responses.GetStreaming sends {"stream": true} as a JSON body of
+// the GET instead, so such a body is forwarded. It is no input to the model, and anything
+// else in it would reach the upstream unexamined: refused.
+var retrieveParams = map[string]bool{"stream": true, "starting_after": true, "include": true, "include_obfuscation": true}
+
+// retrieveBody reads the body of a read-back GET: empty, or a JSON object of
+// retrieveParams.
+func (rt *route) retrieveBody(r *http.Request) ([]byte, *httpError) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	limit := rt.s.limits.MaxRequestBytes
+	body, err := readAllLimited(r.Body, limit, r.ContentLength)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return nil, rt.tooLarge(limit)
+	case errors.Is(err, errBodyTooSlow):
+		return nil, rt.bodyTooSlow()
+	case err != nil:
+		return nil, rt.badRequest("the request body could not be read", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil
+	}
+	bad := jsontext.Check(body, 8) != nil || !gjson.ValidBytes(body)
+	root := gjson.ParseBytes(body)
+	if !bad && root.IsObject() {
+		root.ForEach(func(k, _ gjson.Result) bool {
+			bad = !retrieveParams[k.String()]
+			return !bad
+		})
+	} else {
+		bad = true
+	}
+	if bad {
+		return nil, rt.badRequest("a GET of a response takes no body other than a JSON object of stream, starting_after, include and include_obfuscation", nil)
+	}
+	return body, nil
 }

@@ -29,12 +29,12 @@ func retrieveUpstream(t *testing.T) *fakeUpstream {
 		t.Fatal(err)
 	}
 	events := strings.SplitAfter(buf.String(), "\n\n")
-	return newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	return newUpstream(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/responses/resp_bg1") {
 			http.Error(w, "not found", http.StatusNotFound)
 			return
 		}
-		if r.URL.Query().Get("stream") != "true" {
+		if r.URL.Query().Get("stream") != "true" && !gjson.GetBytes(body, "stream").Bool() {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, bgResponse)
 			return
@@ -182,5 +182,46 @@ func TestResponsesRetrieveOtherMethods(t *testing.T) {
 	}
 	if len(pol.intercepted()) != 0 {
 		t.Errorf("a hook ran for DELETE or input_items: %d", len(pol.intercepted()))
+	}
+}
+
+// TestResponsesRetrieveBody: openai-go's Responses.GetStreaming asks for the stream with a
+// JSON body {"stream":true} on the GET; that body is forwarded and the stream judged. A
+// body holding anything else would reach the upstream unexamined: refused, upstream not
+// contacted.
+func TestResponsesRetrieveBody(t *testing.T) {
+	up := retrieveUpstream(t)
+	pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect {
+		if ev.Type == ahp.EventToolBefore && strings.Contains(string(ev.Tool.Input), "rm -rf") {
+			return []ahp.Effect{{Type: ahp.EffectDeny, Reason: "destructive command"}}
+		}
+		return nil
+	}}
+	px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, intercept(ahp.EventToolBefore)), Options{})
+	send := func(body string) (int, http.Header, []byte) {
+		req, _ := http.NewRequest(http.MethodGet, px.URL+"/openai/v1/responses/resp_bg1", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, b
+	}
+	status, hdr, got := send(`{"stream":true}`)
+	if status != 200 || !isEventStream(hdr.Get("Content-Type")) || strings.Contains(string(got), "rm -rf") || !strings.Contains(string(got), "call_ls") {
+		t.Errorf("stream asked in the body: %d %q\n%s", status, hdr.Get("Content-Type"), got)
+	}
+	if reqs := up.requests(); len(reqs) != 1 || string(reqs[0].Body) != `{"stream":true}` {
+		t.Errorf("upstream received %+v", reqs)
+	}
+	for _, body := range []string{`{"stream":true,"input":"rm -rf /"}`, `[1]`, `{"stream":true,"stream":false}`, `not json`} {
+		if status, _, got := send(body); status != http.StatusBadRequest {
+			t.Errorf("body %s: %d %s, want 400", body, status, got)
+		}
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("a refused body reached the upstream (%d requests)", n)
 	}
 }
