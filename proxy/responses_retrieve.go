@@ -20,9 +20,9 @@ import (
 // `starting_after` a sequence number (the events a streaming POST answers, from there on).
 // Either way its tool calls reach the client through a GET, so that GET is mapped: the
 // answer goes through the response-side boundaries exactly like a fresh answer to
-// POST /v1/responses — model.response.after, tool.before for every call (a denied call
-// removed, as on POST), turn.finish.before, turn.end — held or edited as a stream as the
-// subscriptions ask. There is no request side: a GET carries no input, so tool.after,
+// POST /v1/responses — model.response.after, tool.before for every call (AHP-TB-001; a
+// denied call removed, as on POST: AHP-DEC-002), turn.finish.before, turn.end — held or
+// edited as a stream as the subscriptions ask. There is no request side: a GET carries no input, so tool.after,
 // turn.start and model.request.before do not run.
 //
 // A resumed stream may begin inside an item: the deltas of a call whose
