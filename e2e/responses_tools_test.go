@@ -200,3 +200,40 @@ func TestResponsesToolItemEvents(t *testing.T) {
 		t.Errorf("tool.after of the custom call: %s", ev.Raw)
 	}
 }
+
+// TestDefaultChainRedactsSecretsInMCPCallOutput: an mcp_call input item (a remote MCP call
+// the provider ran, sent back in the history) carries the tool's output and error; both
+// are tool results to the chain, so the default secrets policy redacts them before the
+// upstream sees them, and the item keeps its type and every other field. The control
+// sends the same body straight to the recording upstream, which receives the credentials.
+func TestDefaultChainRedactsSecretsInMCPCallOutput(t *testing.T) {
+	item := `{"type":"mcp_call","id":"mcp_1","server_label":"vault","name":"read_secret","arguments":"{\"path\":\"deploy\"}",` +
+		`"output":"key ` + defaultAWSKey + `","error":null,"status":"completed"},` +
+		`{"type":"mcp_call","id":"mcp_2","server_label":"vault","name":"push","arguments":"{}","output":null,"error":"token ` + defaultGitHubPAT + ` expired","status":"failed"}`
+	body := `{"model":"gpt-5","input":[{"role":"user","content":"read the deploy key"},` + item + `,` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]},{"role":"user","content":"thanks"}]}`
+	up := newUpstream(t, answer{json: `{"id":"resp_r","object":"response","created_at":1,"status":"completed","model":"gpt-5","output":[]}`})
+
+	direct, err := http.Post(up.URL+"/v1/responses", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct.Body.Close()
+	mustContain(t, "control: upstream body", string(up.only(t).Body), defaultAWSKey, defaultGitHubPAT)
+
+	base := startDefaultProxy(t, up)
+	postResponses(t, base, body, false)
+	reqs := up.requests()
+	sent := reqs[len(reqs)-1].Body
+	mustNotContain(t, "upstream body", string(sent), defaultAWSKey, defaultGitHubPAT)
+	got, failed := gjson.GetBytes(sent, "input.1"), gjson.GetBytes(sent, "input.2")
+	if got.Get("type").String() != "mcp_call" || got.Get("id").String() != "mcp_1" || got.Get("name").String() != "read_secret" ||
+		got.Get("arguments").String() != `{"path":"deploy"}` || got.Get("status").String() != "completed" ||
+		!strings.HasPrefix(got.Get("output").String(), "key [REDACTED:aws_access_key_id:") || got.Get("error").Type != gjson.Null {
+		t.Errorf("upstream mcp_call item: %s", got.Raw)
+	}
+	if failed.Get("id").String() != "mcp_2" || failed.Get("output").Type != gjson.Null || failed.Get("status").String() != "failed" ||
+		!strings.HasPrefix(failed.Get("error").String(), "token [REDACTED:github_token:") {
+		t.Errorf("upstream failed mcp_call item: %s", failed.Raw)
+	}
+}

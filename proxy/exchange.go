@@ -62,6 +62,7 @@ type exchange struct {
 	streamStopped    bool             // a streamed tool call stopped the flow
 	heldResponse     int64            // bytes of a held response counted in the server's budget
 	requestOnly      bool             // count_tokens, embeddings, legacy completions: model.request.before only
+	retrieve         bool             // a GET that reads back a held response: outBody is its checked parameters body, or nil
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -343,6 +344,13 @@ func (x *exchange) injections(st *chain.Settlement, eventID string) (now, nextTu
 
 // prepareOutbound sets the rendered body on the upstream request (reverse proxy Rewrite).
 func (x *exchange) prepareOutbound(out *http.Request) {
+	if x.retrieve && len(x.outBody) == 0 {
+		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
+		out.Header.Del("Content-Length")
+		out.Header.Del("Accept-Encoding") // the answer is read
+		x.upstreamStart = time.Now()
+		return
+	}
 	setOutboundBody(out, x.outBody, x.readsResponse())
 	x.upstreamStart = time.Now()
 }

@@ -113,6 +113,10 @@ func (h *mcpHandler) subscriptions() mcpSubs {
 func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
+		if subs := h.subscriptions(); subs.before || subs.after {
+			h.serveCalls(w, r, subs)
+			return
+		}
 	case http.MethodGet, http.MethodDelete, http.MethodOptions:
 		// Streamable HTTP sends JSON-RPC by POST only: a body on another method would
 		// reach the server unexamined (a server may still read a tools/call from it).
@@ -120,6 +124,10 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if hasBody(r) {
 			h.writeRPCError(w, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
 				"hookproxy refuses a "+r.Method+" request with a body: MCP messages are sent with POST")
+			return
+		}
+		if r.Method == http.MethodGet && h.subscriptions().after {
+			h.forwardWith(w, r, &mcpState{getStream: true})
 			return
 		}
 	default:
@@ -130,24 +138,22 @@ func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"hookproxy does not accept "+r.Method+" on an MCP endpoint: Streamable HTTP uses POST, GET and DELETE")
 		return
 	}
-	if r.Method == http.MethodPost {
-		if subs := h.subscriptions(); subs.before || subs.after {
-			h.serveCalls(w, r, subs)
-			return
-		}
-	}
 	h.forward(w, r)
 }
 
 // forward relays a request as is, streaming both bodies: GET (the server's stream, with
 // Last-Event-ID for resumption), DELETE (session end) and every POST of the fast path.
 func (h *mcpHandler) forward(w http.ResponseWriter, r *http.Request) {
+	h.forwardWith(w, r, &mcpState{})
+}
+
+// forwardWith is forward with the state the reverse proxy hooks read.
+func (h *mcpHandler) forwardWith(w http.ResponseWriter, r *http.Request, st *mcpState) {
 	limit := h.env.Limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
 		return
 	}
-	st := &mcpState{}
 	out := r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, st))
 	if r.Body != nil && r.Body != http.NoBody {
 		st.body = newLimitedBody(r.Body, r.ContentLength, limit)
@@ -186,6 +192,8 @@ func (h *mcpHandler) rewrite(pr *httputil.ProxyRequest) {
 	out.Header.Del(SessionHeader)
 	if st := mcpStateFrom(in.Context()); st != nil && st.x != nil {
 		st.x.prepareOutbound(out)
+	} else if st != nil && st.getStream {
+		out.Header.Del("Accept-Encoding") // the stream is read: identity only
 	}
 }
 
@@ -197,7 +205,9 @@ func (h *mcpHandler) modifyResponse(resp *http.Response) error {
 		resp.Body.Close()
 		return errMCPRedirect
 	}
-	if st := mcpStateFrom(resp.Request.Context()); st != nil && st.x != nil {
+	st := mcpStateFrom(resp.Request.Context())
+	switch {
+	case st != nil && st.x != nil:
 		if st.x.readsResponse() {
 			// The results the chain checks must be what the client decodes: a server that
 			// compresses anyway is decoded, or refused (content_coding.go).
@@ -207,6 +217,13 @@ func (h *mcpHandler) modifyResponse(resp *http.Response) error {
 			}
 		}
 		return st.x.onResponse(resp)
+	case st != nil && st.getStream:
+		// The session stream is read too: a server that compresses it anyway is decoded.
+		if err := decodeResponseBody(resp); err != nil {
+			resp.Body.Close()
+			return err
+		}
+		return h.filterGetStream(resp)
 	}
 	return nil
 }
@@ -238,6 +255,10 @@ func (h *mcpHandler) proxyError(w http.ResponseWriter, r *http.Request, err erro
 		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "the MCP server answered with a redirect, which hookproxy does not pass on (set allowRedirects on the route to allow it)")
 		return
 	}
+	if errors.Is(err, errMCPEncodedStream) {
+		h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "hookproxy: "+err.Error())
+		return
+	}
 	h.log.Warn("mcp upstream request failed", zap.String("route", h.prefix), zap.String("error", safeError(err)))
 	h.writeRPCError(w, http.StatusBadGateway, id, mcp.CodeInternalError, "hookproxy could not reach the MCP server")
 }
@@ -253,8 +274,9 @@ func (h *mcpHandler) writeRPCError(w http.ResponseWriter, status int, id []byte,
 
 // mcpState travels in the request context from the handler to the reverse proxy hooks.
 type mcpState struct {
-	body *limitedBody // fast path: the streamed, limited request body
-	x    *mcpExchange // tools/call path
+	body      *limitedBody // fast path: the streamed, limited request body
+	x         *mcpExchange // tools/call path
+	getStream bool         // a GET while tool.after is subscribed: responses are refused (mcp_get_stream.go)
 }
 
 type mcpStateKey struct{}

@@ -44,9 +44,9 @@ type mcpExchange struct {
 	// meant it. It is then not advertised (SPEC-DIGEST §6.3).
 	modifyInput bool
 
-	outBody []byte                // what goes upstream
-	local   [][]byte              // answers hookproxy gives itself, in body order
-	pending map[string]*mcpCallSt // forwarded calls awaiting a result, by mcp.IDKey
+	outBody  []byte        // what goes upstream
+	local    [][]byte      // answers hookproxy gives itself, in body order
+	awaiting []*mcpAwaited // the requests that went to the server, in body order
 
 	settlements []*chain.Settlement
 	observing   sync.WaitGroup
@@ -102,8 +102,7 @@ func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcp
 		h.writeRPCError(w, http.StatusBadRequest, nil, code, "hookproxy: "+msg)
 		return
 	}
-	x := &mcpExchange{h: h, ctx: r.Context(), subs: subs, body: body, modifyInput: true,
-		pending: map[string]*mcpCallSt{}}
+	x := &mcpExchange{h: h, ctx: r.Context(), subs: subs, body: body, modifyInput: true}
 	// A hook call owns the observations it dispatched: they finish within the request.
 	defer x.wait()
 	x.session, x.scope = h.sessionOf(r)
@@ -206,8 +205,10 @@ func (x *mcpExchange) decide() error {
 		if err := x.toolBefore(e); err != nil {
 			return err
 		}
-		if e.answer == nil {
-			x.pending[mcp.IDKey(e.call.call.ID)] = e.call
+	}
+	for i, e := range x.entries {
+		if m := &x.body.Messages[i]; e.answer == nil && m.Kind == mcp.KindRequest {
+			x.awaiting = append(x.awaiting, &mcpAwaited{exact: mcp.IDKey(m.ID), loose: mcp.LooseIDKey(m.ID), call: e.call})
 		}
 	}
 	return nil
@@ -424,7 +425,7 @@ func (x *mcpExchange) prepareOutbound(out *http.Request) {
 // readsResponse reports whether the server's answer must be read: results to check, or
 // local answers to merge into it.
 func (x *mcpExchange) readsResponse() bool {
-	return (x.subs.after && len(x.pending) > 0) || len(x.local) > 0
+	return (x.subs.after && x.callsPending()) || len(x.local) > 0
 }
 
 // scrub removes the client's credentials and session id, and anything shaped like an API

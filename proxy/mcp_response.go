@@ -21,7 +21,7 @@ import (
 
 // onResponse is the reverse proxy's ModifyResponse for a POST that held tools/call.
 func (x *mcpExchange) onResponse(resp *http.Response) error {
-	check := x.subs.after && len(x.pending) > 0
+	check := x.subs.after && x.callsPending()
 	if !check && len(x.local) == 0 {
 		return nil
 	}
@@ -33,7 +33,7 @@ func (x *mcpExchange) onResponse(resp *http.Response) error {
 			x.observeResolved(c, "error", ahp.SkipOther, msg,
 				&ahp.ErrorInfo{Message: msg, Class: "mcp_http", Status: jsonStatus(resp.StatusCode)})
 		}
-		x.pending = map[string]*mcpCallSt{}
+		x.settleAll()
 		return nil
 	}
 	ct := resp.Header.Get("Content-Type")
@@ -85,21 +85,15 @@ func (x *mcpExchange) rewriteJSON(resp *http.Response, check bool) error {
 		x.replaceWith(resp, append(x.failPending("the MCP server's answer is not valid JSON-RPC: "+err.Error()), x.local...))
 		return nil
 	}
-	msgs := make([][]byte, 0, len(body.Messages)+len(x.local))
-	changed := false
-	for i := range body.Messages {
-		m := &body.Messages[i]
-		c := x.take(m)
-		if c == nil {
-			msgs = append(msgs, m.Raw)
-			continue
-		}
-		out, ch, err := x.resolve(c, m)
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, out)
-		changed = changed || ch
+	msgs, changed, err := x.results(body, check)
+	if err != nil {
+		return err
+	}
+	if check && x.callsPending() {
+		// A JSON answer is the whole answer to the POST: a call it holds no result for
+		// (its response refused, or missing) gets an error now rather than never.
+		msgs = append(msgs, x.failPending("the MCP server's answer holds no result for this tools/call")...)
+		changed = true
 	}
 	switch {
 	case len(x.local) > 0:
@@ -114,26 +108,97 @@ func (x *mcpExchange) rewriteJSON(resp *http.Response, check bool) error {
 	return nil
 }
 
-// take returns the pending call that the response m answers, removing it from pending.
-func (x *mcpExchange) take(m *mcp.Message) *mcpCallSt {
-	if !x.subs.after || m.Kind != mcp.KindResponse {
-		return nil
-	}
-	k := mcp.IDKey(m.ID)
-	c := x.pending[k]
-	delete(x.pending, k)
-	return c
+// mcpAwaited is one request that went to the server: the keys its response is paired by
+// (mcp.IDKey, mcp.LooseIDKey), the tools/call it is (nil for any other request) and
+// whether its response came.
+type mcpAwaited struct {
+	exact, loose string
+	call         *mcpCallSt
+	answered     bool
 }
+
+// claim pairs the response m with the request it answers, first by JSON value and then as
+// the MCP TypeScript SDK pairs (mapping/mcp ids.go), and marks that request answered. ok
+// is false when m answers no request still waiting: it is refused (not relayed), since a
+// client pairing ids more loosely than hookproxy could take it for the answer to a call
+// whose result was never checked. call is the tools/call m answers, or nil.
+func (x *mcpExchange) claim(m *mcp.Message) (call *mcpCallSt, ok bool) {
+	exact, loose := mcp.IDKey(m.ID), mcp.LooseIDKey(m.ID)
+	var found *mcpAwaited
+	for _, a := range x.awaiting {
+		if !a.answered && a.exact == exact {
+			found = a
+			break
+		}
+	}
+	if found == nil && loose != "" {
+		for _, a := range x.awaiting {
+			if !a.answered && a.loose == loose {
+				found = a
+				break
+			}
+		}
+	}
+	if found == nil {
+		return nil, false
+	}
+	found.answered = true
+	return found.call, true
+}
+
+// results pairs and checks the messages of one server answer (a JSON body or one SSE
+// event): a response to a tools/call passes tool.after, a response that answers no
+// waiting request is left out (refused), everything else is kept as it came. It returns
+// the messages the caller receives and whether they differ from the server's.
+func (x *mcpExchange) results(body *mcp.Body, check bool) ([][]byte, bool, error) {
+	msgs := make([][]byte, 0, len(body.Messages)+len(x.local))
+	changed := false
+	for i := range body.Messages {
+		m := &body.Messages[i]
+		if !check || m.Kind != mcp.KindResponse {
+			msgs = append(msgs, m.Raw)
+			continue
+		}
+		c, ok := x.claim(m)
+		switch {
+		case !ok:
+			x.h.log.Warn("mcp: refused a response from the server whose id answers no request of this POST",
+				zap.String("route", x.h.prefix))
+			changed = true
+			continue
+		case c == nil:
+			msgs = append(msgs, m.Raw)
+			continue
+		}
+		out, ch, err := x.resolve(c, m)
+		if err != nil {
+			return nil, false, err
+		}
+		msgs = append(msgs, out)
+		changed = changed || ch
+	}
+	return msgs, changed, nil
+}
+
+// callsPending reports whether a forwarded tools/call still waits for its result.
+func (x *mcpExchange) callsPending() bool { return len(x.pendingCalls()) > 0 }
 
 // pendingCalls lists the calls still waiting for a result, in body order.
 func (x *mcpExchange) pendingCalls() []*mcpCallSt {
 	var out []*mcpCallSt
-	for _, e := range x.entries {
-		if e.call != nil && e.answer == nil && x.pending[mcp.IDKey(e.call.call.ID)] == e.call {
-			out = append(out, e.call)
+	for _, a := range x.awaiting {
+		if a.call != nil && !a.answered {
+			out = append(out, a.call)
 		}
 	}
 	return out
+}
+
+// settleAll marks every request answered: nothing more from the server is paired.
+func (x *mcpExchange) settleAll() {
+	for _, a := range x.awaiting {
+		a.answered = true
+	}
 }
 
 // failPending answers every call still waiting with a JSON-RPC error naming reason, and
@@ -144,7 +209,7 @@ func (x *mcpExchange) failPending(reason string) [][]byte {
 		x.observeResolved(c, "error", "", "", &ahp.ErrorInfo{Message: reason, Class: "mcp_protocol"})
 		out = append(out, mcp.ErrorResponse(c.call.ID, mcp.CodeInternalError, "hookproxy: "+reason, nil))
 	}
-	x.pending = map[string]*mcpCallSt{}
+	x.settleAll()
 	return out
 }
 
@@ -239,7 +304,7 @@ func (x *mcpExchange) onForwardError() {
 		x.observeResolved(c, "error", ahp.SkipOther, "the MCP server could not be reached",
 			&ahp.ErrorInfo{Message: "hookproxy could not reach the MCP server", Class: "mcp_http"})
 	}
-	x.pending = map[string]*mcpCallSt{}
+	x.settleAll()
 }
 
 // replaceWith makes msgs the whole answer: HTTP 200, JSON, a batch unless the request was

@@ -85,9 +85,12 @@ func (s *mcpStream) finish() {
 	}
 }
 
-// process queues one event, rewritten when it carries a checked result.
+// process queues one event, rewritten when it carries a checked result. While results are
+// checked, a message event hookproxy cannot read is dropped, not relayed: a client's more
+// lenient parser (duplicate keys: the last one wins in JavaScript) could read a result in
+// it; and a response that answers no request still waiting is left out (claim).
 func (s *mcpStream) process(ev mcp.Event) error {
-	if !s.check || len(s.x.pending) == 0 {
+	if !s.check {
 		s.out.Write(ev.Raw)
 		return nil
 	}
@@ -98,30 +101,18 @@ func (s *mcpStream) process(ev mcp.Event) error {
 	}
 	body, err := mcp.ParseBody(data)
 	if err != nil {
-		// Not a message hookproxy can read, so not one of the results it waits for.
-		s.out.Write(ev.Raw)
+		s.x.h.log.Warn("mcp: dropped a message event of the server's stream that is not valid JSON-RPC",
+			zap.String("route", s.x.h.prefix), zap.String("error", err.Error()))
 		return nil
 	}
-	msgs := make([][]byte, 0, len(body.Messages))
-	changed := false
-	for i := range body.Messages {
-		m := &body.Messages[i]
-		c := s.x.take(m)
-		if c == nil {
-			msgs = append(msgs, m.Raw)
-			continue
-		}
-		out, ch, err := s.x.resolve(c, m)
-		if err != nil {
-			return err
-		}
-		msgs = append(msgs, out)
-		changed = changed || ch
-	}
-	if !changed {
+	msgs, changed, err := s.x.results(body, true)
+	switch {
+	case err != nil:
+		return err
+	case !changed:
 		s.out.Write(ev.Raw)
-		return nil
+	case len(msgs) > 0:
+		ev.WriteWithData(&s.out, body.Encode(msgs))
 	}
-	ev.WriteWithData(&s.out, body.Encode(msgs))
 	return nil
 }

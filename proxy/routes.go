@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +30,7 @@ func translatorTable(api string) (table map[string]mapping.Translator, errT mapp
 		cc := chat.NewChat()
 		return map[string]mapping.Translator{
 			"/v1/chat/completions": cc,
-			"/v1/responses":        responses.New(),
+			responsesPath:          responses.New(),
 			"/v1/embeddings":       chat.NewEmbeddings(),
 			"/v1/completions":      chat.NewCompletions(),
 		}, cc
@@ -163,9 +164,10 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rt.serveMCP(w, r)
 		return
 	}
-	if rt.translators != nil && !carriesInput(r.Method) && hasBody(r) {
+	if rt.translators != nil && !carriesInput(r.Method) && hasBody(r) && !rt.isRetrieveGet(r, rest) {
 		// A body on GET, HEAD, OPTIONS, DELETE (or any method that takes no input here)
-		// would reach the upstream unexamined, mapped endpoint or not.
+		// would reach the upstream unexamined, mapped endpoint or not. The one exception
+		// is the read-back of a held response, whose body is checked below.
 		rt.s.writeError(w, r, rt, rt.bodyRefused(r.Method))
 		return
 	}
@@ -184,6 +186,24 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// body would reach the upstream unexamined.
 			rt.s.writeError(w, r, rt, rt.methodRefused(r.Method, key))
 			return
+		}
+		if ep.retrieve != nil && r.Method == http.MethodGet {
+			// A response the provider holds (background mode) read back or resumed: its
+			// output is judged as a fresh answer's (responses_retrieve.go).
+			if subs := rt.s.subscriptions(); subs != nil {
+				rt.serveRetrieve(w, r, ep, subs)
+				return
+			}
+			// Nothing subscribed: forwarded, but only with the body a read-back may carry.
+			body, herr := rt.retrieveBody(r)
+			if herr != nil {
+				rt.s.writeError(w, r, rt, herr)
+				return
+			}
+			r.Body, r.ContentLength = http.NoBody, 0
+			if body != nil {
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}
 		}
 		if tr == nil && carriesInput(r.Method) {
 			// An endpoint the route does not map would take its input to the model
@@ -239,6 +259,10 @@ type endpoint struct {
 	tr          mapping.Translator
 	requestOnly bool
 	pathModel   string
+	// retrieve is the Responses translator when the path reads back a response the
+	// provider holds (GET /v1/responses/{id}); the endpoint is otherwise unmapped, so
+	// DELETE and the rest keep their handling.
+	retrieve mapping.Translator
 }
 
 // lookup finds the endpoint of rest (the path after the route prefix).
@@ -255,8 +279,16 @@ func (rt *route) lookup(rest string, u *url.URL) endpoint {
 		}
 		return endpoint{key: key}
 	case config.APIOpenAI:
-		if k, model, ok := azureEndpoint(rest); ok && rt.translators[k] != nil {
-			return endpoint{key: k, tr: rt.translators[k], requestOnly: requestOnly[k], pathModel: model}
+		if k, model, ok := azureEndpoint(rest); ok {
+			if rt.translators[k] != nil {
+				return endpoint{key: k, tr: rt.translators[k], requestOnly: requestOnly[k], pathModel: model}
+			}
+			if isResponseRetrieve(k) {
+				return endpoint{key: key, retrieve: rt.translators[responsesPath]}
+			}
+		}
+		if isResponseRetrieve(key) {
+			return endpoint{key: key, retrieve: rt.translators[responsesPath]}
 		}
 	}
 	return endpoint{key: key, tr: rt.translators[key], requestOnly: requestOnly[key]}

@@ -1,7 +1,8 @@
 // Package mcp maps the Model Context Protocol's tool calls, as they travel over JSON-RPC,
 // onto canonical AHP content and back. It owns the MCP framing: JSON-RPC messages and
-// batches (jsonrpc.go), tools/call (call.go), CallToolResult mapping (result.go) and the
-// SSE framing of Streamable HTTP answers (sse.go). The HTTP side (requests, headers,
+// batches (jsonrpc.go), the keys a response is paired with its request by (ids.go),
+// tools/call (call.go), CallToolResult mapping (result.go) and the SSE framing of
+// Streamable HTTP answers (sse.go). The HTTP side (requests, headers,
 // sessions, limits) and the enforcement of settlements live in package proxy.
 //
 // Native JSON is read with gjson and patched with sjson, so a message or result that no

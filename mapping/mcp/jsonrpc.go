@@ -241,19 +241,6 @@ func CheckJSON(raw []byte) error {
 	return &Error{Code: CodeParseError, Message: fmt.Sprintf("parse error: the body is not valid JSON: %s at byte %d", ce.Msg, ce.Offset)}
 }
 
-// IDKey returns a comparable form of a JSON-RPC id: the string 1 and the number 1 are
-// different ids.
-func IDKey(id json.RawMessage) string {
-	v := gjson.ParseBytes(id)
-	switch v.Type {
-	case gjson.String:
-		return "s:" + v.Str
-	case gjson.Number:
-		return "n:" + v.Raw
-	}
-	return "?:" + string(id)
-}
-
 // nullID is the id of an answer to a message whose id could not be read.
 var nullID = json.RawMessage("null")
 

@@ -89,11 +89,53 @@ func TestMCPParseBodyKeepsRawMessages(t *testing.T) {
 }
 
 func TestMCPIDKey(t *testing.T) {
-	if IDKey(json.RawMessage(`1`)) == IDKey(json.RawMessage(`"1"`)) {
-		t.Error("the number 1 and the string 1 must be different ids")
+	same := [][2]string{
+		{`1`, `1.0`}, {`1`, `1e0`}, {`1`, `10e-1`}, {`1`, `0.1E+1`}, {`0`, `-0`}, {`0`, `0.000e5`},
+		{`1000`, `1e3`}, {`"a"`, `"\u0061"`}, {`-25`, `-2.5e1`},
 	}
-	if IDKey(json.RawMessage(`"a"`)) != IDKey(json.RawMessage(`"\u0061"`)) {
-		t.Error("the same string written two ways must be the same id")
+	for _, p := range same {
+		if IDKey(json.RawMessage(p[0])) != IDKey(json.RawMessage(p[1])) {
+			t.Errorf("IDKey(%s) != IDKey(%s): the same JSON value must be the same id", p[0], p[1])
+		}
+	}
+	differ := [][2]string{
+		{`1`, `"1"`}, {`1`, `"01"`}, {`1`, `2`}, {`1`, `-1`}, {`1`, `1.5`}, {`"a"`, `"A"`},
+		{`9007199254740993`, `9007199254740992`}, // distinct values, one double
+		{`1e999999999999999999999`, `1e999999999999999999998`},
+	}
+	for _, p := range differ {
+		if IDKey(json.RawMessage(p[0])) == IDKey(json.RawMessage(p[1])) {
+			t.Errorf("IDKey(%s) == IDKey(%s): different JSON values must be different ids", p[0], p[1])
+		}
+	}
+}
+
+// TestMCPLooseIDKey checks the pairing of the MCP TypeScript SDK: Number(id) as JavaScript
+// computes it (the expectations are what node prints for Number(x)).
+func TestMCPLooseIDKey(t *testing.T) {
+	one := LooseIDKey(json.RawMessage(`1`))
+	for _, id := range []string{`1`, `1.0`, `1e0`, `"1"`, `"01"`, `" 1 "`, `"\t1\n"`, `"0x1"`, `"0X01"`, `"0b1"`, `"0o1"`,
+		`"+1"`, `"1."`, `"1e0"`, `"\u00a01\u2028"`, `"\ufeff1"`, `"10e-1"`} {
+		if got := LooseIDKey(json.RawMessage(id)); got != one {
+			t.Errorf("LooseIDKey(%s) = %q, want %q (Number() is 1)", id, got, one)
+		}
+	}
+	zero := LooseIDKey(json.RawMessage(`0`))
+	for _, id := range []string{`""`, `"  "`, `-0`, `"-0"`, `"0"`, `".0"`} {
+		if got := LooseIDKey(json.RawMessage(id)); got != zero {
+			t.Errorf("LooseIDKey(%s) = %q, want %q (Number() is 0)", id, got, zero)
+		}
+	}
+	for _, id := range []string{`"abc"`, `"1x"`, `"0x"`, `"-0x1"`, `"1_0"`, `"inf"`, `"NaN"`, `"."`, `"1e"`, `"++1"`, `"0x1p0"`, `"0b2"`, `true`, `null`} {
+		if got := LooseIDKey(json.RawMessage(id)); got != "" {
+			t.Errorf("LooseIDKey(%s) = %q, want \"\" (Number() is NaN)", id, got)
+		}
+	}
+	if LooseIDKey(json.RawMessage(`"Infinity"`)) != LooseIDKey(json.RawMessage(`1e400`)) {
+		t.Error(`Number("Infinity") and JSON.parse("1e400") are both Infinity`)
+	}
+	if LooseIDKey(json.RawMessage(`9007199254740993`)) != LooseIDKey(json.RawMessage(`9007199254740992`)) {
+		t.Error("two integers that round to one double are one id to the TypeScript SDK")
 	}
 }
 

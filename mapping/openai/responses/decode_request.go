@@ -222,6 +222,8 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 		m.Parts = append(m.Parts, p)
 		d.attach(&ni, msg, before)
 		return nil
+	case typ == "mcp_call":
+		return d.mcpCall(&ni, i, it, nativeID)
 	case isOutputType(typ):
 		ni.kind = itemCallOutput
 		cid := it.Get("call_id")
@@ -331,4 +333,54 @@ func itemResidue(it gjson.Result) string {
 		r, _ = sjson.SetRaw(r, "output", gjson.Get(o, "output").Raw)
 	}
 	return r
+}
+
+// mcpCall decodes an mcp_call input item: a call the provider ran on a remote MCP server,
+// carried back with its output and error. Its output is what the model reads of the tool,
+// so it is a tool result like a function_call_output's (a tool message settled at
+// tool.after; secrets in it are redacted like any other result): a part for the output
+// and one for the error text, when there is one. The message takes the item's id, which also
+// names the call; the call's name and arguments are the item's own.
+func (d *requestDecoder) mcpCall(ni *nativeItem, i int, it gjson.Result, nativeID string) error {
+	where := "input[" + strconv.Itoa(i) + "]"
+	out, errv := it.Get("output"), it.Get("error")
+	if out.Exists() && out.Type != gjson.Null && out.Type != gjson.String {
+		return fmt.Errorf("%s: mcp_call output is not a string", where)
+	}
+	if errv.Exists() && errv.Type != gjson.Null && errv.Type != gjson.String {
+		return fmt.Errorf("%s: mcp_call error is not a string", where)
+	}
+	ni.kind = itemCallOutput
+	if d.open >= 0 {
+		d.afterResult = true
+	}
+	msg := d.newMessage(ahp.RoleTool, nativeID, itemID(i, "mcp_call", it.Raw))
+	m := &d.req.Items[msg]
+	ni.callID = m.ID
+	// A call that failed usually has an error and no output: its one part is then the
+	// error, so that an edit of the result (one text part, as tool.after edits are
+	// applied) goes back to the member it came from.
+	isErr := errv.Type == gjson.String && errv.Str != ""
+	m.Parts = []ahp.Part{}
+	if !isErr || out.Str != "" {
+		p := oaiwire.TextPart(partID(m.ID, 0), out.Str, ahp.CategoryToolResult)
+		d.n.addPart(p, partOrigin{item: len(d.st.items), src: srcMCPOutput})
+		m.Parts = append(m.Parts, p)
+	}
+	if isErr {
+		e := oaiwire.TextPart(partID(m.ID, len(m.Parts)), errv.Str, ahp.CategoryToolResult)
+		d.n.addPart(e, partOrigin{item: len(d.st.items), src: srcMCPError})
+		m.Parts = append(m.Parts, e)
+	}
+	tr := mapping.ToolResult{CallID: m.ID, ItemIndex: msg, IsError: isErr}
+	if name := it.Get("name"); name.Type == gjson.String && name.Str != "" {
+		tr.ToolName, tr.CallFound = name.Str, true
+		tr.Input = json.RawMessage(`{}`)
+		if args := it.Get("arguments"); args.Type == gjson.String && gjson.Valid(args.Str) && gjson.Parse(args.Str).IsObject() {
+			tr.Input = json.RawMessage(mapping.CompactJSON(args.Str))
+		}
+	}
+	d.req.ToolResults = append(d.req.ToolResults, tr)
+	d.attach(ni, msg, 0)
+	return nil
 }

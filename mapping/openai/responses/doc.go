@@ -42,8 +42,11 @@
 //     metadata reasoning part (no text is invented for it). It can be removed — the
 //     item is then sent without encrypted_content — but not edited. New reasoning text
 //     cannot be rendered: the provider accepts only reasoning items it produced.
+//   - An mcp_call input item (a remote MCP call the provider ran, sent back with its
+//     output) is a tool result: a tool message under the item's id holding its output and
+//     its error text, settled at tool.after; an edit rewrites output and error only.
 //   - Other item types (the hosted tools web_search_call, file_search_call,
-//     code_interpreter_call, mcp_call and image_generation_call, item_reference, MCP
+//     code_interpreter_call and image_generation_call, item_reference, MCP list and
 //     approval items, ...) are kept in place byte for byte and named in an event gap; in a
 //     response they pass through without an event, as do output items and a shell_call run
 //     in a provider container (it has run when the client sees it). Unknown content

@@ -47,6 +47,8 @@ const (
 	srcOutputText                      // the joined text entries of an output array
 	srcOutputEntry                     // a non-text entry of an output array
 	srcShellOutput                     // the stdout and stderr texts of a shell_call_output
+	srcMCPOutput                       // an mcp_call input item's output
+	srcMCPError                        // an mcp_call input item's error
 	srcScreenshot                      // the screenshot of a computer_call_output
 	srcCurrentURL                      // a computer_call_output's current_url (raw: its path in the item)
 	srcSummary                         // a reasoning item's summary entry

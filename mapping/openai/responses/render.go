@@ -177,6 +177,8 @@ func (r *renderer) render(s *segment) (string, error) {
 			return r.renderShellOutput(it, s.item, s.parts)
 		case "computer_call_output":
 			return r.renderScreenshot(it, s.item, s.parts)
+		case "mcp_call":
+			return r.renderMCPCall(it, s.item, s.parts)
 		}
 		return r.renderOutput(it, s.item, s.parts)
 	case itemReasoning:
@@ -501,6 +503,45 @@ func (r *renderer) renderShellOutput(it *nativeItem, item int, parts []*ahp.Part
 		}
 	}
 	return writeShellOutput(it.raw, text.String())
+}
+
+// renderMCPCall renders an mcp_call input item from its effective parts: the text of the
+// part decoded from its error goes back to error, every other text to output; every other
+// member of the item stays. It carries text only. An error whose part is gone is cleared:
+// what a policy took out must not stay behind in another member.
+func (r *renderer) renderMCPCall(it *nativeItem, item int, parts []*ahp.Part) (string, error) {
+	var out, errText strings.Builder
+	hasErr := false
+	for _, p := range parts {
+		switch {
+		case p.Category == ahp.CategoryToolCall:
+			return "", fmt.Errorf("part %s: a tool message cannot carry a tool call", p.ID)
+		case p.Kind != ahp.KindText:
+			return "", fmt.Errorf("part %s: an mcp_call carries text only", p.ID)
+		case p.Text == nil:
+			return "", fmt.Errorf("part %s: a text part without text (selection %q) cannot be rendered", p.ID, p.Selection)
+		}
+		if o := r.n.parts[p.ID]; o != nil && o.item == item && o.src == srcMCPError {
+			errText.WriteString(*p.Text)
+			hasErr = true
+			continue
+		}
+		out.WriteString(*p.Text)
+	}
+	raw := it.raw
+	var err error
+	if o := gjson.Get(raw, "output"); o.Type == gjson.String || out.Len() > 0 {
+		if raw, err = sjson.SetRaw(raw, "output", mapping.Quote(out.String())); err != nil {
+			return "", err
+		}
+	}
+	switch e := gjson.Get(raw, "error"); {
+	case hasErr:
+		raw, err = sjson.SetRaw(raw, "error", mapping.Quote(errText.String()))
+	case e.Type == gjson.String && e.Str != "":
+		raw, err = sjson.SetRaw(raw, "error", "null")
+	}
+	return raw, err
 }
 
 // renderScreenshot renders a computer_call_output, whose output is one screenshot: it

@@ -47,17 +47,18 @@ type editor struct {
 	out io.Writer
 	d   mapping.StreamDecider
 
-	respID   string
-	items    map[int]*itemState // by upstream output_index
-	maxIndex int                // highest upstream output_index seen, -1 before any
-	removed  []int              // upstream indices of removed items, ascending
-	queue    mapping.HoldQueue[queued]
-	settle   mapping.CallSettler
-	kept     int
-	dropped  int // calls removed, streamed or terminal-only (removed indexes only the streamed)
-	notes    []string
-	changed  bool // something differs from the upstream's stream: renumber sequence_number
-	nextSeq  int64
+	respID     string
+	items      map[int]*itemState // by upstream output_index
+	maxIndex   int                // highest upstream output_index seen, -1 before any
+	removed    []int              // upstream indices of removed items, ascending
+	queue      mapping.HoldQueue[queued]
+	settle     mapping.CallSettler
+	kept       int
+	dropped    int // calls removed, streamed or terminal-only (removed indexes only the streamed)
+	notes      []string
+	changed    bool // something differs from the upstream's stream: renumber sequence_number
+	nextSeq    int64
+	seqStarted bool // nextSeq was taken from the stream's first event
 }
 
 // itemState is what the stream said about one output item.
@@ -139,6 +140,14 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	if typ == "" {
 		typ = name
 	}
+	if !e.seqStarted {
+		// A resumed stream (starting_after) does not count from 0: what the editor writes
+		// itself continues the upstream's numbering from its first event.
+		e.seqStarted = true
+		if sn := root.Get("sequence_number"); sn.Type == gjson.Number {
+			e.nextSeq = sn.Int()
+		}
+	}
 	if typ == "error" || !strings.HasPrefix(typ, "response.") && root.Get("error").Exists() {
 		return e.endWith(raw)
 	}
@@ -199,6 +208,13 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	if it != nil && it.call != nil {
 		return e.callEvent(it.call, typ, root)
 	}
+	if it == nil && isCallContentEvent(typ) {
+		// The arguments of an item this stream never announced: a stream resumed inside a
+		// call (GET /v1/responses/{id}?stream=true&starting_after=N). They are not relayed
+		// unjudged; the call is judged, and rendered whole, at its output_item.done
+		// (lateCall) or from the terminal response.
+		return nil
+	}
 	if typ == "response.output_item.done" {
 		announced := it != nil
 		if it == nil {
@@ -212,6 +228,17 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		it.done = strings.Clone(root.Get("item").Raw)
 	}
 	return e.emit(q)
+}
+
+// isCallContentEvent reports whether an event of type typ carries a call's arguments (or
+// custom tool input).
+func isCallContentEvent(typ string) bool {
+	switch typ {
+	case "response.function_call_arguments.delta", "response.function_call_arguments.done",
+		"response.custom_tool_call_input.delta", "response.custom_tool_call_input.done":
+		return true
+	}
+	return false
 }
 
 // lateCall takes a call that the stream did not announce as one — its output_item.added

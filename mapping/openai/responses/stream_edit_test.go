@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 )
 
@@ -225,6 +226,7 @@ func FuzzStreamEditResponses(f *testing.F) {
 	f.Add([]byte(toolStream), uint16(3), uint8(0b0101))
 	f.Add([]byte(customToolStream), uint16(11), uint8(0b1001))
 	f.Add([]byte(customToolStream), uint16(0), uint8(0b10))
+	f.Add([]byte(resumedStream()), uint16(5), uint8(0b01)) // resumed inside a call (starting_after)
 	tr := New()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
@@ -298,6 +300,62 @@ func TestEditRemovedTerminalOnlyCallFinishesTheTurn(t *testing.T) {
 		why, err := mappingtest.Equivalent(New(), []byte(stream), 0, script)
 		if err != nil || why != "" {
 			t.Errorf("status %q: not the held path's result: %v\n%s", status, err, why)
+		}
+	}
+}
+
+// resumedStream is toolStream as GET /v1/responses/{id}?stream=true&starting_after=N
+// resumes it inside the first call: its output_item.added is behind, its arguments ahead.
+func resumedStream() string {
+	bs := blocks(toolStream)
+	for i, b := range bs {
+		if strings.Contains(b, "function_call_arguments.delta") {
+			return strings.Join(bs[i:], "")
+		}
+	}
+	panic("toolStream has no arguments delta")
+}
+
+// TestEditResumedStream: the arguments of a call this stream never announced are not
+// relayed as they come; the call is judged at its output_item.done and, when kept,
+// written whole (added, arguments, done), when removed not at all.
+func TestEditResumedStream(t *testing.T) {
+	tr := New()
+	stream := resumedStream()
+	firstArgs := gjson.Get(eventData(blocks(stream)[0]), "delta").String()
+	for _, remove := range []bool{false, true} {
+		d := &mappingtest.Decider{Script: mappingtest.Script{}}
+		if remove {
+			d.Script[0] = mapping.CallVerdict{Remove: true, Note: "removed"}
+		}
+		out, err := mappingtest.Edit(tr, []byte(stream), 17, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Decided) == 0 || d.Decided[0].Index != 0 {
+			t.Fatalf("remove=%v: the resumed call was not judged first: %+v", remove, d.Decided)
+		}
+		var added, deltas int
+		for _, b := range blocks(string(out)) {
+			data := eventData(b)
+			switch typ := gjson.Get(data, "type").String(); {
+			case typ == "response.output_item.added" && gjson.Get(data, "item.call_id").String() == "call_a":
+				added++
+			case typ == "response.function_call_arguments.delta" && gjson.Get(data, "item_id").String() == "fc_9a":
+				deltas++
+			}
+		}
+		if remove && (added != 0 || deltas != 0 || strings.Contains(string(out), firstArgs)) {
+			t.Errorf("the removed call's events reached the client:\n%s", out)
+		}
+		if !remove && (added != 1 || deltas != 1) {
+			t.Errorf("the kept call is not written whole (added %d, deltas %d):\n%s", added, deltas, out)
+		}
+		// The numbering continues the upstream's: the first event written is the first
+		// resumed one's number.
+		first := gjson.Get(eventData(blocks(string(out))[0]), "sequence_number").Int()
+		if want := gjson.Get(eventData(blocks(stream)[0]), "sequence_number").Int(); first != want {
+			t.Errorf("remove=%v: first sequence_number %d, want %d", remove, first, want)
 		}
 	}
 }
