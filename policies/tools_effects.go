@@ -279,7 +279,7 @@ func matchGitClean(args []shellWord, cwd string, protected bool) tri {
 		case w.s == "-C":
 			if i+1 < len(args) {
 				d := args[i+1]
-				if !d.dyn && !strings.HasPrefix(d.s, "/") && !strings.HasPrefix(d.s, "~") {
+				if !d.dyn && !strings.HasPrefix(d.s, "/") && !strings.HasPrefix(d.s, homeMark) {
 					d.s = dir.s + "/" + d.s
 				}
 				dir = d
@@ -326,11 +326,11 @@ func protectedPath(p, cwd string) bool {
 	if p == "" {
 		return false
 	}
-	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") && cwd != "" {
+	if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, homeMark) && cwd != "" {
 		p = cwd + "/" + p
 	}
-	if strings.HasPrefix(p, "~") {
-		user, rest, _ := strings.Cut(p[1:], "/")
+	if h, ok := strings.CutPrefix(p, homeMark); ok {
+		user, rest, _ := strings.Cut(h, "/")
 		p = "/home/~" + user + "/" + rest
 	}
 	if k := strings.IndexAny(p, "*?["); k >= 0 {
@@ -492,11 +492,11 @@ func matchPermissionsRoot(c *shellCmd, _ bool) tri {
 			continue
 		}
 		cl := cleanTarget(t.s)
-		if strings.HasPrefix(t.s, "~") {
-			cl = "/home/~"
+		if h, ok := strings.CutPrefix(t.s, homeMark); ok {
+			cl = cleanTarget("/home/~" + h)
 		}
 		root := cl == "/" || t.s == "/*"
-		if recursive && (root || systemDir(cl) || strings.HasPrefix(cl, "/home/~") && !strings.Contains(cl[7:], "/") || strings.HasPrefix(t.s, "/") && strings.HasSuffix(t.s, "/*") && systemDir(cleanTarget(strings.TrimSuffix(t.s, "/*")))) {
+		if recursive && (root || systemDir(cl) || strings.HasPrefix(cl, "/home/~") && !strings.Contains(cl[6:], "/") || strings.HasPrefix(t.s, "/") && strings.HasSuffix(t.s, "/*") && systemDir(cleanTarget(strings.TrimSuffix(t.s, "/*")))) {
 			return triYes
 		}
 		if prog == "chmod" && root && !mode.dyn && worldWritable(mode.s) {

@@ -20,6 +20,10 @@ import (
 // one-liner) is kept as a command of kind cmdUnanalysable, with the static words around
 // it, so that a policy can decide what to do with it.
 
+// homeMark stands for the home directory a tilde or $HOME expands to; a quoted "~" stays a
+// plain "~", the name of a directory in the working directory.
+const homeMark = "\x01~"
+
 const (
 	maxShellDepth    = 8       // nested shells, eval, wrappers' scripts followed
 	maxShellCommands = 4096    // commands evaluated per tool call before the rest is unanalysable
@@ -92,7 +96,9 @@ func (c *shellCmd) String() string {
 		switch {
 		case w.dyn:
 			b.WriteString("$…")
-		case w.s == "" || strings.ContainsAny(w.s, " \t\n'\"\\$`;&|<>(){}*?[]#~"):
+		case strings.HasPrefix(w.s, homeMark) && !strings.ContainsAny(w.s, " \t\n'\"\\$`;&|<>(){}"):
+			b.WriteString(strings.ReplaceAll(w.s, homeMark, "~"))
+		case w.s == "" || strings.ContainsAny(w.s, " \t\n'\"\\$`;&|<>(){}*?[]#~\x01"):
 			if q, err := syntax.Quote(w.s, syntax.LangBash); err == nil {
 				b.WriteString(q)
 			} else {
@@ -106,10 +112,13 @@ func (c *shellCmd) String() string {
 			break
 		}
 	}
+	if c.cwd != "" {
+		b.WriteString(" (in " + strings.ReplaceAll(c.cwd, homeMark, "~") + ")")
+	}
 	if len(c.via) > 0 {
 		b.WriteString(" (via " + strings.Join(c.via, ", ") + ")")
 	}
-	return b.String()
+	return strings.ReplaceAll(b.String(), homeMark, "~")
 }
 
 // stdinFeed is what a command reads on standard input, or a process substitution yields.
@@ -167,9 +176,11 @@ func (e *shellEval) unanalysable(why string, argv []shellWord, via []string, wor
 			words = append(words, w.s)
 			continue
 		}
-		// The source of a dynamic word ($(curl ...)): code from a download.
+		// The source of a dynamic word ($(curl ...): code from a download; $(echo rm):
+		// the program it may name).
 		for _, tok := range shellishWords(w.s) {
 			net = net || netFetchers[path.Base(tok)]
+			words = append(words, tok)
 		}
 	}
 	e.add(shellCmd{kind: cmdUnanalysable, why: why, argv: argv, via: via, words: words, fromNet: net})
@@ -446,6 +457,15 @@ func (e *shellEval) assign(a *syntax.Assign, via []string, depth int) {
 			}
 			return true
 		})
+		// An array's elements are what "${a[@]}" may run: keep their words.
+		if e.multi == nil {
+			e.multi = map[string][]string{}
+		}
+		for _, el := range a.Array.Elems {
+			if el.Value != nil {
+				e.multi[a.Name.Value] = append(e.multi[a.Name.Value], e.word1(el.Value).s)
+			}
+		}
 		e.setVar(a.Name.Value, shellWord{dyn: true})
 		return
 	}
@@ -666,11 +686,11 @@ func (e *shellEval) expandConfig() *expand.Config {
 		}
 		switch {
 		case name == "HOME":
-			return "~"
+			return homeMark
 		case name == "PWD":
 			return "."
 		case strings.HasPrefix(name, "HOME "):
-			return "~" + name[5:]
+			return homeMark + name[5:]
 		}
 		return ""
 	})}
@@ -702,7 +722,16 @@ func (e *shellEval) words(ws []*syntax.Word, via []string, depth int) []shellWor
 			out = append(out, shellWord{s: wordSource(w), dyn: true})
 			continue
 		}
+		braces := false
+		if strings.ContainsRune(w.Lit(), '~') || strings.Contains(wordSource(w), "~") {
+			c := *w
+			braces = syntax.SplitBraces(&c)
+		}
 		for _, f := range fields {
+			if braces && strings.HasPrefix(f, "~") {
+				// bash expands the tilde of each word brace expansion produced ({~,x}).
+				f = homeMark + f[1:]
+			}
 			out = append(out, shellWord{s: f})
 		}
 	}

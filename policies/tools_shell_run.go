@@ -2,6 +2,7 @@ package policies
 
 import (
 	"path"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -20,6 +21,7 @@ type wrapSpec struct {
 	positional int      // words between the options and the command (timeout DURATION, ssh HOST)
 	joined     bool     // the command's words are joined and run by a shell (ssh, watch)
 	assigns    bool     // NAME=value words may precede the command (env, sudo)
+	permute    bool     // options may follow the positional words (su USER -c, ssh HOST -t)
 	privileged bool     // runs as another user or host: named in an allow list itself
 }
 
@@ -28,8 +30,8 @@ var wrapperSpecs = map[string]wrapSpec{
 		"role", "type", "other-user", "command-timeout", "host"}, assigns: true, privileged: true},
 	"doas":             {short: "uC", privileged: true},
 	"pkexec":           {long: []string{"user"}, privileged: true},
-	"su":               {short: "sgGw", long: []string{"shell", "group", "supp-group", "whitelist-environment"}, script: 'c', scriptLong: "command", privileged: true},
-	"runuser":          {short: "sgGwu", long: []string{"shell", "group", "supp-group", "user", "whitelist-environment"}, script: 'c', scriptLong: "command", privileged: true},
+	"su":               {short: "sgGw", long: []string{"shell", "group", "supp-group", "whitelist-environment"}, script: 'c', scriptLong: "command", positional: 64, permute: true, privileged: true},
+	"runuser":          {short: "sgGwu", long: []string{"shell", "group", "supp-group", "user", "whitelist-environment"}, script: 'c', scriptLong: "command", positional: 64, permute: true, privileged: true},
 	"env":              {short: "uCSP", long: []string{"unset", "chdir", "split-string"}, assigns: true},
 	"timeout":          {short: "ks", long: []string{"kill-after", "signal"}, positional: 1},
 	"nice":             {short: "n", long: []string{"adjustment"}},
@@ -45,7 +47,7 @@ var wrapperSpecs = map[string]wrapSpec{
 	"busybox":          {},
 	"toybox":           {},
 	"script":           {short: "EIOBTm", long: []string{"echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"}, script: 'c', scriptLong: "command"},
-	"ssh":              {short: "bcDEeFIiJLlmOopQRSWw", positional: 1, joined: true, privileged: true},
+	"ssh":              {short: "bcDEeFIiJLlmOopQRSWw", positional: 1, permute: true, joined: true, privileged: true},
 	"flock":            {short: "wEo", long: []string{"wait", "timeout", "conflict-exit-code"}, script: 'c', scriptLong: "command", positional: 1},
 	"taskset":          {positional: 1},
 	"caffeinate":       {short: "tw"},
@@ -136,6 +138,9 @@ func (s wrapSpec) parse(args []shellWord) (rest []shellWord, script *shellWord, 
 			}
 		case s.assigns && isAssignment(w):
 			i++
+		case s.permute && pos > 0:
+			pos--
+			i++
 		default:
 			goto operands
 		}
@@ -181,6 +186,10 @@ var interpreters = map[string]string{ // program → options whose argument is c
 	"lua": "e", "luajit": "e", "Rscript": "e", "osascript": "e", "tclsh": "", "pwsh": "c", "powershell": "c",
 	"jshell": "", "irb": "", "groovy": "e", "julia": "e", "elixir": "e", "erl": "", "scala": "e",
 }
+
+// interpArgOpts are interpreter options that take an argument (attached or next).
+var interpArgOpts = map[string]string{"python": "WXmQ", "python2": "WXmQ", "python3": "WXmQ", "pypy": "WXm", "pypy3": "WXm",
+	"perl": "MmI", "ruby": "IrCEF", "node": "r", "nodejs": "r", "php": "cdfz"}
 
 // notRun are programs whose arguments name commands without running them.
 var notRun = map[string]bool{"type": true, "which": true, "hash": true, "help": true, "man": true,
@@ -305,6 +314,27 @@ func (e *shellEval) runWords(argv []shellWord, via []string, in *stdinFeed, dept
 		case notRun[prog]:
 			e.add(shellCmd{kind: cmdRun, argv: argv[:1], via: via})
 			return
+		case prog == "set":
+			// set -- a b c: the positional parameters become known words.
+			for i, a := range argv {
+				if a.s == "--" || i == 1 && !strings.HasPrefix(a.s, "-") && !strings.HasPrefix(a.s, "+") {
+					start := i + 1
+					if a.s != "--" {
+						start = i
+					}
+					for k, w := range argv[start:] {
+						if e.multi == nil {
+							e.multi = map[string][]string{}
+						}
+						e.multi["@"] = append(e.multi["@"], w.s)
+						e.multi["*"] = append(e.multi["*"], w.s)
+						e.multi[strconv.Itoa(k+1)] = append(e.multi[strconv.Itoa(k+1)], w.s)
+					}
+					break
+				}
+			}
+			e.add(shellCmd{kind: cmdRun, argv: argv, via: via})
+			return
 		case prog == "cd" || prog == "pushd":
 			e.chdir(argv)
 			e.add(shellCmd{kind: cmdRun, argv: argv, via: via})
@@ -363,9 +393,13 @@ func joinStatic(ws []shellWord) (string, bool) {
 	return strings.Join(parts, " "), true
 }
 
-// splitWords splits env -S's string into words, quotes and escapes resolved.
+// envEscapes are env -S's own escapes (it is not a shell: no tilde, no globs).
+var envEscapes = strings.NewReplacer(`\r`, "\r", `\n`, "\n", `\t`, "\t", `\f`, "\f", `\v`, "\v", `\_`, " ", `\c`, "")
+
+// splitWords splits env -S's string into words, quotes and escapes resolved as env does.
 func splitWords(s string) []shellWord {
 	e := &shellEval{}
+	s = envEscapes.Replace(s)
 	var out []shellWord
 	f, err := newParser().Parse(strings.NewReader(s), "")
 	if err != nil || len(f.Stmts) != 1 {
@@ -375,7 +409,11 @@ func splitWords(s string) []shellWord {
 		return out
 	}
 	if c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr); ok {
-		return e.words(c.Args, nil, maxShellDepth+1)
+		out = e.words(c.Args, nil, maxShellDepth+1)
+		for i := range out {
+			out[i].s = strings.ReplaceAll(out[i].s, homeMark, "~")
+		}
+		return out
 	}
 	for _, w := range strings.Fields(s) {
 		out = append(out, shellWord{s: w})
@@ -385,7 +423,7 @@ func splitWords(s string) []shellWord {
 
 func (e *shellEval) chdir(argv []shellWord) {
 	if len(argv) < 2 {
-		e.cwd = "~"
+		e.cwd = homeMark
 		return
 	}
 	d := argv[len(argv)-1]
@@ -394,7 +432,7 @@ func (e *shellEval) chdir(argv []shellWord) {
 		return
 	}
 	switch {
-	case strings.HasPrefix(d.s, "/") || strings.HasPrefix(d.s, "~"):
+	case strings.HasPrefix(d.s, "/") || strings.HasPrefix(d.s, homeMark):
 		e.cwd = d.s
 	case e.cwd == "":
 		e.cwd = d.s
@@ -530,6 +568,15 @@ func (e *shellEval) interpreter(prog string, argv []shellWord, via []string, in 
 			break
 		}
 		if len(w) > 1 && w[0] == '-' && w[1] != '-' {
+			if k := strings.IndexAny(w[1:], interpArgOpts[prog]); k >= 0 && (opts == "" || k < strings.IndexAny(w[1:]+opts, opts)) {
+				if k+2 == len(w) {
+					i++ // the argument is the next word (python -W ignore, perl -I lib)
+				}
+				if strings.HasPrefix(prog, "python") && w[k+1] == 'm' {
+					break // python -m module: a program like any other
+				}
+				continue
+			}
 			if k := strings.IndexAny(w[1:], opts); opts != "" && k >= 0 {
 				if rest := w[k+2:]; rest != "" {
 					code = rest
@@ -664,7 +711,7 @@ func feedItems(in *stdinFeed) ([]shellWord, bool) {
 		return nil, false
 	case in.known:
 		var out []shellWord
-		for _, f := range strings.Fields(in.text) {
+		for _, f := range strings.FieldsFunc(in.text, func(r rune) bool { return r == 0 || r == ' ' || r == '\t' || r == '\n' }) {
 			out = append(out, shellWord{s: f})
 		}
 		return out, false
@@ -680,6 +727,7 @@ func feedItems(in *stdinFeed) ([]shellWord, bool) {
 
 func (e *shellEval) xargs(argv []shellWord, via []string, in *stdinFeed, depth int) {
 	repl := ""
+	var argFile *shellWord
 	i := 1
 	for i < len(argv) && !argv[i].dyn && strings.HasPrefix(argv[i].s, "-") {
 		w := argv[i].s
@@ -694,7 +742,14 @@ func (e *shellEval) xargs(argv []shellWord, via []string, in *stdinFeed, depth i
 				if hasVal {
 					repl = val
 				}
-			} else if !hasVal && prefixOfAny(name, []string{"arg-file", "delimiter", "eof", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}) {
+			} else if strings.HasPrefix("arg-file", name) && len(name) >= 2 {
+				if hasVal {
+					argFile = &shellWord{s: val}
+				} else if i < len(argv) {
+					argFile = &argv[i]
+					i++
+				}
+			} else if !hasVal && prefixOfAny(name, []string{"delimiter", "eof", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}) {
 				i++
 			}
 			continue
@@ -717,6 +772,13 @@ func (e *shellEval) xargs(argv []shellWord, via []string, in *stdinFeed, depth i
 				if c == 'I' {
 					repl = v
 				}
+				if c == 'a' {
+					w := shellWord{s: v}
+					if v == "" || w.s == argv[i-1].s {
+						w = argv[i-1]
+					}
+					argFile = &w
+				}
 				break
 			}
 		}
@@ -724,6 +786,13 @@ func (e *shellEval) xargs(argv []shellWord, via []string, in *stdinFeed, depth i
 	sub := argv[i:]
 	if len(sub) == 0 {
 		sub = []shellWord{{s: "echo"}}
+	}
+	if argFile != nil {
+		// xargs -a FILE reads its items from the file, not its input.
+		in = argFile.feed
+		if in == nil {
+			in = &stdinFeed{}
+		}
 	}
 	items, tree := feedItems(in)
 	e.withItems(sub, repl, items, tree, append(clip(via), "xargs"), nil, depth)
