@@ -85,7 +85,7 @@ var realTargets = []struct {
 
 // readmeRecursiveDelete is the rule README's tools section shows for refusing every
 // recursive delete.
-const readmeRecursiveDelete = `{"deny": [{"name": "recursive-delete", "tool": "Bash", "effect": "recursive-delete"}]}`
+const readmeRecursiveDelete = `{"deny": [{"name": "recursive-delete", "effect": "recursive-delete"}]}`
 
 // TestShellCorpusPolicy: the embedded default's destructive list refuses every deleting
 // form with a target it protects, and the README rule every deleting form with any
