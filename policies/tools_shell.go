@@ -3,6 +3,7 @@ package policies
 import (
 	"encoding/base64"
 	"path"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -29,6 +30,8 @@ const (
 	maxShellCommands = 4096    // commands evaluated per tool call before the rest is unanalysable
 	maxShellInput    = 1 << 20 // longer scripts are unanalysable
 	maxLoopItems     = 16      // for-loop items evaluated one by one (more: the variable is unknown)
+	maxShellSteps    = 20000   // statements evaluated per tool call (loops re-evaluate their bodies)
+	maxBraceFields   = 256     // words a brace expansion may produce before it is not expanded
 )
 
 type cmdKind uint8
@@ -139,6 +142,7 @@ type shellEval struct {
 	cwd    string
 	funcs  map[string]bool
 	count  int
+	steps  int
 	inFind bool // evaluating what find -exec (or xargs fed by find) runs
 }
 
@@ -162,6 +166,12 @@ func analyseArgv(argv []string) []shellCmd {
 
 func (e *shellEval) add(c shellCmd) {
 	e.count++
+	switch {
+	case e.count == maxShellCommands+1:
+		c = shellCmd{kind: cmdUnanalysable, why: "too many commands to evaluate"}
+	case e.count > maxShellCommands+1:
+		return
+	}
 	if c.kind == cmdRun && c.cwd == "" {
 		c.cwd = e.cwd
 	}
@@ -194,7 +204,7 @@ func newParser() *syntax.Parser {
 // error; what follows an error is unanalysable (its words kept for the policy).
 func (e *shellEval) script(s string, via []string, depth int) {
 	if depth > maxShellDepth || e.count > maxShellCommands || len(s) > maxShellInput {
-		e.unanalysable("nested too deep or too long to evaluate", nil, via, strings.Fields(s))
+		e.unanalysable("nested too deep or too long to evaluate", nil, via, shellishWords(s))
 		return
 	}
 	var stmts []*syntax.Stmt
@@ -244,6 +254,12 @@ func (e *shellEval) stmts(list []*syntax.Stmt, via []string, depth int) {
 // stmt evaluates one statement; in is its standard input when it is a pipeline stage.
 func (e *shellEval) stmt(st *syntax.Stmt, via []string, in *stdinFeed, depth int) {
 	if st == nil || e.count > maxShellCommands {
+		return
+	}
+	if e.steps++; e.steps == maxShellSteps {
+		e.unanalysable("too large to evaluate", nil, via, nil)
+	}
+	if e.steps >= maxShellSteps {
 		return
 	}
 	for _, r := range st.Redirs {
@@ -713,7 +729,7 @@ func (e *shellEval) words(ws []*syntax.Word, via []string, depth int) []shellWor
 			out = append(out, shellWord{s: "/dev/fd/63", feed: e.substFeed(ps.Stmts)})
 			continue
 		}
-		if e.dynamic(w) {
+		if e.dynamic(w) || braceFields(w) > maxBraceFields {
 			out = append(out, shellWord{s: wordSource(w), dyn: true})
 			continue
 		}
@@ -736,6 +752,51 @@ func (e *shellEval) words(ws []*syntax.Word, via []string, depth int) []shellWor
 		}
 	}
 	return out
+}
+
+// braceFields bounds the number of words a brace expansion makes ({1..100000}, or
+// {a,b}{a,b}... multiplying).
+func braceFields(w *syntax.Word) int {
+	if !strings.Contains(wordSource(w), "{") {
+		return 1
+	}
+	c := *w
+	if !syntax.SplitBraces(&c) {
+		return 1
+	}
+	n := 1
+	syntax.Walk(&c, func(node syntax.Node) bool {
+		b, ok := node.(*syntax.BraceExp)
+		if !ok {
+			return true
+		}
+		k := len(b.Elems)
+		if b.Sequence && len(b.Elems) >= 2 {
+			from, err1 := strconv.Atoi(b.Elems[0].Lit())
+			to, err2 := strconv.Atoi(b.Elems[1].Lit())
+			k = 1 << 20
+			if err1 == nil && err2 == nil {
+				k = to - from
+				if k < 0 {
+					k = -k
+				}
+				k++
+			} else if l0, l1 := b.Elems[0].Lit(), b.Elems[1].Lit(); len(l0) == 1 && len(l1) == 1 {
+				k = int(l1[0]) - int(l0[0])
+				if k < 0 {
+					k = -k
+				}
+				k++
+			}
+		}
+		if k > maxBraceFields || n*k > maxBraceFields {
+			n = maxBraceFields + 1
+			return false
+		}
+		n *= k
+		return true
+	})
+	return n
 }
 
 func procSubstOf(w *syntax.Word) *syntax.ProcSubst {
