@@ -5,6 +5,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -196,9 +197,10 @@ func (e *shellEval) unanalysable(why string, argv []shellWord, via []string, wor
 	e.add(shellCmd{kind: cmdUnanalysable, why: why, argv: argv, via: via, words: words, fromNet: net})
 }
 
-func newParser() *syntax.Parser {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash))
-}
+// parsers are reused: building one costs more than parsing a typical command.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+func newParser() *syntax.Parser { return parsers.Get().(*syntax.Parser) }
 
 // script parses s and evaluates every statement the shell would run before a syntax
 // error; what follows an error is unanalysable (its words kept for the policy).
@@ -208,10 +210,12 @@ func (e *shellEval) script(s string, via []string, depth int) {
 		return
 	}
 	var stmts []*syntax.Stmt
-	err := newParser().Stmts(strings.NewReader(s), func(st *syntax.Stmt) bool {
+	parser := newParser()
+	err := parser.Stmts(strings.NewReader(s), func(st *syntax.Stmt) bool {
 		stmts = append(stmts, st)
 		return true
 	})
+	parsers.Put(parser)
 	for _, st := range stmts {
 		e.stmt(st, via, nil, depth)
 	}
@@ -764,38 +768,44 @@ func braceFields(w *syntax.Word) int {
 	if !syntax.SplitBraces(&c) {
 		return 1
 	}
+	return braceCount(c.Parts)
+}
+
+// braceCount multiplies the sizes of the brace expansions among parts (syntax.Walk does not
+// know the BraceExp nodes SplitBraces makes, so they are walked here).
+func braceCount(parts []syntax.WordPart) int {
 	n := 1
-	syntax.Walk(&c, func(node syntax.Node) bool {
-		b, ok := node.(*syntax.BraceExp)
+	for _, p := range parts {
+		b, ok := p.(*syntax.BraceExp)
 		if !ok {
-			return true
+			continue
 		}
-		k := len(b.Elems)
+		k := 0
 		if b.Sequence && len(b.Elems) >= 2 {
+			k = 1 << 20
 			from, err1 := strconv.Atoi(b.Elems[0].Lit())
 			to, err2 := strconv.Atoi(b.Elems[1].Lit())
-			k = 1 << 20
-			if err1 == nil && err2 == nil {
+			l0, l1 := b.Elems[0].Lit(), b.Elems[1].Lit()
+			switch {
+			case err1 == nil && err2 == nil:
 				k = to - from
-				if k < 0 {
-					k = -k
-				}
-				k++
-			} else if l0, l1 := b.Elems[0].Lit(), b.Elems[1].Lit(); len(l0) == 1 && len(l1) == 1 {
+			case len(l0) == 1 && len(l1) == 1:
 				k = int(l1[0]) - int(l0[0])
-				if k < 0 {
-					k = -k
-				}
-				k++
+			}
+			if k < 0 {
+				k = -k
+			}
+			k++
+		} else {
+			for _, el := range b.Elems {
+				k += braceCount(el.Parts)
 			}
 		}
 		if k > maxBraceFields || n*k > maxBraceFields {
-			n = maxBraceFields + 1
-			return false
+			return maxBraceFields + 1
 		}
 		n *= k
-		return true
-	})
+	}
 	return n
 }
 

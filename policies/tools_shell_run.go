@@ -401,7 +401,9 @@ func splitWords(s string) []shellWord {
 	e := &shellEval{}
 	s = envEscapes.Replace(s)
 	var out []shellWord
-	f, err := newParser().Parse(strings.NewReader(s), "")
+	parser := newParser()
+	f, err := parser.Parse(strings.NewReader(s), "")
+	parsers.Put(parser)
 	if err != nil || len(f.Stmts) != 1 {
 		for _, w := range strings.Fields(s) {
 			out = append(out, shellWord{s: w})
