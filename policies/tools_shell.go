@@ -2,6 +2,7 @@ package policies
 
 import (
 	"encoding/base64"
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -209,13 +210,7 @@ func (e *shellEval) script(s string, via []string, depth int) {
 		e.unanalysable("nested too deep or too long to evaluate", nil, via, shellishWords(s))
 		return
 	}
-	var stmts []*syntax.Stmt
-	parser := newParser()
-	err := parser.Stmts(strings.NewReader(s), func(st *syntax.Stmt) bool {
-		stmts = append(stmts, st)
-		return true
-	})
-	parsers.Put(parser)
+	stmts, err := parseStmts(s)
 	for _, st := range stmts {
 		e.stmt(st, via, nil, depth)
 	}
@@ -239,6 +234,32 @@ func (e *shellEval) script(s string, via []string, depth int) {
 		}
 		e.unanalysable("not valid shell", nil, via, nil)
 	}
+}
+
+// parseStmts parses s statement by statement: the statements before a syntax error come
+// with the error. The iterator is consumed to its end: Parser.Stmts, which stops at the
+// error, makes mvdan.cc/sh v3.14.1 yield again after the loop ended and panic (found by
+// FuzzShellEval: "cat <<EOF &0..."). A panic of the parser is an error here, never the
+// proxy's.
+func parseStmts(s string) (stmts []*syntax.Stmt, err error) {
+	parser := newParser()
+	defer func() {
+		if r := recover(); r != nil {
+			stmts, err = nil, fmt.Errorf("shell parser: %v", r)
+			return // a parser that panicked is not reused
+		}
+		parsers.Put(parser)
+	}()
+	for st, e := range parser.StmtsSeq(strings.NewReader(s)) {
+		if e != nil {
+			if err == nil {
+				err = e
+			}
+			continue
+		}
+		stmts = append(stmts, st)
+	}
+	return stmts, err
 }
 
 // shellishWords splits text that is not valid shell into words, quotes and separators

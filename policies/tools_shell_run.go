@@ -401,16 +401,14 @@ func splitWords(s string) []shellWord {
 	e := &shellEval{}
 	s = envEscapes.Replace(s)
 	var out []shellWord
-	parser := newParser()
-	f, err := parser.Parse(strings.NewReader(s), "")
-	parsers.Put(parser)
-	if err != nil || len(f.Stmts) != 1 {
+	stmts, err := parseStmts(s)
+	if err != nil || len(stmts) != 1 {
 		for _, w := range strings.Fields(s) {
 			out = append(out, shellWord{s: w})
 		}
 		return out
 	}
-	if c, ok := f.Stmts[0].Cmd.(*syntax.CallExpr); ok {
+	if c, ok := stmts[0].Cmd.(*syntax.CallExpr); ok {
 		out = e.words(c.Args, nil, maxShellDepth+1)
 		for i := range out {
 			out[i].s = strings.ReplaceAll(out[i].s, homeMark, "~")
