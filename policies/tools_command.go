@@ -1,8 +1,12 @@
 package policies
 
 import (
+	"encoding/json"
 	"path"
+	"regexp"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // The command matcher of a tools rule: the commands of a tool call (the strings under its
@@ -110,6 +114,50 @@ func hasFlag(args []shellWord, alts []string) bool {
 var commandKeys = map[string]bool{"command": true, "cmd": true, "cmdline": true, "command_line": true,
 	"commands": true, "script": true, "argv": true, "shell_command": true, "raw_arguments": true}
 
+// codeModeCall is a tool call in Codex's code mode, where the freeform input of the exec
+// tool is JavaScript calling its tools: const r = await tools.exec_command({cmd: "ls"}).
+var (
+	codeModeCall    = regexp.MustCompile(`\btools\s*\.\s*[A-Za-z_][A-Za-z0-9_]*\s*\(`)
+	codeModeLiteral = regexp.MustCompile(`\btools\s*\.\s*(?:exec_command|shell_command|shell|local_shell)\s*\(\s*\{\s*"?(?:cmd|command)"?\s*:\s*("(?:[^"\\\n]|\\.)*"|\[(?:\s*"(?:[^"\\\n]|\\.)*"\s*,?)*\])\s*[,}]`)
+)
+
+// codeModeCommands returns the commands of a code-mode program when every tool call in it
+// runs a literal command (a JSON string, or an argv array of them); ok is false when a
+// call's command is computed, or the text is not such a program: it is then evaluated
+// as shell (and, not being shell, is unanalysable).
+func codeModeCommands(js string) (cmds []string, ok bool) {
+	calls := codeModeCall.FindAllStringIndex(js, -1)
+	lits := codeModeLiteral.FindAllStringSubmatch(js, -1)
+	if len(calls) == 0 || len(calls) != len(lits) {
+		return nil, false
+	}
+	for _, m := range lits {
+		lit := m[1]
+		if strings.HasPrefix(lit, "[") {
+			var argv []string
+			if err := json.Unmarshal([]byte(lit), &argv); err != nil {
+				return nil, false
+			}
+			quoted := make([]string, len(argv))
+			for i, a := range argv {
+				q, err := syntax.Quote(a, syntax.LangBash)
+				if err != nil {
+					return nil, false
+				}
+				quoted[i] = q
+			}
+			cmds = append(cmds, strings.Join(quoted, " "))
+			continue
+		}
+		var c string
+		if err := json.Unmarshal([]byte(lit), &c); err != nil {
+			return nil, false
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds, true
+}
+
 // inputCommands evaluates every command in a tool call's input.
 func inputCommands(tool string, v *jsonValue) []shellCmd {
 	var out []shellCmd
@@ -127,9 +175,18 @@ func collectCommands(v *jsonValue, key string, under, freeform bool, out *[]shel
 	isCmd := under || commandKeys[key] || freeform && key == "input"
 	switch v.kind {
 	case jsonString:
-		if isCmd && strings.TrimSpace(v.str) != "" {
-			*out = append(*out, analyseScript(v.str)...)
+		if !isCmd || strings.TrimSpace(v.str) == "" {
+			return
 		}
+		if key == "input" && strings.Contains(v.str, "tools.") {
+			if cmds, ok := codeModeCommands(v.str); ok {
+				for _, c := range cmds {
+					*out = append(*out, analyseScript(c)...)
+				}
+				return
+			}
+		}
+		*out = append(*out, analyseScript(v.str)...)
 	case jsonObject:
 		for i := range v.elems {
 			collectCommands(&v.elems[i], v.keys[i], false, freeform, out)

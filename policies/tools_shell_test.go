@@ -222,3 +222,30 @@ func BenchmarkShellTypical(b *testing.B) {
 		p.evaluate("Bash", in)
 	}
 }
+
+// TestToolsCodexCodeMode: Codex's exec tool takes JavaScript calling its tools; the
+// commands of literal calls are evaluated, a computed one is unanalysable.
+func TestToolsCodexCodeMode(t *testing.T) {
+	def, _ := NewTools(ToolsConfig{Destructive: true})
+	allow := toolsFromJSON(t, `{"allowCommands": [{"command": "cat"}]}`).(*Tools)
+	js := func(cmd string) []byte {
+		b, _ := json.Marshal(map[string]string{"input": "const r = await tools.exec_command({cmd: " + cmd + "});\ntext(r.output);\n"})
+		return b
+	}
+	for _, c := range []struct {
+		cmd               string
+		destructive, list bool // denied by the destructive list, by the allow list
+	}{
+		{`"cat notes.txt"`, false, false},
+		{`"sudo rm -rf /"`, true, true},
+		{`"rm -r /tmp/x"`, false, true},
+		{`"cat " + file`, false, true}, // computed: unanalysable
+	} {
+		if v := def.evaluate("exec", js(c.cmd)); v.denied != c.destructive {
+			t.Errorf("destructive list, %s: denied %v (%s)", c.cmd, v.denied, v.reason)
+		}
+		if v := allow.evaluate("exec", js(c.cmd)); v.denied != c.list {
+			t.Errorf("allow list, %s: denied %v (%s)", c.cmd, v.denied, v.reason)
+		}
+	}
+}
