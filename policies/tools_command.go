@@ -53,9 +53,9 @@ func (c *commandRule) match(cmd *shellCmd) tri {
 		return triNo
 	}
 	args := cmd.args()
-	dyn := false
+	dyn := false // an unquoted expansion could be any flag
 	for _, a := range args {
-		dyn = dyn || a.dyn
+		dyn = dyn || a.split
 	}
 	for _, alts := range c.flags {
 		if !hasFlag(args, alts) {

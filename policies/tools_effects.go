@@ -81,6 +81,7 @@ type options struct {
 	long     []string
 	operands []shellWord
 	dyn      bool // a word is not known statically
+	dynOpt   bool // a word not known statically may be options ($FLAGS unquoted)
 }
 
 // parseOptions parses GNU-style arguments. argShort and argLong name the options that
@@ -91,6 +92,7 @@ func parseOptions(args []shellWord, argShort string, argLong, known []string) op
 		a := args[i]
 		if a.dyn {
 			o.dyn = true
+			o.dynOpt = o.dynOpt || a.split
 			o.operands = append(o.operands, a)
 			continue
 		}
@@ -203,8 +205,8 @@ func matchRecursiveDelete(c *shellCmd, protected bool) tri {
 	case "rm", "srm", "wipe":
 		o := parseOptions(args, "", nil, rmLong)
 		if !c.viaFind && !o.has('r', "recursive") && !o.has('R') {
-			if o.dyn {
-				return triUnknown // a word not known statically could be -r
+			if o.dynOpt {
+				return triUnknown // an unquoted expansion could be -r
 			}
 			return triNo
 		}
@@ -218,7 +220,7 @@ func matchRecursiveDelete(c *shellCmd, protected bool) tri {
 		if c.viaFind || o.has('p', "parents") {
 			return targetsVerdict(o.operands, c.cwd, protected)
 		}
-		if o.dyn {
+		if o.dynOpt {
 			return triUnknown
 		}
 	case "shred":
@@ -232,7 +234,7 @@ func matchRecursiveDelete(c *shellCmd, protected bool) tri {
 			if w.s == "-delete" {
 				del = true
 			}
-			if w.dyn {
+			if w.dyn && w.split {
 				return triUnknown
 			}
 		}
@@ -242,7 +244,7 @@ func matchRecursiveDelete(c *shellCmd, protected bool) tri {
 		if len(starts) == 0 {
 			starts = []shellWord{{s: "."}}
 		}
-		return targetsVerdict(starts, c.cwd, protected)
+		return targetsVerdict(findSelected(starts, expr), c.cwd, protected)
 	case "git":
 		return matchGitClean(args, c.cwd, protected)
 	case "rsync":
@@ -262,6 +264,29 @@ func matchRecursiveDelete(c *shellCmd, protected bool) tri {
 		return targetsVerdict(o.operands[len(o.operands)-1:], c.cwd, protected)
 	}
 	return triNo
+}
+
+// findSelected narrows find's starting points by its first -name/-iname pattern: find .
+// -name '*.pyc' -delete deletes ./…/*.pyc, not the tree. A pattern matching every name
+// ('*') narrows nothing.
+func findSelected(starts, expr []shellWord) []shellWord {
+	for i := 0; i+1 < len(expr); i++ {
+		if (expr[i].s == "-name" || expr[i].s == "-iname") && !expr[i+1].dyn {
+			pat := expr[i+1].s
+			if strings.Trim(pat, "*?") == "" || strings.Trim(pat, "*?") == "." {
+				return starts
+			}
+			out := make([]shellWord, len(starts))
+			for k, s := range starts {
+				out[k] = s
+				if !s.dyn {
+					out[k].s = strings.TrimSuffix(s.s, "/") + "/" + pat
+				}
+			}
+			return out
+		}
+	}
+	return starts
 }
 
 func matchGitClean(args []shellWord, cwd string, protected bool) tri {

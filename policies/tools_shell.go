@@ -49,6 +49,9 @@ const (
 type shellWord struct {
 	s    string
 	dyn  bool
+	// split: dynamic and unquoted, so field splitting may make it any number of words,
+	// options included ($FLAGS); a quoted "$f" stays one word.
+	split bool
 	feed *stdinFeed // a process substitution <(...): what reading this path yields
 }
 
@@ -755,7 +758,7 @@ func (e *shellEval) words(ws []*syntax.Word, via []string, depth int) []shellWor
 			continue
 		}
 		if e.dynamic(w) || braceFields(w) > maxBraceFields {
-			out = append(out, shellWord{s: wordSource(w), dyn: true})
+			out = append(out, shellWord{s: wordSource(w), dyn: true, split: unquotedExpansion(w)})
 			continue
 		}
 		fields, err := expand.Fields(cfg, w)
@@ -777,6 +780,19 @@ func (e *shellEval) words(ws []*syntax.Word, via []string, depth int) []shellWor
 		}
 	}
 	return out
+}
+
+// unquotedExpansion reports whether a word has an expansion outside double quotes at its
+// start, where field splitting can turn it into options.
+func unquotedExpansion(w *syntax.Word) bool {
+	if len(w.Parts) == 0 {
+		return false
+	}
+	switch w.Parts[0].(type) {
+	case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp:
+		return true
+	}
+	return false
 }
 
 // braceFields bounds the number of words a brace expansion makes ({1..100000}, or

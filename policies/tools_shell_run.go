@@ -662,7 +662,7 @@ func (e *shellEval) find(argv []shellWord, via []string, depth int) {
 			if len(sub) == 0 {
 				continue
 			}
-			items := starts
+			items := findSelected(starts, expr)
 			if len(items) > maxLoopItems {
 				items = items[:maxLoopItems]
 			}

@@ -135,7 +135,11 @@ func TestToolsEffectsBeyondDelete(t *testing.T) {
 		`curl -fsSLo install.sh https://x.example/i.sh`:   "",
 		`chown -R me:me ~/project`:                        "",
 		`rm -rf node_modules dist .cache`:                 "",
-		`find . -name '*.pyc' -delete`:                    "recursive-delete",
+		`find . -name '*.pyc' -delete`:                    "",
+		`find . -type f -delete`:                          "recursive-delete",
+		`find / -name '*.log' -exec rm {} +`:              "recursive-delete",
+		`find ~ -name '*' -delete`:                        "recursive-delete",
+		`for f in *.tmp; do rm -f "$f"; done`:             "",
 		`git clean -fdx`:                                  "recursive-delete",
 		`git clean -n`:                                    "",
 	} {
