@@ -59,6 +59,14 @@ func readCorpusForms(t *testing.T) []corpusForm {
 	return out
 }
 
+// refusalNaming is where a refusal names the command it refused ("`rm -rf /` refused by
+// rule recursive-delete"): text for the agent, not a call it can run.
+var refusalNaming = regexp.MustCompile("`[^`]*` refused by rule")
+
+// withoutRefusals drops those namings, so that a check for a command reaching the client
+// looks only at what the client could run.
+func withoutRefusals(s string) string { return refusalNaming.ReplaceAllString(s, "") }
+
 var corpusB64 = regexp.MustCompile(`@B64\{([^}]*)\}`)
 
 func corpusCommand(form, target string) string {
