@@ -47,12 +47,12 @@ const (
 
 // shellWord is one evaluated word; dyn means its value is not known statically.
 type shellWord struct {
-	s    string
-	dyn  bool
+	s   string
+	dyn bool
 	// split: dynamic and unquoted, so field splitting may make it any number of words,
 	// options included ($FLAGS); a quoted "$f" stays one word.
 	split bool
-	feed *stdinFeed // a process substitution <(...): what reading this path yields
+	feed  *stdinFeed // a process substitution <(...): what reading this path yields
 }
 
 // shellCmd is one command the shell would run.
@@ -313,9 +313,6 @@ func (e *shellEval) stmt(st *syntax.Stmt, via []string, in *stdinFeed, depth int
 		}
 	}
 	e.command(st.Cmd, via, in, depth)
-	if st.Background || st.Negated {
-		return
-	}
 }
 
 func (e *shellEval) docFeed(w *syntax.Word) *stdinFeed {
@@ -433,8 +430,7 @@ func forkBomb(name string, body *syntax.Stmt) bool {
 
 func (e *shellEval) forClause(x *syntax.ForClause, via []string, depth int) {
 	it, ok := x.Loop.(*syntax.WordIter)
-	if !ok {
-		e.command(&syntax.Block{}, via, nil, depth)
+	if !ok { // for ((...)): only substitutions in its header run commands
 		syntax.Walk(x.Loop, func(n syntax.Node) bool {
 			if s, ok := n.(*syntax.CmdSubst); ok {
 				e.stmts(s.Stmts, via, depth)

@@ -216,11 +216,7 @@ func (e *shellEval) runWords(argv []shellWord, via []string, in *stdinFeed, dept
 				return
 			}
 			rest, script, split := spec.parse(argv[1:])
-			label := prog
-			if prog == "ssh" && len(argv) > 1 {
-				label = "ssh"
-			}
-			v := append(clip(via), label)
+			v := append(clip(via), prog)
 			if split != nil {
 				if split.dyn {
 					e.unanalysable("env -S string not known statically", argv, via, nil)
@@ -262,7 +258,7 @@ func (e *shellEval) runWords(argv []shellWord, via []string, in *stdinFeed, dept
 			continue
 		}
 		switch {
-		case shellNames[prog] || prog == "sh" || strings.HasSuffix(prog, "sh") && shellNames[strings.TrimSuffix(prog, ".exe")]:
+		case shellNames[strings.TrimSuffix(prog, ".exe")]:
 			e.shell(prog, argv, via, in, depth)
 			return
 		case prog == "eval":
@@ -585,11 +581,6 @@ func (e *shellEval) interpreter(prog string, argv []shellWord, via []string, in 
 				}
 				inline = true
 				break
-			}
-			if prog == "python" || strings.HasPrefix(prog, "python") || strings.HasPrefix(prog, "pypy") {
-				if strings.ContainsRune(w[1:], 'm') {
-					break // python -m module: a program like any other
-				}
 			}
 			continue
 		}
