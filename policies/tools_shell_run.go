@@ -713,7 +713,7 @@ func feedItems(in *stdinFeed) ([]shellWord, bool) {
 		}
 		return out, in.tree
 	}
-	return []shellWord{{s: "$…", dyn: true}}, false
+	return []shellWord{{s: "$…", dyn: true, split: true}}, false // unknown items may be options too
 }
 
 func (e *shellEval) xargs(argv []shellWord, via []string, in *stdinFeed, depth int) {

@@ -253,3 +253,41 @@ func TestToolsCodexCodeMode(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsOrdinaryCommandsPass: everyday agent commands pass the embedded default's
+// destructive list, however many wrappers, quotes and words like rm they carry.
+func TestToolsOrdinaryCommandsPass(t *testing.T) {
+	p, _ := NewTools(ToolsConfig{Destructive: true})
+	for _, cmd := range []string{
+		`cd "$(git rev-parse --show-toplevel)" && go test ./...`,
+		`rm -rf node_modules && npm ci`,
+		`rm -rf /tmp/build-123 ~/.cache/go-build ./dist`,
+		`sudo -u postgres psql -c 'select 1'`,
+		`timeout 5 curl -s http://localhost:8080/health`,
+		`nice -n 10 make -j4`,
+		`env FOO=rm ls -la`,
+		`git commit -m "rm -rf / is refused now"`,
+		`echo "sudo rm -rf /"`,
+		`grep -rn "rm -rf /" docs/`,
+		`ssh build-host 'ls -la /srv'`,
+		`docker run --rm -v "$PWD":/app -w /app golang:1.23 go build ./...`,
+		`find . -name "*.test" -type f`,
+		`find . -name '*.orig' -delete`,
+		`cat > notes.md <<'EOF'` + "\n" + `rm -rf / is a classic mistake` + "\n" + `EOF`,
+		`python3 -c 'print("hello")'`,
+		`for f in *.log; do rm -f "$f"; done`,
+		`git rm --cached secrets.env && git commit -m untrack`,
+		`make clean && cargo clean && go clean -cache`,
+		`chmod +x ./scripts/*.sh && ./scripts/build.sh`,
+		`kubectl delete pod web-1`,
+		`sed -i 's/rm -rf/echo/' cleanup.sh`,
+		`tar czf backup.tgz --exclude=node_modules .`,
+		`command -v rm && type rm`,
+		`xargs -n1 echo < list.txt`,
+		`curl -fsSL https://example.com/install.sh -o install.sh && less install.sh`,
+	} {
+		if v := p.evaluate("Bash", bashInput(cmd)); v.denied {
+			t.Errorf("%s: refused: %s", cmd, v.reason)
+		}
+	}
+}
