@@ -148,7 +148,7 @@ func TestUnparseableArgumentsJudgedAsText(t *testing.T) {
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if got := strings.Contains(string(b), "rm -rf /"); got != direct {
+		if got := strings.Contains(withoutRefusals(string(b)), "rm -rf /"); got != direct {
 			t.Errorf("direct=%v: the client got the call: %v\n%s", direct, got, b)
 		}
 	}

@@ -98,7 +98,7 @@ func TestDefaultChainRemovesDestructiveResponsesToolItems(t *testing.T) {
 				t.Fatalf("client got calls %q, want %q\n%s", got, want, resp.Raw)
 			}
 			out := resp.Get("output").Raw
-			mustNotContain(t, "client response", out, `"rm -rf /"`, `["rm","-rf","/"]`, "rm -rf ~")
+			mustNotContain(t, "client response", withoutRefusals(out), `"rm -rf /"`, `["rm","-rf","/"]`, "rm -rf ~")
 			mustContain(t, "client response", out, "blocked by policy", `["ls","-la"]`, "*** Delete File: src/main.go")
 		})
 	}

@@ -73,21 +73,36 @@
 //
 // # tools
 //
-//	{"deny": [{"tool": "Bash", "inputPattern": "rm -rf", "reason": "..."}],
-//	 "allow": ["Read", "Bash", "mcp__files__*"], "destructive": true}
+//	{"deny": [{"tool": "Bash", "inputPattern": "rm -rf", "reason": "..."},
+//	          {"name": "recursive-delete", "effect": "recursive-delete"}],
+//	 "allow": ["Read", "Bash", "mcp__files__*"], "destructive": true, "unanalysable": "auto"}
 //
 // Keys:
 //
 //   - deny: rules tried in order; the first match denies. Each rule: tool (path.Match glob
-//     over the tool name, case-sensitive; omitted = any tool), inputPattern (RE2 over the
-//     input as compact JSON with canonical string escapes; omitted = any input), argument
-//     and pattern (RE2 over one top-level argument; "*" = every string in the input and
-//     argv-style string arrays joined by spaces, except prose keys such as description),
-//     name (label), reason (default names tool and rule), code (reverse-DNS, default
-//     hookproxy.tools.denied). All conditions of a rule must hold.
+//     over the tool name, any letter case unless caseSensitive; omitted = any tool),
+//     inputPattern (RE2 over the input as compact JSON with canonical string escapes;
+//     omitted = any input), argument and pattern (RE2 over one top-level argument; "*" =
+//     every string in the input and argv-style string arrays joined by spaces, except prose
+//     keys such as description), command and flags (a program glob and required flags,
+//     matched on the evaluated commands), effect (recursive-delete, block-device-write,
+//     mkfs, permissions-root, fork-bomb, pipe-to-shell, shutdown) with targets ("any", or
+//     "protected": /, ~, system directories, the working directory and its parents), name
+//     (label), reason (default names tool, evaluated command and rule), code (reverse-DNS,
+//     default hookproxy.tools.denied). All conditions of a rule must hold.
 //   - allow: when set, tools matching none of these globs are denied
 //     (hookproxy.tools.not_allowed).
+//   - allowCommands: when set, every command a call runs must match an entry {command,
+//     subcommands, tool}; others are denied (hookproxy.tools.not_allowed), or asked with
+//     unlisted: "ask" (denied until approvals exist).
+//   - unanalysable: "auto" (default: deny when the unevaluable part names a rule's
+//     program, else allow; with allowCommands, deny), "deny", "ask" (denies, saying
+//     approval is required, until approvals exist), "allow" (hookproxy.tools.unanalysable).
 //   - destructive: append DefaultDestructive() (code hookproxy.tools.destructive).
+//
+// Commands are read from the input's command keys (command, cmd, cmdline, script,
+// commands, argv, raw_arguments; input for tools whose name says they run commands, and
+// Codex's code-mode exec) and evaluated by the command model of tools_shell.go.
 //
 // Acts at tool.before (and tool.permission.request): deny if advertised, else flow stop if
 // advertised, else no effect.

@@ -30,6 +30,33 @@ type ToolsConfig struct {
 	// DenyUnparseable denies a call whose arguments are not a JSON object (the event says
 	// so in a tool.input gap; the proxy carries their raw text under raw_arguments).
 	DenyUnparseable bool `json:"denyUnparseable,omitempty"`
+	// Unanalysable is the action for a command the command model cannot evaluate
+	// statically (a program name from a variable, code piped into a shell, an interpreter
+	// one-liner, a rule's program with an argument not known): "auto" (default) denies it
+	// when the rule it escapes names its program (rm $X, $(echo rm) -rf /, python -c with
+	// shutil.rmtree) and allows it otherwise; "deny" denies every one; "ask" asks for
+	// approval — approvals do not exist yet, so it denies, saying so; "allow" lets it run.
+	// With allowCommands, "auto" means "deny".
+	Unanalysable string `json:"unanalysable,omitempty"`
+	// AllowCommands, when set, is the complete list of commands a tool call may run: every
+	// command evaluated from its input must match an entry (shell builtins that run nothing
+	// — cd, echo, test, export, ... — need none; sudo, doas, su, ssh, chroot need their own).
+	// Anything else is denied (or asked, per Unlisted).
+	AllowCommands []CommandAllow `json:"allowCommands,omitempty"`
+	// Unlisted is the action for a command allowCommands does not list: "deny" (default)
+	// or "ask" (denies, saying approval is required, until approvals exist).
+	Unlisted string `json:"unlisted,omitempty"`
+}
+
+// CommandAllow is one entry of an allow list of commands.
+type CommandAllow struct {
+	// Command is a glob over the program's base name ("go", "npm", "python*").
+	Command string `json:"command"`
+	// Subcommands, when set, lists the first operand the command may be given ("status",
+	// "diff" for git); options before it are skipped (git -C dir status).
+	Subcommands []string `json:"subcommands,omitempty"`
+	// Tool restricts the entry to tools matching this glob (default: any tool).
+	Tool string `json:"tool,omitempty"`
 }
 
 // ToolRule denies tool calls. Every condition that is set must hold; a rule with only a
@@ -62,6 +89,14 @@ type ToolRule struct {
 	// long one alone or with =value. Prose keys are skipped as for Argument "*".
 	Command string   `json:"command,omitempty"`
 	Flags   []string `json:"flags,omitempty"`
+	// Effect names a built-in rule about what a command does, matched on the evaluated
+	// commands: recursive-delete, block-device-write, mkfs, permissions-root, fork-bomb,
+	// pipe-to-shell, shutdown (see DefaultDestructive).
+	Effect string `json:"effect,omitempty"`
+	// Targets restricts a path-bearing effect (recursive-delete): "any" (default) or
+	// "protected" — the root, home and system directories, the working directory and its
+	// parents, and globs over them (/*, ~/*, *).
+	Targets string `json:"targets,omitempty"`
 	// Reason is the deny reason shown to the agent (default names the tool and the rule).
 	Reason string `json:"reason,omitempty"`
 	// Code is the deny code, a reverse-DNS name (default "hookproxy.tools.denied").
@@ -76,6 +111,9 @@ type Tools struct {
 	allow           []string
 	caseSensitive   bool
 	denyUnparseable bool
+	unanalysable    string
+	allowCommands   []CommandAllow
+	unlisted        string
 }
 
 var _ ahp.Interceptor = (*Tools)(nil)
@@ -87,13 +125,38 @@ type toolRule struct {
 	argument string
 	pattern  *pattern
 	command  *commandRule
+	effect   *effect
+	targets  bool // effect restricted to protected targets
 	reason   string
 	code     string
 }
 
 // NewTools validates cfg, compiles every expression once and builds the policy.
 func NewTools(cfg ToolsConfig) (*Tools, error) {
-	p := &Tools{caseSensitive: cfg.CaseSensitive, denyUnparseable: cfg.DenyUnparseable}
+	p := &Tools{caseSensitive: cfg.CaseSensitive, denyUnparseable: cfg.DenyUnparseable,
+		unanalysable: cfg.Unanalysable, allowCommands: cfg.AllowCommands, unlisted: cfg.Unlisted}
+	switch p.unanalysable {
+	case "":
+		p.unanalysable = "auto"
+	case "auto", "deny", "ask", "allow":
+	default:
+		return nil, configErrorf("unanalysable: unknown action %q (auto, deny, ask, allow)", cfg.Unanalysable)
+	}
+	switch p.unlisted {
+	case "":
+		p.unlisted = "deny"
+	case "deny", "ask":
+	default:
+		return nil, configErrorf("unlisted: unknown action %q (deny, ask)", cfg.Unlisted)
+	}
+	for i, a := range cfg.AllowCommands {
+		if _, err := path.Match(a.Command, ""); err != nil || a.Command == "" {
+			return nil, configErrorf("allowCommands[%d].command: invalid glob %q", i, a.Command)
+		}
+		if _, err := path.Match(a.Tool, ""); err != nil {
+			return nil, configErrorf("allowCommands[%d].tool: invalid glob %q", i, a.Tool)
+		}
+	}
 	rules := cfg.Deny
 	if cfg.Destructive {
 		rules = append(append([]ToolRule(nil), cfg.Deny...), DefaultDestructive()...)
@@ -158,6 +221,24 @@ func compileToolRule(r ToolRule, where string) (toolRule, error) {
 	} else if len(r.Flags) > 0 {
 		return cr, configErrorf("%s.flags: requires command", where)
 	}
+	if r.Effect != "" {
+		if cr.effect = effects[r.Effect]; cr.effect == nil {
+			return cr, configErrorf("%s.effect: unknown effect %q (%s)", where, r.Effect, strings.Join(effectNames, ", "))
+		}
+		if r.Command != "" {
+			return cr, configErrorf("%s.effect: a rule has either command or effect", where)
+		}
+	}
+	switch r.Targets {
+	case "", "any":
+	case "protected":
+		if r.Effect == "" {
+			return cr, configErrorf("%s.targets: requires effect", where)
+		}
+		cr.targets = true
+	default:
+		return cr, configErrorf("%s.targets: unknown value %q (any, protected)", where, r.Targets)
+	}
 	if err := checkCode(r.Code, where); err != nil {
 		return cr, err
 	}
@@ -169,11 +250,30 @@ func compileToolRule(r ToolRule, where string) (toolRule, error) {
 
 // toolInput is the lazily parsed input of one call.
 type toolInput struct {
-	raw     json.RawMessage
-	parsed  bool
-	value   jsonValue
-	ok      bool
-	compact string
+	raw      json.RawMessage
+	tool     string
+	parsed   bool
+	value    jsonValue
+	ok       bool
+	compact  string
+	analysed bool
+	cmds     []shellCmd
+}
+
+// commands are the evaluated commands of the call's command keys (or of its raw text when
+// it is not JSON).
+func (in *toolInput) commands() []shellCmd {
+	if in.analysed {
+		return in.cmds
+	}
+	in.analysed = true
+	in.parse()
+	if in.ok {
+		in.cmds = inputCommands(in.tool, &in.value)
+	} else if in.compact != "" {
+		in.cmds = analyseScript(in.compact)
+	}
+	return in.cmds
 }
 
 func (in *toolInput) parse() {
@@ -227,27 +327,139 @@ type verdict struct {
 	reason, code string
 }
 
-// evaluate applies the deny rules, then the allow list, to one call.
+// evaluate applies the deny rules, the unanalysable action, then the allow lists, to one
+// call.
 func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
-	in := toolInput{raw: input}
+	in := toolInput{raw: input, tool: name}
 	match := name
 	if !p.caseSensitive {
 		match = strings.ToLower(name)
 	}
+	var unsure *toolRule
+	var unsureCmd *shellCmd
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.matches(match, &in) {
-			reason := r.reason
-			if reason == "" {
-				reason = fmt.Sprintf("Tool call %s is blocked by policy rule %s.", name, r.label)
+		t, cmd := r.check(match, &in)
+		if t == triUnknown && unsure == nil {
+			unsure, unsureCmd = r, cmd
+		}
+		if t != triYes {
+			continue
+		}
+		return r.deny(name, cmd)
+	}
+	if unsure != nil && p.unanalysable != "allow" {
+		return p.unanalysableVerdict(name, unsureCmd, unsure.label)
+	}
+	if p.unanalysable == "deny" || p.unanalysable == "ask" || len(p.allowCommands) > 0 && p.unanalysable == "auto" {
+		for i, c := range in.commands() {
+			if c.kind == cmdUnanalysable {
+				return p.unanalysableVerdict(name, &in.cmds[i], "")
 			}
-			return verdict{denied: true, rule: r.label, reason: reason, code: r.code}
 		}
 	}
 	if len(p.allow) > 0 && !globAny(p.allow, match) {
 		return verdict{denied: true, rule: "allow", reason: fmt.Sprintf("Tool %s is not in the list of allowed tools.", name), code: "hookproxy.tools.not_allowed"}
 	}
+	if len(p.allowCommands) > 0 {
+		for i := range in.commands() {
+			if c := &in.cmds[i]; c.kind == cmdRun && !p.commandAllowed(match, c) || c.kind == cmdForkBomb {
+				reason := fmt.Sprintf("Tool call %s is blocked: `%s` is not in the list of allowed commands.", name, c)
+				if p.unlisted == "ask" {
+					reason += askSuffix
+				}
+				return verdict{denied: true, rule: "allowCommands", reason: reason, code: "hookproxy.tools.not_allowed"}
+			}
+		}
+	}
 	return verdict{}
+}
+
+// askSuffix ends the reason of an "ask" action: approvals are not available yet.
+const askSuffix = " It needs approval, which this proxy cannot ask for yet, so it is refused."
+
+func (p *Tools) unanalysableVerdict(tool string, c *shellCmd, rule string) verdict {
+	what := "a command"
+	if c != nil {
+		what = "`" + c.String() + "`"
+	}
+	reason := fmt.Sprintf("Tool call %s is blocked: %s cannot be evaluated statically", tool, what)
+	if rule != "" {
+		reason += " and may be what rule " + rule + " refuses"
+	}
+	reason += "."
+	if p.unanalysable == "ask" {
+		reason += askSuffix
+	}
+	return verdict{denied: true, rule: "unanalysable", reason: reason, code: "hookproxy.tools.unanalysable"}
+}
+
+func (r *toolRule) deny(tool string, c *shellCmd) verdict {
+	reason := r.reason
+	switch {
+	case c != nil && reason != "":
+		reason += fmt.Sprintf(" (`%s` refused by rule %s)", c, r.label)
+	case c != nil:
+		reason = fmt.Sprintf("Tool call %s is blocked: `%s` refused by rule %s.", tool, c, r.label)
+	case reason == "":
+		reason = fmt.Sprintf("Tool call %s is blocked by policy rule %s.", tool, r.label)
+	}
+	return verdict{denied: true, rule: r.label, reason: reason, code: r.code}
+}
+
+// implicitCommands run nothing but the shell itself; an allow list need not name them.
+var implicitCommands = map[string]bool{"cd": true, "pushd": true, "popd": true, "echo": true, "printf": true,
+	"true": true, "false": true, "test": true, "[": true, "pwd": true, "exit": true, "export": true, "set": true,
+	"unset": true, "shift": true, "read": true, "wait": true, "return": true, "break": true, "continue": true,
+	":": true, "type": true, "which": true, "hash": true, "help": true}
+
+// commandAllowed matches one command against allowCommands.
+func (p *Tools) commandAllowed(tool string, c *shellCmd) bool {
+	prog := c.prog()
+	if implicitCommands[prog] {
+		return true
+	}
+	for _, a := range p.allowCommands {
+		if a.Tool != "" {
+			g := a.Tool
+			if !p.caseSensitive {
+				g = strings.ToLower(g)
+			}
+			if ok, _ := path.Match(g, tool); !ok {
+				continue
+			}
+		}
+		if ok, _ := path.Match(a.Command, prog); !ok {
+			continue
+		}
+		if len(a.Subcommands) == 0 {
+			return true
+		}
+		if sub, ok := subcommand(c.args()); ok && containsStr(a.Subcommands, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// subcommand is the first operand, options before it (and the arguments of -C and -c, as
+// git takes them) skipped.
+func subcommand(args []shellWord) (string, bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a.dyn {
+			return "", false
+		}
+		if a.s == "-C" || a.s == "-c" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a.s, "-") {
+			continue
+		}
+		return a.s, true
+	}
+	return "", false
 }
 
 func globAny(globs []string, name string) bool {
@@ -259,55 +471,111 @@ func globAny(globs []string, name string) bool {
 	return false
 }
 
-func (r *toolRule) matches(name string, in *toolInput) bool {
+// check answers whether the rule matches the call: yes, no, or cannot tell (its command or
+// effect depends on something not known statically). The command it concerns, if any,
+// comes with the answer.
+func (r *toolRule) check(name string, in *toolInput) (tri, *shellCmd) {
 	if r.tool != "" {
 		if ok, _ := path.Match(r.tool, name); !ok {
-			return false
+			return triNo, nil
 		}
 	}
 	if r.input != nil {
 		in.parse()
 		if !r.input.match(in.compact) {
-			return false
+			return triNo, nil
 		}
 	}
-	if r.command != nil {
-		in.parse()
-		if in.ok {
-			if !r.command.matchesInput(&in.value, "") {
-				return false
-			}
-		} else if !r.command.matchesScript(in.compact, 0) {
-			return false
+	if r.argument != "" && !r.argumentMatches(in) {
+		return triNo, nil
+	}
+	if r.command == nil && r.effect == nil {
+		return triYes, nil
+	}
+	cmds := in.commands()
+	res, hit := triNo, (*shellCmd)(nil)
+	for i := range cmds {
+		c := &cmds[i]
+		t := r.commandTri(c)
+		if t == triYes {
+			return triYes, c
+		}
+		if t == triUnknown && res == triNo {
+			res, hit = triUnknown, c
 		}
 	}
-	if r.argument != "" {
-		in.parse()
-		if !in.ok || in.value.kind != jsonObject {
-			return false
+	return res, hit
+}
+
+// commandTri answers for one evaluated command; an unanalysable command is "cannot tell"
+// when its static words name the rule's program (or its inline code a hint of the effect).
+func (r *toolRule) commandTri(c *shellCmd) tri {
+	if r.effect != nil {
+		if t := r.effect.match(c, r.targets); t != triNo || c.kind != cmdUnanalysable {
+			return t
 		}
-		if r.argument == "*" {
-			return anyString(&in.value, "", r.pattern)
+		for _, w := range c.words {
+			if containsStr(r.effect.programs, path.Base(w)) {
+				return triUnknown
+			}
 		}
-		for i, k := range in.value.keys {
-			if k != r.argument {
-				continue
-			}
-			if r.pattern == nil {
-				return true
-			}
-			v := &in.value.elems[i]
-			if v.kind == jsonString {
-				if r.pattern.match(v.str) {
-					return true
+		if c.codeText != "" {
+			for _, tok := range codeTokens(c.codeText) {
+				if containsStr(r.effect.hints, tok) || containsStr(r.effect.programs, tok) {
+					return triUnknown
 				}
-			} else if r.pattern.match(string(v.appendJSON(nil))) {
-				return true
 			}
 		}
+		return triNo
+	}
+	if c.kind != cmdUnanalysable {
+		return r.command.match(c)
+	}
+	for _, w := range c.words {
+		if r.command.names(w) {
+			return triUnknown
+		}
+	}
+	for _, tok := range codeTokens(c.codeText) {
+		if r.command.names(tok) {
+			return triUnknown
+		}
+	}
+	return triNo
+}
+
+// codeTokens splits inline code into identifier-like tokens (shutil.rmtree → shutil, rmtree).
+func codeTokens(code string) []string {
+	return strings.FieldsFunc(code, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	})
+}
+
+func (r *toolRule) argumentMatches(in *toolInput) bool {
+	in.parse()
+	if !in.ok || in.value.kind != jsonObject {
 		return false
 	}
-	return true
+	if r.argument == "*" {
+		return anyString(&in.value, "", r.pattern)
+	}
+	for i, k := range in.value.keys {
+		if k != r.argument {
+			continue
+		}
+		if r.pattern == nil {
+			return true
+		}
+		v := &in.value.elems[i]
+		if v.kind == jsonString {
+			if r.pattern.match(v.str) {
+				return true
+			}
+		} else if r.pattern.match(string(v.appendJSON(nil))) {
+			return true
+		}
+	}
+	return false
 }
 
 // proseKeys hold text about a call (Claude Code's Bash tool sends a "description"), not

@@ -1,31 +1,26 @@
 package policies
 
 import (
+	"encoding/json"
 	"path"
+	"regexp"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// The command matcher of a tools rule (issue 13 §5): the strings of a tool call's input
-// are parsed as shell (mvdan.cc/sh, a full POSIX/bash parser) and every simple command in
-// them — after ;, &&, ||, |, in $(...), in `sh -c '...'`, behind sudo/env/nohup/... — is
-// compared by its program name and flags. A rule {"command": "rm", "flags": ["-r|-R|--recursive",
-// "-f|--force"]} then matches rm -rf, rm -fr, rm -r -f, rm  -Rf, rm --recursive --force and
-// a tab between them alike, which no single regular expression over the text does.
+// The command matcher of a tools rule: the commands of a tool call (the strings under its
+// command keys, parsed and evaluated by the command model in tools_shell.go) are compared
+// by program base name and flags. A rule {"command": "rm", "flags": ["-r|-R|--recursive"]}
+// matches rm -rf, rm -fr, rm -r -f, \rm -Rf, "/bin/rm" --rec, sudo -u root rm -r, rm in
+// bash -c '...', behind env -S, timeout 60, xargs or find -exec, which no single regular
+// expression over the text does.
 
 // commandRule is a compiled command matcher.
 type commandRule struct {
 	program string     // glob over the program's base name
 	flags   [][]string // each entry: alternatives, all entries required
 }
-
-// wrappers run the command that follows them; their own flags are skipped.
-var wrappers = map[string]bool{"sudo": true, "doas": true, "env": true, "nohup": true, "time": true,
-	"command": true, "exec": true, "xargs": true, "nice": true, "ionice": true, "stdbuf": true, "timeout": true}
-
-// shells run the script given with -c.
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "ksh": true, "dash": true, "fish": true}
 
 func compileCommandRule(program string, flags []string) (*commandRule, error) {
 	if _, err := path.Match(program, ""); err != nil {
@@ -46,149 +41,43 @@ func compileCommandRule(program string, flags []string) (*commandRule, error) {
 	return cr, nil
 }
 
-// matchesInput reports whether any command in the input's strings matches.
-func (c *commandRule) matchesInput(v *jsonValue, key string) bool {
-	if proseKeys[key] {
-		return false
-	}
-	switch v.kind {
-	case jsonString:
-		return c.matchesScript(v.str, 0)
-	case jsonObject:
-		for i := range v.elems {
-			if c.matchesInput(&v.elems[i], v.keys[i]) {
-				return true
-			}
-		}
-	case jsonArray:
-		argv := make([]string, 0, len(v.elems))
-		for i := range v.elems {
-			if v.elems[i].kind != jsonString {
-				argv = nil
-				break
-			}
-			argv = append(argv, v.elems[i].str)
-		}
-		if len(argv) > 1 && c.matchesArgv(argv, 0) {
-			return true // a command given as argv (["rm", "-rf", "/"])
-		}
-		for i := range v.elems {
-			if c.matchesInput(&v.elems[i], key) {
-				return true
-			}
-		}
-	}
-	return false
+// names reports whether a word names the rule's program.
+func (c *commandRule) names(word string) bool {
+	ok, _ := path.Match(c.program, path.Base(word))
+	return ok
 }
 
-const maxShellDepth = 4 // sh -c "sh -c '...'" nesting followed
-
-// matchesScript parses s as shell and tries every simple command in it.
-func (c *commandRule) matchesScript(s string, depth int) bool {
-	if depth > maxShellDepth || !strings.ContainsAny(c.program, "*?[") && !strings.Contains(s, c.program) {
-		return false // the program's name is not in the text: nothing to parse
+// match answers for one evaluated command.
+func (c *commandRule) match(cmd *shellCmd) tri {
+	if cmd.kind != cmdRun || !c.names(cmd.prog()) {
+		return triNo
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(s), "")
-	if err != nil {
-		// Not valid shell (a fragment, prose): each line as whitespace-separated words.
-		for _, line := range strings.Split(s, "\n") {
-			if c.matchesArgv(strings.Fields(line), depth) {
-				return true
-			}
-		}
-		return false
-	}
-	found := false
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if found {
-			return false
-		}
-		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
-			argv := make([]string, len(call.Args))
-			for i, w := range call.Args {
-				argv[i] = wordText(w)
-			}
-			found = c.matchesArgv(argv, depth)
-		}
-		return !found
-	})
-	return found
-}
-
-// wordText is a word's text with its quotes removed; expansions it cannot resolve
-// ($VAR, $(...)) keep their source form, which no program name or flag equals.
-func wordText(w *syntax.Word) string {
-	if lit := w.Lit(); lit != "" {
-		return lit
-	}
-	var b strings.Builder
-	for _, p := range w.Parts {
-		switch x := p.(type) {
-		case *syntax.Lit:
-			b.WriteString(x.Value)
-		case *syntax.SglQuoted:
-			b.WriteString(x.Value)
-		case *syntax.DblQuoted:
-			for _, q := range x.Parts {
-				if l, ok := q.(*syntax.Lit); ok {
-					b.WriteString(l.Value)
-				} else {
-					b.WriteString("$?")
-				}
-			}
-		default:
-			b.WriteString("$?")
-		}
-	}
-	return b.String()
-}
-
-// matchesArgv matches one command given as words.
-func (c *commandRule) matchesArgv(argv []string, depth int) bool {
-	// Skip wrappers (and their options) and VAR=value assignments.
-	for len(argv) > 0 {
-		w := argv[0]
-		switch {
-		case strings.Contains(w, "=") && !strings.HasPrefix(w, "-") && !strings.HasPrefix(w, "="):
-			argv = argv[1:]
-		case wrappers[path.Base(w)]:
-			argv = argv[1:]
-			for len(argv) > 0 && strings.HasPrefix(argv[0], "-") {
-				argv = argv[1:]
-			}
-		default:
-			goto program
-		}
-	}
-	return false
-program:
-	prog := path.Base(argv[0])
-	if shells[prog] && depth < maxShellDepth {
-		for i := 1; i+1 < len(argv); i++ {
-			if strings.HasPrefix(argv[i], "-") && !strings.HasPrefix(argv[i], "--") && strings.Contains(argv[i], "c") {
-				if c.matchesScript(argv[i+1], depth+1) {
-					return true
-				}
-				break
-			}
-		}
-	}
-	if ok, _ := path.Match(c.program, prog); !ok {
-		return false
+	args := cmd.args()
+	dyn := false // an unquoted expansion could be any flag
+	for _, a := range args {
+		dyn = dyn || a.split
 	}
 	for _, alts := range c.flags {
-		if !hasFlag(argv[1:], alts) {
-			return false
+		if !hasFlag(args, alts) {
+			if dyn {
+				return triUnknown // a word not known statically could be the flag
+			}
+			return triNo
 		}
 	}
-	return true
+	return triYes
 }
 
 // hasFlag reports whether args hold one of the alternative flags: a short flag ("-r")
-// anywhere in a cluster ("-rf", "-fr"), a long one ("--force") alone or with "=value".
-// Arguments after "--" are operands.
-func hasFlag(args, alts []string) bool {
-	for _, a := range args {
+// anywhere in a cluster ("-rf", "-fr"), a long one ("--force") alone, with "=value", or
+// abbreviated to a prefix ("--rec", "--for": GNU getopt_long accepts any unambiguous
+// one). Arguments after "--" are operands.
+func hasFlag(args []shellWord, alts []string) bool {
+	for _, w := range args {
+		a := w.s
+		if w.dyn {
+			continue
+		}
 		if a == "--" {
 			return false
 		}
@@ -198,7 +87,8 @@ func hasFlag(args, alts []string) bool {
 		for _, f := range alts {
 			switch {
 			case strings.HasPrefix(f, "--"):
-				if a == f || strings.HasPrefix(a, f+"=") {
+				name, _, _ := strings.Cut(a, "=")
+				if name == f || len(name) > 2 && strings.HasPrefix(a, "--") && strings.HasPrefix(f, name) {
 					return true
 				}
 			case len(f) == 2 && f[0] == '-':
@@ -213,4 +103,111 @@ func hasFlag(args, alts []string) bool {
 		}
 	}
 	return false
+}
+
+// commandKeys are the input members that hold a command, in the shapes agents send:
+// Claude Code's Bash {"command": "..."}, Codex's exec_command {"cmd": "..."} and shell
+// {"command": ["bash", "-lc", "..."]}, local_shell_call {"command", "argv"}, shell_call
+// {"commands": [...]}, script tools {"script": ...}, freeform exec tools {"input": ...}.
+// "input" counts only for a tool whose name says it runs commands (exec, shell, bash,
+// terminal, run, cmd): an apply_patch input is a patch, not a script.
+var commandKeys = map[string]bool{"command": true, "cmd": true, "cmdline": true, "command_line": true,
+	"commands": true, "script": true, "argv": true, "shell_command": true, "raw_arguments": true}
+
+// codeModeCall is a tool call in Codex's code mode, where the freeform input of the exec
+// tool is JavaScript calling its tools: const r = await tools.exec_command({cmd: "ls"}).
+var (
+	codeModeCall    = regexp.MustCompile(`\btools\s*\.\s*[A-Za-z_][A-Za-z0-9_]*\s*\(`)
+	codeModeLiteral = regexp.MustCompile(`\btools\s*\.\s*(?:exec_command|shell_command|shell|local_shell)\s*\(\s*\{\s*"?(?:cmd|command)"?\s*:\s*("(?:[^"\\\n]|\\.)*"|\[(?:\s*"(?:[^"\\\n]|\\.)*"\s*,?)*\])\s*[,}]`)
+)
+
+// codeModeCommands returns the commands of a code-mode program when every tool call in it
+// runs a literal command (a JSON string, or an argv array of them); ok is false when a
+// call's command is computed, or the text is not such a program: it is then evaluated
+// as shell (and, not being shell, is unanalysable).
+func codeModeCommands(js string) (cmds []string, ok bool) {
+	calls := codeModeCall.FindAllStringIndex(js, -1)
+	lits := codeModeLiteral.FindAllStringSubmatch(js, -1)
+	if len(calls) == 0 || len(calls) != len(lits) {
+		return nil, false
+	}
+	for _, m := range lits {
+		lit := m[1]
+		if strings.HasPrefix(lit, "[") {
+			var argv []string
+			if err := json.Unmarshal([]byte(lit), &argv); err != nil {
+				return nil, false
+			}
+			quoted := make([]string, len(argv))
+			for i, a := range argv {
+				q, err := syntax.Quote(a, syntax.LangBash)
+				if err != nil {
+					return nil, false
+				}
+				quoted[i] = q
+			}
+			cmds = append(cmds, strings.Join(quoted, " "))
+			continue
+		}
+		var c string
+		if err := json.Unmarshal([]byte(lit), &c); err != nil {
+			return nil, false
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds, true
+}
+
+// inputCommands evaluates every command in a tool call's input.
+func inputCommands(tool string, v *jsonValue) []shellCmd {
+	var out []shellCmd
+	t := strings.ToLower(tool)
+	freeform := strings.Contains(t, "exec") || strings.Contains(t, "shell") || strings.Contains(t, "bash") ||
+		strings.Contains(t, "terminal") || strings.Contains(t, "run") || strings.Contains(t, "cmd") || strings.Contains(t, "command")
+	collectCommands(v, "", false, freeform, &out)
+	return out
+}
+
+func collectCommands(v *jsonValue, key string, under, freeform bool, out *[]shellCmd) {
+	if proseKeys[key] {
+		return
+	}
+	isCmd := under || commandKeys[key] || freeform && key == "input"
+	switch v.kind {
+	case jsonString:
+		if !isCmd || strings.TrimSpace(v.str) == "" {
+			return
+		}
+		if key == "input" && strings.Contains(v.str, "tools.") {
+			if cmds, ok := codeModeCommands(v.str); ok {
+				for _, c := range cmds {
+					*out = append(*out, analyseScript(c)...)
+				}
+				return
+			}
+		}
+		*out = append(*out, analyseScript(v.str)...)
+	case jsonObject:
+		for i := range v.elems {
+			collectCommands(&v.elems[i], v.keys[i], false, freeform, out)
+		}
+	case jsonArray:
+		if isCmd && key != "commands" {
+			argv := make([]string, 0, len(v.elems))
+			for i := range v.elems {
+				if v.elems[i].kind != jsonString {
+					argv = nil
+					break
+				}
+				argv = append(argv, v.elems[i].str)
+			}
+			if len(argv) > 0 {
+				*out = append(*out, analyseArgv(argv)...)
+				return
+			}
+		}
+		for i := range v.elems {
+			collectCommands(&v.elems[i], "", isCmd && key == "commands", freeform, out)
+		}
+	}
 }

@@ -39,6 +39,12 @@ func checkControl(t *testing.T, res result, im *imitation, s scratch) {
 // the command was refused.
 func checkProxied(t *testing.T, res result, im *imitation, s scratch) {
 	t.Helper()
+	checkRefused(t, res, im, s, denyReason)
+}
+
+// checkRefused is checkProxied with the reason the agent must be shown.
+func checkRefused(t *testing.T, res result, im *imitation, s scratch, reason string) {
+	t.Helper()
 	reqs := im.requests()
 	if res.exitCode != 0 || res.timedOut {
 		t.Errorf("agent exit code %d (timed out: %v), want 0: the agent must complete through the proxy", res.exitCode, res.timedOut)
@@ -60,7 +66,7 @@ func checkProxied(t *testing.T, res result, im *imitation, s scratch) {
 	if answered(reqs, answerFinal) {
 		t.Errorf("the upstream got the result of the destructive call: the call reached the agent")
 	}
-	if !strings.Contains(res.stdout, denyReason) {
+	if !strings.Contains(res.stdout, reason) {
 		t.Errorf("the agent's output does not say the command was blocked:\n%s", tail(res.stdout, 2<<10))
 	}
 }

@@ -290,9 +290,15 @@ func checkToolCallRemoved(t *testing.T, status int, body string) {
 	if len(calls) != 1 || calls[0].Function.Name != "Read" || calls[0].Function.Arguments != `{"path":"README.md"}` {
 		t.Errorf("tool calls %+v: want only Read", calls)
 	}
-	if strings.Contains(body, "rm -rf") {
+	if strings.Contains(withoutRefusal(body), "rm -rf") {
 		t.Errorf("the destructive call reached the client: %s", body)
 	}
+}
+
+// withoutRefusal drops the refusal's naming of the command it refused (the tools policy
+// says what it evaluated: "`rm -rf /` refused by rule recursive-delete").
+func withoutRefusal(body string) string {
+	return strings.ReplaceAll(body, "`rm -rf /` refused by rule", "")
 }
 
 func checkStreamedToolCallRemoved(t *testing.T, status int, body string) {
@@ -319,7 +325,7 @@ func checkStreamedToolCallRemoved(t *testing.T, status int, body string) {
 			tools = append(tools, ev.ContentBlock.Name)
 		}
 	}
-	if len(tools) != 1 || tools[0] != "Read" || strings.Contains(body, "rm -rf") {
+	if len(tools) != 1 || tools[0] != "Read" || strings.Contains(withoutRefusal(body), "rm -rf") {
 		t.Errorf("tool_use blocks %v: want only Read, and no rm -rf\n%s", tools, body)
 	}
 }
