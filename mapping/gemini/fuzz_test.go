@@ -157,6 +157,7 @@ func FuzzStreamEditGemini(f *testing.F) {
 	f.Add(sse(streamChunks...), uint16(7), uint8(0b0110))
 	f.Add(sse(streamChunks...), uint16(0), uint8(0b11))
 	f.Add(sse(streamChunks...), uint16(3), uint8(0b0101))
+	f.Add(append([]byte("\ufeff"), sse(streamChunks...)...), uint16(5), uint8(0b01)) // a byte-order mark first
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
 		if _, err := mappingtest.Held(sseTr, stream, script); err != nil {
