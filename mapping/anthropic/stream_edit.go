@@ -20,6 +20,7 @@ import (
 // as WriteStream renders a held response. A removed block leaves no gap: later blocks'
 // indices are shifted down. The notes of removed calls become a text block after the last
 // block, and stop_reason tool_use becomes end_turn when no call is left, in message_delta.
+// A tool_use that message_start's message already holds is judged in that event (start).
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
@@ -236,10 +237,10 @@ func (e *editor) start(it editItem, content gjson.Result) error {
 		blocks = append(blocks, out)
 		return true
 	})
-	if err != nil || !changed {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if !changed {
 		return e.emit(it)
 	}
 	data, err := mapping.SetRaw(string(it.data), "message.content", mapping.JoinArray(blocks))

@@ -270,7 +270,11 @@ func FuzzStreamEditAnthropic(f *testing.F) {
 	f.Add([]byte(startCall), uint16(3), uint8(0b11))
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
-		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		d := &mappingtest.Decider{Script: script}
+		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(tr, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
 		if _, err := mappingtest.Held(tr, stream, script); err != nil {
 			return
 		}

@@ -280,7 +280,11 @@ func FuzzStreamEditChat(f *testing.F) {
 		script := mappingtest.ScriptFromBits(bits)
 		// Only single-choice streams are held to the held path's result (see the editor's
 		// documentation for n > 1); every stream must edit without panicking.
-		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		d := &mappingtest.Decider{Script: script}
+		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(c, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
 		whole, err := mappingtest.Assembled(c, stream)
 		if _, herr := mappingtest.Held(c, stream, script); herr == nil && eerr != nil && !errors.Is(eerr, errCallResumed) {
 			// Never stricter than the held path: what it accepts, the editor relays, but

@@ -30,7 +30,9 @@ import (
 // answer, is rebuilt from what was judged: a call the item events did not announce but
 // the terminal response holds is decided there, and an item whose terminal form differs
 // in kind from the one streamed is replaced by the streamed one — the client never runs a
-// call other than the one judged.
+// call other than the one judged. A call in an output_item.done without output_index
+// (Codex runs it) is decided where that event comes (looseCall); the terminal response
+// keeps it as judged.
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {

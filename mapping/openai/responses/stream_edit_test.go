@@ -234,7 +234,11 @@ func FuzzStreamEditResponses(f *testing.F) {
 	tr := New()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
-		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		d := &mappingtest.Decider{Script: script}
+		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(tr, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
 		if _, err := mappingtest.Held(tr, stream, script); err != nil {
 			return
 		}
