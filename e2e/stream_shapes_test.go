@@ -33,17 +33,20 @@ func rawUpstream(t *testing.T, contentType, body string) string {
 }
 
 // viaBoth runs judge against the upstream straight (control: it must return the call) and
-// through the default proxy (it must not).
-func viaBoth(t *testing.T, contentType, body, prefix string, judge func(t *testing.T, base string) []string) {
+// through the default proxy (it must not). It returns the calls the SDK got through the
+// proxy.
+func viaBoth(t *testing.T, contentType, body, prefix string, judge func(t *testing.T, base string) []string) []string {
 	t.Helper()
 	up := rawUpstream(t, contentType, body)
 	if calls := judge(t, up); !hasRm(calls) {
 		t.Fatalf("control: straight to the upstream the SDK did not return the call: %q", calls)
 	}
 	px := startDefaultProxyB(t, up)
-	if calls := judge(t, px+prefix); hasRm(calls) {
+	calls := judge(t, px+prefix)
+	if hasRm(calls) {
 		t.Fatalf("through the proxy the SDK returned the denied call: %q", calls)
 	}
+	return calls
 }
 
 func hasRm(calls []string) bool {
@@ -97,10 +100,14 @@ func TestChatErrorEventChunkJudged(t *testing.T) {
 }
 
 // TestChatStreamLabelledJSONJudged: a streaming request answered with an event stream
-// labelled application/json; openai-go reads it as a stream all the same.
+// labelled application/json; openai-go reads it as a stream all the same. Through the
+// proxy it is judged as the stream it is: the allowed Read call still arrives.
 func TestChatStreamLabelledJSONJudged(t *testing.T) {
-	body := sse(chunk(rmDelta, "null")) + finishChunk + sse("[DONE]")
-	viaBoth(t, "application/json", body, "/openai", chatStreamCalls)
+	read := `{"tool_calls":[{"index":1,"id":"call_read","type":"function","function":{"name":"Read","arguments":"{\"path\":\"README.md\"}"}}]}`
+	body := sse(chunk(rmDelta, "null")) + sse(chunk(read, "null")) + finishChunk + sse("[DONE]")
+	if calls := viaBoth(t, "application/json", body, "/openai", chatStreamCalls); len(calls) != 1 || !strings.HasPrefix(calls[0], "Read ") {
+		t.Fatalf("through the proxy the SDK got %q, want the Read call alone", calls)
+	}
 }
 
 // TestResponsesDoneWithoutOutputIndexJudged: an output_item.done without output_index
