@@ -1,6 +1,9 @@
 package mapping
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // DefaultMaxSSEEvent is the bound of an SSEReader whose MaxEvent is zero.
 const DefaultMaxSSEEvent = 64 << 20
@@ -21,10 +24,21 @@ type SSEReader struct {
 	// named an event: Anthropic's assembler reads a bare "event: error" as the upstream's
 	// error. By the SSE standard such a block dispatches nothing.
 	Dataless bool
+	// Stop, when set, is asked after each event: true stops the reader there (Write and
+	// Close return errStopped), and Offset stays at that event's end.
+	Stop func() bool
 
-	sp   SSESplitter
-	name string // the last event name dispatched, the reader's own copy
+	sp      SSESplitter
+	name    string // the last event name dispatched, the reader's own copy
+	off     int    // stream bytes of the blocks dispatched
+	stopped bool
 }
+
+var errStopped = errors.New("SSE reader stopped")
+
+// Offset is the number of stream bytes up to the end of the last event dispatched (after a
+// Stop, the event it stopped at).
+func (r *SSEReader) Offset() int { return r.off }
 
 // Write feeds p and dispatches every event it completes.
 func (r *SSEReader) Write(p []byte) error {
@@ -47,7 +61,11 @@ func (r *SSEReader) Close() error {
 	return err
 }
 
-func (r *SSEReader) block(_ []byte, name string, data []byte, hasData bool) error {
+func (r *SSEReader) block(raw []byte, name string, data []byte, hasData bool) error {
+	if r.stopped {
+		return errStopped
+	}
+	r.off += len(raw)
 	if !hasData && (!r.Dataless || name == "") {
 		return nil
 	}
@@ -57,7 +75,14 @@ func (r *SSEReader) block(_ []byte, name string, data []byte, hasData bool) erro
 	if name != r.name {
 		r.name = strings.Clone(name)
 	}
-	return r.Dispatch(r.name, data)
+	err := r.Dispatch(r.name, data)
+	if r.Stop != nil && r.Stop() {
+		r.stopped = true
+		if err == nil {
+			err = errStopped
+		}
+	}
+	return err
 }
 
 // AssemblerInput is the input side of every assembler: the SSE reader the stream goes into,
@@ -73,10 +98,23 @@ type AssemblerInput struct {
 // Write implements Assembler's Write. It never fails, so an assembler teed beside the
 // client's stream cannot break that stream; problems are reported by Body.
 func (in *AssemblerInput) Write(p []byte) (int, error) {
+	if in.SSE.Stop == nil {
+		in.SSE.Stop = func() bool { return in.Err != nil || in.Upstream != nil }
+	}
 	if in.Err == nil && in.Upstream == nil {
 		if err := in.SSE.Write(p); err != nil && in.Err == nil && in.Upstream == nil {
 			in.Err = err
 		}
 	}
 	return len(p), nil
+}
+
+// UpstreamEnd is, once the stream carried the upstream's error, the number of stream bytes
+// through the event that carried it: what a client that reads past an error could still
+// find after it was never judged, so it is not relayed. -1 otherwise.
+func (in *AssemblerInput) UpstreamEnd() int {
+	if in.Upstream == nil {
+		return -1
+	}
+	return in.SSE.Offset()
 }

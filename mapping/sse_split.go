@@ -8,8 +8,11 @@ import (
 // SSESplitter cuts a server-sent event stream, in any chunking, into event blocks while
 // keeping each block's exact bytes, so that a stream editor can relay an event it does
 // not change byte for byte. Lines end in \n, \r\n or \r; ":" lines are comments; the
-// "data:" lines of a block are joined with \n; a blank line ends the block
-// (https://html.spec.whatwg.org/multipage/server-sent-events.html). The assemblers read
+// "data:" lines of a block are joined with \n; a blank line ends the block; a UTF-8
+// byte-order mark that starts the stream is not part of its first line
+// (https://html.spec.whatwg.org/multipage/server-sent-events.html). The SDKs that decode
+// with TextDecoder (openai-node, anthropic-sdk-typescript, the MCP TypeScript SDK) drop
+// it and read the first event; a stream editor must read that event as they do. The assemblers read
 // through it too, with SSEReader.
 type SSESplitter struct {
 	// Dispatch receives each block: raw is its bytes through the blank line that ended it
@@ -28,7 +31,11 @@ type SSESplitter struct {
 	hasData bool
 	name    []byte
 	skipLF  bool // raw ended in \r: a leading \n belongs to that line end
+	began   bool // the stream's first line was processed
 }
+
+// bom is the UTF-8 byte-order mark.
+const bom = "\xef\xbb\xbf"
 
 const defaultMaxSSEBlock = 16 << 20
 
@@ -102,6 +109,10 @@ func (s *SSESplitter) Close() (partial bool, err error) {
 }
 
 func (s *SSESplitter) processLine(line []byte) error {
+	if !s.began {
+		s.began = true
+		line = bytes.TrimPrefix(line, []byte(bom)) // raw keeps it: relayed as it came
+	}
 	if len(line) == 0 {
 		return s.dispatch()
 	}

@@ -72,3 +72,20 @@ func FuzzSSESplitter(f *testing.F) {
 		}
 	})
 }
+
+func TestSSESplitterSkipsALeadingByteOrderMark(t *testing.T) {
+	// The first event after a byte-order mark is read, as TextDecoder-based clients read it
+	// (the WHATWG parser drops one leading BOM); its bytes stay in raw. A BOM anywhere else
+	// is part of its line.
+	in := []byte("\ufeffdata: first\n\n\ufeffdata: second\n\ndata: third\n\n")
+	for chunk := 1; chunk <= len(in); chunk++ {
+		raw, blocks := splitAll(t, in, chunk)
+		if !bytes.Equal(raw, in) {
+			t.Fatalf("chunk %d: raw bytes differ", chunk)
+		}
+		want := []sseBlock{{"", "first", true}, {"", "third", true}}
+		if len(blocks) != len(want) || blocks[0] != want[0] || blocks[1] != want[1] {
+			t.Fatalf("chunk %d: blocks %+v", chunk, blocks)
+		}
+	}
+}

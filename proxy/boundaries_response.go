@@ -36,9 +36,13 @@ func (x *exchange) onUpstreamResponse(resp *http.Response) error {
 		return nil
 	}
 	streaming := isEventStream(resp.Header.Get("Content-Type"))
+	// The SDKs parse an answer as the request asked (a stream or not), whatever its
+	// Content-Type; other clients go by the Content-Type. When the two disagree the body is
+	// held whole and judged as what it is (holdResponse).
+	mislabelled := x.req != nil && streaming != x.req.Stream
 	switch {
 	case x.holdsResponse():
-		if se, ok := x.editsStream(streaming); ok {
+		if se, ok := x.editsStream(streaming); ok && !mislabelled {
 			if x.subs.any(ahp.EventModelResponseAfter) {
 				x.responseAfterID = ahp.NewEventID()
 			}
@@ -46,7 +50,7 @@ func (x *exchange) onUpstreamResponse(resp *http.Response) error {
 			return nil
 		}
 		x.held = enforcement.HeldWhole
-		return x.holdResponse(resp, streaming)
+		return x.holdResponse(resp, streaming, mislabelled)
 	case x.observesResponse() || streaming && x.subs.any(ahp.EventModelError):
 		// Observers only: stream through untouched, keep a copy, observe at the end.
 		x.held = enforcement.HeldNone
@@ -59,8 +63,12 @@ func (x *exchange) onUpstreamResponse(resp *http.Response) error {
 const maxErrorBodyTap = 64 << 10
 
 // holdResponse reads the whole response, settles the response-side boundaries and puts
-// the effective response in place of the upstream's.
-func (x *exchange) holdResponse(resp *http.Response, streaming bool) error {
+// the effective response in place of the upstream's. A mislabelled answer (its
+// Content-Type is not what the request asked for) is judged as what its body is: a JSON
+// value holds no event an SSE reader dispatches (no line of it can begin with "data:"),
+// and an event stream is no JSON value, so whichever way the client parses it, only the
+// reading judged here can give it anything. It goes out labelled as what it is.
+func (x *exchange) holdResponse(resp *http.Response, streaming, mislabelled bool) error {
 	raw, err := readAllLimited(resp.Body, x.s.limits.MaxResponseBytes, resp.ContentLength)
 	resp.Body.Close()
 	latency := time.Since(x.upstreamStart)
@@ -80,6 +88,14 @@ func (x *exchange) holdResponse(resp *http.Response, streaming bool) error {
 	case err != nil:
 		return x.rt.upstreamFailure("reading the upstream response failed", err)
 	}
+	if mislabelled {
+		streaming = !json.Valid(raw)
+		if streaming {
+			resp.Header.Set("Content-Type", "text/event-stream")
+		} else {
+			resp.Header.Set("Content-Type", "application/json")
+		}
+	}
 	native := raw
 	if streaming {
 		asm := x.tr.NewAssembler()
@@ -87,7 +103,13 @@ func (x *exchange) holdResponse(resp *http.Response, streaming bool) error {
 		body, err := asm.Body()
 		var ue *mapping.UpstreamError
 		if errors.As(err, &ue) {
-			// An SSE error event: the stream goes to the client unchanged.
+			// An SSE error event: the stream goes to the client unchanged up to that event.
+			// What followed it was never judged, and a lenient client could read on.
+			if c, ok := asm.(interface{ UpstreamEnd() int }); ok {
+				if n := c.UpstreamEnd(); n >= 0 && n <= len(raw) {
+					raw = raw[:n]
+				}
+			}
 			x.streamErr = ue
 			x.streamErrLatency = latency
 			setBody(resp, raw, true)

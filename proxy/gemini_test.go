@@ -355,3 +355,25 @@ func TestGeminiStreamTextFlowsCallsHeld(t *testing.T) {
 		t.Fatalf("audit held = %v", held)
 	}
 }
+
+// TestGeminiStreamByteOrderMarkCallJudged: a byte-order mark before the first event, whose
+// data holds a functionCall. Clients that decode with TextDecoder (the @google/genai SDK)
+// drop the mark and run the call. Control: straight to the upstream the call is there.
+func TestGeminiStreamByteOrderMarkCallJudged(t *testing.T) {
+	stream := "\ufeffdata: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"run\",\"args\":{\"cmd\":\"rm -rf /\"}}},{\"functionCall\":{\"name\":\"read\",\"args\":{\"path\":\"a\"}}}],\"role\":\"model\"},\"finishReason\":\"STOP\",\"index\":0}]}\r\n\r\n"
+	up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(stream))
+	})
+	const path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+	body := `{"contents":[{"role":"user","parts":[{"text":"clean up"}]}]}`
+	if _, _, raw := post(t, up.URL+path, body, nil); !strings.Contains(string(raw), "rm -rf") {
+		t.Fatalf("control: %q", raw)
+	}
+	pol := &fakePolicy{effects: denyTool("run")}
+	px := startProxy(t, geminiConfig(up.URL), newTestChain(t, pol, intercept("tool.before")), Options{})
+	status, _, got := post(t, px.URL+"/gemini"+path, body, nil)
+	if status != 200 || strings.Contains(string(got), "rm -rf") || !strings.Contains(string(got), `"read"`) {
+		t.Fatalf("%d %s", status, got)
+	}
+}

@@ -496,3 +496,18 @@ func TestMCPStreamFraming(t *testing.T) {
 		})
 	}
 }
+
+func TestMCPStreamByteOrderMarkResultRedacted(t *testing.T) {
+	// A byte-order mark before the first event: the MCP TypeScript SDK (TextDecoderStream)
+	// drops it and reads the result. Control: straight to the server the secret is there.
+	stream := "\ufeffdata: " + mcpReadResult + "\n\n"
+	up := newUpstream(t, sseResponder(stream))
+	if _, _, raw := mcpPost(t, up.URL+"/mcp", mcpReadCall, nil); !strings.Contains(string(raw), "sk-live-1") {
+		t.Fatalf("control: %q", raw)
+	}
+	endpoint := startMCPProxy(t, up.URL+"/mcp", newTestChain(t, redactPolicy(), intercept(ahp.EventToolAfter)), nil)
+	status, _, got := mcpPost(t, endpoint, mcpReadCall, nil)
+	if status != 200 || strings.Contains(string(got), "sk-live-1") || !strings.Contains(string(got), "hello [redacted]") {
+		t.Fatalf("%d %q", status, got)
+	}
+}

@@ -134,3 +134,37 @@ func TestStreamedObserversSeeTheUpstreamAndClientMessages(t *testing.T) {
 		t.Errorf("held-whole audit %+v", recs)
 	}
 }
+
+func TestChatErrorChunksHeldAndEdited(t *testing.T) {
+	// A chunk whose "error" is "" is read on by openai-python and openai-node: the chunks
+	// after it are judged, whether the stream is edited (tool.before only) or held whole
+	// (model.response.after too). A truthy error ends every SDK's stream: nothing after it
+	// reaches the client, held or edited. Control: straight to the upstream, the Bash call
+	// is there after the error chunk.
+	head := `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[],"error":`
+	call := chatTextThenCall("Running it.", `{"command":"rm -rf /"}`)
+	for _, errVal := range []string{`""`, `{}`, `{"message":"overloaded","type":"server_error"}`} {
+		events := append([]string{head + errVal + "}\n\n"}, call...)
+		up := newUpstream(t, sseResponder(events...))
+		_, _, raw := post(t, up.URL+"/v1/chat/completions", chatStreamReq, nil)
+		if !strings.Contains(string(raw), `"name":"Bash"`) {
+			t.Fatalf("control: the upstream's stream holds no call: %s", raw)
+		}
+		for _, held := range []bool{false, true} {
+			subs := []sub{intercept("tool.before")}
+			if held {
+				subs = append(subs, intercept("model.response.after"))
+			}
+			pol := &fakePolicy{effects: denyTool("Bash")}
+			px := startProxy(t, testConfig(up.URL), newTestChain(t, pol, subs...), Options{})
+			status, _, got := post(t, px.URL+chatPath, chatStreamReq, nil)
+			s := string(got)
+			if status != 200 || strings.Contains(s, `"name":"Bash"`) {
+				t.Fatalf("error %s held=%v: the denied call reached the client: %d %s", errVal, held, status, s)
+			}
+			if readOn := errVal != `{"message":"overloaded","type":"server_error"}`; readOn != strings.Contains(s, "Running it.") {
+				t.Errorf("error %s held=%v: the text after the error chunk reached the client: %v, want %v\n%s", errVal, held, !readOn, readOn, s)
+			}
+		}
+	}
+}

@@ -116,6 +116,17 @@ func (a *assembler) event(event string, data []byte) {
 			return
 		}
 		a.msg, a.started = m.Raw, true
+		// Blocks the message already holds are blocks 0..k-1, complete: the SDKs keep them
+		// (anthropic-sdk-go's Accumulate and the TypeScript SDK's finalMessage() return
+		// them, and run a tool_use among them), and the next content_block_start is k.
+		m.Get("content").ForEach(func(_, b gjson.Result) bool {
+			if !b.IsObject() {
+				a.fail("message_start content block is not an object")
+				return false
+			}
+			a.blocks = append(a.blocks, &streamBlock{raw: b.Raw, typ: b.Get("type").String(), stopped: true, final: b.Raw})
+			return true
+		})
 	case "content_block_start":
 		idx := v.Get("index")
 		if idx.Type != gjson.Number || idx.Int() != int64(len(a.blocks)) {

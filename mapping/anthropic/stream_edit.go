@@ -20,6 +20,7 @@ import (
 // as WriteStream renders a held response. A removed block leaves no gap: later blocks'
 // indices are shifted down. The notes of removed calls become a text block after the last
 // block, and stop_reason tool_use becomes end_turn when no call is left, in message_delta.
+// A tool_use that message_start's message already holds is judged in that event (start).
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
@@ -43,6 +44,7 @@ type editor struct {
 	settle  mapping.CallSettler
 	notes   []string
 	open    map[int]*heldCall // tool_use blocks not stopped yet, by upstream index
+	closed  map[int]bool      // blocks stopped (or complete in message_start), by upstream index
 	queue   mapping.HoldQueue[editItem]
 	// lastText: the last block the client received is a text block (a note after it
 	// starts on a new paragraph, as EncodeResponse renders it).
@@ -121,7 +123,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		}
 		e.started = true
 		e.msgID = strings.Clone(v.Get("message.id").String())
-		return e.emit(it)
+		return e.start(it, v.Get("message.content"))
 	case "ping":
 		return e.emit(it)
 	}
@@ -153,6 +155,15 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		if c := e.open[it.index]; c != nil {
 			return e.callEvent(c, typ, v)
 		}
+		// As the assembler: an event for a block not open is refused. The SDKs apply a
+		// delta to whatever block the client has at that index — a call already judged, one
+		// of message_start, or the block that took a removed call's place.
+		if it.index < 0 || it.index >= e.next || e.closed[it.index] {
+			return fmt.Errorf("%s for a content block that is not open (index %d)", typ, it.index)
+		}
+		if typ == "content_block_stop" {
+			e.close(it.index)
+		}
 		return e.emit(it)
 	case "message_delta":
 		it.delta = true
@@ -179,6 +190,83 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	return e.emit(it) // unknown events carry no tool call: relayed (the SDKs ignore them)
 }
 
+// start relays message_start. The blocks its message already holds are complete blocks
+// 0..k-1 (the SDKs keep them and run a tool_use among them): each tool_use is judged
+// there and then, before anything reaches the client, and the event goes out with the
+// kept calls (and the effective input of a modify) only.
+func (e *editor) start(it editItem, content gjson.Result) error {
+	if !content.IsArray() {
+		return e.emit(it)
+	}
+	var (
+		blocks  []string
+		changed bool
+		err     error
+	)
+	content.ForEach(func(_, b gjson.Result) bool {
+		i := e.next
+		e.next++
+		e.close(i)
+		if !b.IsObject() {
+			err = fmt.Errorf("message_start content block is not an object")
+			return false
+		}
+		if b.Get("type").String() != blockToolUse {
+			e.lastText = b.Get("type").String() == blockText
+			blocks = append(blocks, b.Raw)
+			return true
+		}
+		var kept bool
+		var rendered []byte
+		var note string
+		if kept, rendered, note, err = e.settle.Settle(e.m, e.single(b.Raw)); err != nil {
+			return false
+		}
+		if !kept {
+			e.removed = append(e.removed, i)
+			if note != "" {
+				e.notes = append(e.notes, note)
+			}
+			changed = true
+			return true
+		}
+		e.kept++
+		e.lastText = false
+		out := gjson.GetBytes(rendered, "content.0").Raw
+		changed = changed || out != b.Raw
+		blocks = append(blocks, out)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if !changed {
+		return e.emit(it)
+	}
+	data, err := mapping.SetRaw(string(it.data), "message.content", mapping.JoinArray(blocks))
+	if err != nil {
+		return err
+	}
+	c, err := mapping.Compact([]byte(data))
+	if err != nil {
+		return err
+	}
+	return e.writeEvent("message_start", c)
+}
+
+func (e *editor) close(i int) {
+	if e.closed == nil {
+		e.closed = map[int]bool{}
+	}
+	e.closed[i] = true
+}
+
+// single is a message holding only the block, which DecodeResponse reads exactly as it
+// reads the block inside the assembled message.
+func (e *editor) single(block string) []byte {
+	return []byte(`{"id":` + mapping.Quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + block + `],"stop_reason":"tool_use"}`)
+}
+
 // callEvent feeds a delta or the stop of the held call.
 func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
 	if typ == "content_block_stop" {
@@ -202,6 +290,7 @@ func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
 // finishCall ends a held call: its deltas become its block, as assembly does.
 func (e *editor) finishCall(c *heldCall) error {
 	delete(e.open, c.index)
+	e.close(c.index)
 	var a assembler
 	a.finish(&c.blk)
 	if a.Err != nil {
@@ -333,8 +422,7 @@ func (e *editor) writeNotes() error {
 
 // decide settles a complete tool_use block and emits it when it is kept.
 func (e *editor) decide(c *heldCall) error {
-	single := []byte(`{"id":` + mapping.Quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + c.blk.final + `],"stop_reason":"tool_use"}`)
-	kept, rendered, note, err := e.settle.Settle(e.m, single)
+	kept, rendered, note, err := e.settle.Settle(e.m, e.single(c.blk.final))
 	if err != nil {
 		return err
 	}

@@ -257,9 +257,24 @@ func FuzzStreamEditAnthropic(f *testing.F) {
 	f.Add([]byte(sseStream), uint16(7), uint8(0b0110))
 	f.Add([]byte(sseStream), uint16(0), uint8(0b11))
 	f.Add([]byte(sseStream), uint16(3), uint8(0b0101))
+	// Shapes the SDKs accept: a byte-order mark before the first event; a tool_use block
+	// inside message_start's message (blocks 0..k-1), the streamed blocks after it.
+	f.Add([]byte("\ufeff"+sseStream), uint16(5), uint8(0b01))
+	startCall := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"},{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"Bash\",\"input\":{\"command\":\"rm -rf /\"}}],\"stop_reason\":null}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"Read\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\":\\\"a\\\"}\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	f.Add([]byte(startCall), uint16(0), uint8(0b01))
+	f.Add([]byte(startCall), uint16(7), uint8(0b1001))
+	f.Add([]byte(startCall), uint16(3), uint8(0b11))
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
-		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		d := &mappingtest.Decider{Script: script}
+		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(tr, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
 		if _, err := mappingtest.Held(tr, stream, script); err != nil {
 			return
 		}
@@ -275,4 +290,32 @@ func FuzzStreamEditAnthropic(f *testing.F) {
 			t.Fatal(why)
 		}
 	})
+}
+
+func TestEditJudgesToolUseInMessageStart(t *testing.T) {
+	// message_start's message holds a text and a tool_use block (blocks 0 and 1); a Read
+	// call streams as block 2. The removed Bash call never reaches the client, the text and
+	// the Read call do, with Read moved to index 1; the held path agrees.
+	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"ok\"},{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"Bash\",\"input\":{\"command\":\"rm -rf /\"}}],\"stop_reason\":null}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_2\",\"name\":\"Read\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\":\\\"a\\\"}\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	script := mappingtest.Script{0: {Remove: true, Note: "denied"}}
+	d := &mappingtest.Decider{Script: script}
+	out, err := mappingtest.Edit(tr, []byte(stream), 0, d)
+	if err != nil || len(d.Decided) != 2 || d.Decided[0].Name != "Bash" {
+		t.Fatalf("err %v, decided %+v", err, d.Decided)
+	}
+	if strings.Contains(string(out), "rm -rf") || !strings.Contains(string(out), `"index":1,"content_block":{"type":"tool_use","id":"toolu_2"`) {
+		t.Fatalf("sent:\n%s", out)
+	}
+	if why, err := mappingtest.Equivalent(tr, []byte(stream), 5, script); err != nil || why != "" {
+		t.Fatalf("not the held path's result: %v\n%s", err, why)
+	}
+	// A delta for a block of message_start would be merged into it by the SDKs: refused.
+	bad := strings.Replace(stream, `"index":2,"delta"`, `"index":1,"delta"`, 1)
+	if out, err := mappingtest.Edit(tr, []byte(bad), 0, &mappingtest.Decider{}); err == nil {
+		t.Fatalf("a delta for a message_start block was relayed:\n%s", out)
+	}
 }

@@ -157,12 +157,17 @@ func FuzzStreamEditGemini(f *testing.F) {
 	f.Add(sse(streamChunks...), uint16(7), uint8(0b0110))
 	f.Add(sse(streamChunks...), uint16(0), uint8(0b11))
 	f.Add(sse(streamChunks...), uint16(3), uint8(0b0101))
+	f.Add(append([]byte("\ufeff"), sse(streamChunks...)...), uint16(5), uint8(0b01)) // a byte-order mark first
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
-		if _, err := mappingtest.Held(sseTr, stream, script); err != nil {
+		d := &mappingtest.Decider{Script: script}
+		out, err := mappingtest.Edit(sseTr, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(sseTr, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
+		if _, herr := mappingtest.Held(sseTr, stream, script); herr != nil {
 			return
 		}
-		out, err := mappingtest.Edit(sseTr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
 		if err != nil {
 			t.Fatalf("the held path accepts the stream, the editor fails: %v", err)
 		}

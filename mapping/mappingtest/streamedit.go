@@ -190,3 +190,31 @@ func Equivalent(tr mapping.Translator, stream []byte, chunk int, script Script) 
 	}
 	return "", nil
 }
+
+// Undecided reports a tool call the client assembles from the edited stream out beyond
+// those Decide let through (d's verdicts, counted by tool name), or "" when there is none:
+// no call reaches the client unjudged. A stream that does not assemble gives the client
+// no call.
+func Undecided(tr mapping.Translator, out []byte, d *Decider) string {
+	body, err := Assembled(tr, out)
+	if err != nil {
+		return ""
+	}
+	resp, err := tr.DecodeResponse(body)
+	if err != nil {
+		return ""
+	}
+	kept := map[string]int{}
+	for _, c := range d.Decided {
+		if v := d.Script[c.Index]; !v.Remove && !v.Stop {
+			kept[c.Name]++
+		}
+	}
+	for _, c := range mapping.ToolCalls(resp.Items) {
+		if kept[c.Name] == 0 {
+			return fmt.Sprintf("%s %s", c.Name, c.Input)
+		}
+		kept[c.Name]--
+	}
+	return ""
+}

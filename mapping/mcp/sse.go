@@ -27,7 +27,13 @@ type Event struct {
 type EventReader struct {
 	rd    *bufio.Reader
 	limit int64
+	began bool // the stream's first line was read
 }
+
+// bom is the UTF-8 byte-order mark. One that starts the stream is not part of its first
+// line (https://html.spec.whatwg.org/multipage/server-sent-events.html): the MCP
+// TypeScript SDK decodes with TextDecoderStream, which drops it, and reads the first event.
+const bom = "\xef\xbb\xbf"
 
 // NewEventReader reads events from src; no event may exceed limit bytes.
 func NewEventReader(src io.Reader, limit int64) *EventReader {
@@ -52,7 +58,7 @@ func (r *EventReader) Next() (Event, error) {
 			}
 			if rerr != nil {
 				ev.Raw = append(ev.Raw, line...)
-				if l := trimEOL(line); len(l) > 0 {
+				if l := r.firstLine(trimEOL(line)); len(l) > 0 {
 					ev.Lines = append(ev.Lines, l)
 				}
 				return ev, rerr
@@ -60,7 +66,7 @@ func (r *EventReader) Next() (Event, error) {
 			break
 		}
 		ev.Raw = append(ev.Raw, line...)
-		l := trimEOL(line)
+		l := r.firstLine(trimEOL(line))
 		if len(l) == 0 {
 			if len(ev.Lines) == 0 {
 				continue // blank lines between events dispatch nothing; relay them with the next
@@ -69,6 +75,15 @@ func (r *EventReader) Next() (Event, error) {
 		}
 		ev.Lines = append(ev.Lines, l)
 	}
+}
+
+// firstLine drops a byte-order mark from the stream's first line; Raw keeps it.
+func (r *EventReader) firstLine(l []byte) []byte {
+	if r.began {
+		return l
+	}
+	r.began = true
+	return bytes.TrimPrefix(l, []byte(bom))
 }
 
 func trimEOL(b []byte) []byte {

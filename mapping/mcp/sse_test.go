@@ -92,3 +92,15 @@ func TestBodySingleID(t *testing.T) {
 		}
 	}
 }
+
+func TestEventReaderSkipsALeadingByteOrderMark(t *testing.T) {
+	in := "\ufeffdata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"
+	ev, err := NewEventReader(strings.NewReader(in), 1<<20).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, ok := ev.MessageData()
+	if !ok || string(data) != `{"jsonrpc":"2.0","id":1,"result":{}}` || string(ev.Raw) != in {
+		t.Fatalf("data %q ok %v raw %q", data, ok, ev.Raw)
+	}
+}

@@ -74,6 +74,57 @@ type audioAcc struct {
 	data, transcript strings.Builder
 }
 
+// chunkError is the upstream error an event carries, or nil when it is a chunk to read.
+// The SDKs disagree on what ends a stream: openai-python raises only on a chunk whose
+// "error" member is truthy (in Python's sense) and reads the event name of no chunk;
+// openai-node also raises on "error": {} and on "event: error"; openai-go on any "error"
+// member. So a chunk with "error": "", "error": {}, "error": null or sent as "event:
+// error" is read on by some client, and it and the chunks after it are judged like any
+// other. An event ends the stream when every SDK stops at it: a truthy "error", or an
+// "event: error" that carries no choices or no JSON object. Nothing after it is relayed.
+func chunkError(name string, data []byte, root gjson.Result, valid bool) *mapping.UpstreamError {
+	if valid && root.IsObject() {
+		if e := root.Get("error"); truthy(e) {
+			if ue := upstreamError(root); ue != nil {
+				return ue
+			}
+			return &mapping.UpstreamError{Message: e.Raw}
+		}
+		if name != "error" || root.Get("choices").Exists() {
+			return nil
+		}
+	}
+	if name != "error" {
+		return nil // not JSON: the caller reports a malformed stream
+	}
+	// An error event whose data is not OpenAI's error object: its text is the message.
+	msg := root.Get("message").String()
+	if msg == "" {
+		msg = string(data)
+	}
+	return &mapping.UpstreamError{Message: msg}
+}
+
+// truthy is Python's truth value of a JSON value: false for null, false, 0, "", {} and [].
+func truthy(v gjson.Result) bool {
+	switch v.Type {
+	case gjson.True:
+		return true
+	case gjson.Number:
+		return v.Num != 0
+	case gjson.String:
+		return v.Str != ""
+	case gjson.JSON:
+		empty := true
+		v.ForEach(func(_, _ gjson.Result) bool {
+			empty = false
+			return false
+		})
+		return !empty
+	}
+	return false
+}
+
 // event handles one SSE event.
 func (a *chatAssembler) event(name string, data []byte) error {
 	if a.done {
@@ -88,15 +139,7 @@ func (a *chatAssembler) event(name string, data []byte) error {
 	if valid {
 		root = gjson.Parse(string(data))
 	}
-	if ue := upstreamError(root); ue != nil || name == "error" {
-		if ue == nil {
-			// An error event whose data is not OpenAI's error object: its text is the message.
-			msg := root.Get("message").String()
-			if msg == "" {
-				msg = string(data)
-			}
-			ue = &mapping.UpstreamError{Message: msg}
-		}
+	if ue := chunkError(name, data, root, valid); ue != nil {
 		a.Upstream = ue
 		return nil
 	}

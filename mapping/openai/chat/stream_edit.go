@@ -180,9 +180,6 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 	if !hasData {
 		return e.emit(raw) // a comment (keep-alive)
 	}
-	if name == "error" {
-		return e.endWith(raw)
-	}
 	if string(data) == "[DONE]" {
 		if err := e.end(); err != nil {
 			return err
@@ -192,11 +189,12 @@ func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) e
 	// The event is parsed in place: data is the splitter's buffer, valid during this call,
 	// so whatever outlives it is cloned (a copy per text delta would grow with the text).
 	root := gjson.Parse(mapping.BytesString(data))
-	if err := oaiwire.CheckClientJSON(data); err != nil || !root.IsObject() {
-		return fmt.Errorf("stream event is not a strict JSON object (%v)", err)
-	}
-	if upstreamError(root) != nil {
+	jerr := oaiwire.CheckClientJSON(data)
+	if chunkError(name, data, root, jerr == nil) != nil {
 		return e.endWith(raw)
+	}
+	if jerr != nil || !root.IsObject() {
+		return fmt.Errorf("stream event is not a strict JSON object (%v)", jerr)
 	}
 	if e.head == nil {
 		e.head = chunkHead(root)

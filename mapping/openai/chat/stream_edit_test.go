@@ -267,12 +267,24 @@ func FuzzStreamEditChat(f *testing.F) {
 	f.Add([]byte(toolStream), uint16(1), uint8(0b1001))
 	f.Add([]byte("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"},\"finish_reason\":\"stop\"}]}\r\n\r\ndata: [DONE]\r\n\r\n"), uint16(1), uint8(0))
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":-1,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n"), uint16(0), uint8(1))
+	// Shapes the SDKs accept: a byte-order mark before the first event; chunks carrying
+	// "error": "" or "error": {}, or sent as "event: error", that a client reads on past.
+	f.Add([]byte("\ufeff"+toolStream), uint16(5), uint8(0b01))
+	call := `{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"Bash","arguments":"{\\"command\\":\\"rm -rf /\\"}"}}]},"finish_reason":null}]}`
+	end := "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"
+	f.Add([]byte("data: {\"id\":\"c\",\"choices\":[],\"error\":\"\"}\n\ndata: "+call+"\n\n"+end), uint16(3), uint8(0b01))
+	f.Add([]byte("data: {\"id\":\"c\",\"choices\":[],\"error\":{}}\n\ndata: "+call+"\n\n"+end), uint16(0), uint8(0b10))
+	f.Add([]byte("event: error\ndata: "+call+"\n\n"+end), uint16(9), uint8(0b01))
 	c := NewChat()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
 		// Only single-choice streams are held to the held path's result (see the editor's
 		// documentation for n > 1); every stream must edit without panicking.
-		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		d := &mappingtest.Decider{Script: script}
+		out, eerr := mappingtest.Edit(c, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(c, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
 		whole, err := mappingtest.Assembled(c, stream)
 		if _, herr := mappingtest.Held(c, stream, script); herr == nil && eerr != nil && !errors.Is(eerr, errCallResumed) {
 			// Never stricter than the held path: what it accepts, the editor relays, but
@@ -322,5 +334,36 @@ func TestEditResumedCall(t *testing.T) {
 	// Control: the held path merges it into the first call.
 	if body, err := mappingtest.Assembled(c, []byte(resumed)); err != nil || !strings.Contains(string(body), "rm -rf") {
 		t.Fatalf("control: the held path does not merge the fragment: %v %s", err, body)
+	}
+}
+
+func TestEditReadsOnPastFalsyErrorChunks(t *testing.T) {
+	// openai-python reads on past a chunk whose "error" is falsy, and past "event: error"
+	// carrying a chunk: the call after (or in) it is decided; a truthy error ends the
+	// stream there, held or edited, and the call after it is never sent.
+	call := `{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","type":"function","function":{"name":"Bash","arguments":"{\"command\":\"rm -rf /\"}"}}]},"finish_reason":null}]}`
+	end := "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"
+	for _, c := range []struct {
+		stream  string
+		decided bool
+	}{
+		{"data: {\"id\":\"c\",\"choices\":[],\"error\":\"\"}\n\ndata: " + call + "\n\n" + end, true},
+		{"data: {\"id\":\"c\",\"choices\":[],\"error\":{}}\n\ndata: " + call + "\n\n" + end, true},
+		{"data: {\"id\":\"c\",\"choices\":[],\"error\":null}\n\ndata: " + call + "\n\n" + end, true},
+		{"event: error\ndata: " + call + "\n\n" + end, true},
+		{"\ufeffdata: " + call + "\n\n" + end, true},
+		{"data: {\"error\":{\"message\":\"overloaded\"}}\n\ndata: " + call + "\n\n" + end, false},
+		{"event: error\ndata: {\"message\":\"overloaded\"}\n\ndata: " + call + "\n\n" + end, false},
+	} {
+		script := mappingtest.Script{0: {Remove: true, Note: "denied"}}
+		d := &mappingtest.Decider{Script: script}
+		out, err := mappingtest.Edit(NewChat(), []byte(c.stream), 4, d)
+		if err != nil || (len(d.Decided) == 1) != c.decided || strings.Contains(string(out), "rm -rf") {
+			t.Fatalf("%q: err %v, decided %+v, sent:\n%s", c.stream, err, d.Decided, out)
+		}
+		_, herr := mappingtest.Held(NewChat(), []byte(c.stream), script)
+		if (herr == nil) != c.decided {
+			t.Errorf("%q: held path: %v", c.stream, herr)
+		}
 	}
 }

@@ -44,6 +44,9 @@ type assembler struct {
 	final    string // the response of the terminal event
 	terminal string // the terminal event's type
 	items    map[int64]*itemAcc
+	// loose: the call items of output_item.done events without output_index. Codex runs
+	// such an item all the same; one the output does not hold is added after it.
+	loose []string
 }
 
 // itemAcc accumulates one output item.
@@ -110,6 +113,15 @@ func (a *assembler) event(name string, data []byte) error {
 		return nil
 	}
 	idx := root.Get("output_index")
+	if typ == "response.output_item.done" && !idx.Exists() {
+		if item := root.Get("item"); isCallItem(item) {
+			if len(a.loose) >= maxStreamItems {
+				return fmt.Errorf("stream has more than %d output items", maxStreamItems)
+			}
+			a.loose = append(a.loose, item.Raw)
+		}
+		return nil
+	}
 	if !idx.Exists() {
 		return nil // an event about something other than an output item
 	}
@@ -275,7 +287,7 @@ func (a *assembler) Body() ([]byte, error) {
 				return nil, fmt.Errorf("openai responses stream: output item %d of the terminal response differs from its output_item.done event", k)
 			}
 		}
-		return []byte(body), nil
+		return a.withLoose(body, terminal)
 	}
 	keys := slices.Sorted(maps.Keys(a.items))
 	var b strings.Builder
@@ -295,7 +307,25 @@ func (a *assembler) Body() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai responses stream: %w", err)
 	}
-	return []byte(out), nil
+	return a.withLoose(out, gjson.Get(out, "output").Array())
+}
+
+// withLoose adds to the response's output the loose calls it does not hold already.
+func (a *assembler) withLoose(body string, output []gjson.Result) ([]byte, error) {
+	have := map[string]bool{}
+	for _, it := range output {
+		have[mapping.CompactJSON(it.Raw)] = true
+	}
+	var err error
+	for _, item := range a.loose {
+		if k := mapping.CompactJSON(item); !have[k] {
+			have[k] = true
+			if body, err = sjson.SetRaw(body, "output.-1", item); err != nil {
+				return nil, fmt.Errorf("openai responses stream: %w", err)
+			}
+		}
+	}
+	return []byte(body), nil
 }
 
 // build renders an item from what the stream said about it: its done form when there is one,

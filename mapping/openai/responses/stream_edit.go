@@ -30,7 +30,9 @@ import (
 // answer, is rebuilt from what was judged: a call the item events did not announce but
 // the terminal response holds is decided there, and an item whose terminal form differs
 // in kind from the one streamed is replaced by the streamed one — the client never runs a
-// call other than the one judged.
+// call other than the one judged. A call in an output_item.done without output_index
+// (Codex runs it) is decided where that event comes (looseCall); the terminal response
+// keeps it as judged.
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
@@ -59,6 +61,9 @@ type editor struct {
 	changed    bool // something differs from the upstream's stream: renumber sequence_number
 	nextSeq    int64
 	seqStarted bool // nextSeq was taken from the stream's first event
+	// loose: the calls of output_item.done events without output_index, judged, by their
+	// compact item: the item as emitted, "" when removed.
+	loose map[string]string
 }
 
 // itemState is what the stream said about one output item.
@@ -82,6 +87,8 @@ type heldCall struct {
 	// announced: the client has the item's output_item.added already — an item announced
 	// as something else that finished as a call (lateCall).
 	announced bool
+	// loose: the output_item.done event, without output_index, that carries the call.
+	loose *queued
 }
 
 // queued is an event waiting behind an undecided call.
@@ -182,6 +189,11 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		return e.flush()
 	}
 	oi := root.Get("output_index")
+	if typ == "response.output_item.done" && !oi.Exists() {
+		if item := root.Get("item"); isCallItem(item) {
+			return e.looseCall(q, item.Raw)
+		}
+	}
 	if !strings.HasPrefix(typ, "response.") || !oi.Exists() {
 		return e.emit(q)
 	}
@@ -252,6 +264,43 @@ func (e *editor) lateCall(it *itemState, idx int, item string, announced bool) e
 	it.call = c
 	e.queue.Push(queued{call: c}, c.size)
 	return e.flush()
+}
+
+// looseCall takes the call of an output_item.done without output_index. Codex runs the
+// item of such an event all the same, so it is judged in its place among the calls; kept,
+// it goes out as it came (re-rendered with the effective arguments of a modify), removed,
+// it leaves no event. It has no index to keep, so no other item moves.
+func (e *editor) looseCall(q queued, item string) error {
+	q.raw, q.data, q.name = bytes.Clone(q.raw), bytes.Clone(q.data), strings.Clone(q.name) // the splitter reuses its buffers
+	c := &heldCall{index: -1, done: strings.Clone(item), complete: true, loose: &q}
+	c.size = len(c.done) + len(q.raw) + len(q.data)
+	e.queue.Push(queued{call: c}, c.size)
+	return e.flush()
+}
+
+// decideLoose settles a call of looseCall, decoded where the held path puts it when the
+// terminal response does not hold it: after the streamed items.
+func (e *editor) decideLoose(c *heldCall) error {
+	kept, out, err := e.decide(c.done, e.maxIndex+1)
+	if err != nil {
+		return err
+	}
+	if e.loose == nil {
+		e.loose = map[string]string{}
+	}
+	key := mapping.CompactJSON(c.done)
+	if !kept {
+		e.changed = true
+		e.dropped++
+		e.loose[key] = ""
+		return nil
+	}
+	e.loose[key] = out
+	if out == c.done {
+		return e.render(*c.loose)
+	}
+	e.changed = true
+	return e.emitter()("response.output_item.done", "item", out)
 }
 
 // callEvent feeds one event of a held call. Its events other than the arguments (or custom
@@ -390,6 +439,9 @@ func (e *editor) emitter() func(string, ...string) error {
 
 // decideHeld settles a held call item and emits it when it is kept.
 func (e *editor) decideHeld(c *heldCall) error {
+	if c.loose != nil {
+		return e.decideLoose(c)
+	}
 	if c.dropped {
 		e.changed = true
 		e.removed = append(e.removed, c.index)
@@ -506,6 +558,13 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 			// their events gave them.
 			final = append(final, ti.Raw)
 			rebuilt = true
+		case ti.Exists() && isCallItem(ti) && e.isLoose(ti.Raw):
+			// A call judged from its output_item.done without output_index: as judged.
+			out := e.loose[mapping.CompactJSON(ti.Raw)]
+			if out != "" {
+				final = append(final, out)
+			}
+			rebuilt = rebuilt || out != ti.Raw
 		case ti.Exists() && isCallItem(ti):
 			// A call only the terminal response holds: judged here.
 			e.changed, rebuilt = true, true
@@ -548,6 +607,12 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 		}
 	}
 	return data, true, nil
+}
+
+// isLoose reports whether item was judged by looseCall.
+func (e *editor) isLoose(item string) bool {
+	_, ok := e.loose[mapping.CompactJSON(item)]
+	return ok
 }
 
 // writeNotes writes the notes' message item at client position of upstream index i.

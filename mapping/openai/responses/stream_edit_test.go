@@ -227,10 +227,19 @@ func FuzzStreamEditResponses(f *testing.F) {
 	f.Add([]byte(customToolStream), uint16(11), uint8(0b1001))
 	f.Add([]byte(customToolStream), uint16(0), uint8(0b10))
 	f.Add([]byte(resumedStream()), uint16(5), uint8(0b01)) // resumed inside a call (starting_after)
+	// Shapes the SDKs accept: a byte-order mark before the first event; an
+	// output_item.done without output_index (Codex runs its item).
+	f.Add([]byte("\ufeff"+toolStream), uint16(5), uint8(0b01))
+	f.Add([]byte(looseDoneStream), uint16(0), uint8(0b01))
+	f.Add([]byte(looseDoneStream), uint16(13), uint8(0b10))
 	tr := New()
 	f.Fuzz(func(t *testing.T, stream []byte, chunk uint16, bits uint8) {
 		script := mappingtest.ScriptFromBits(bits)
-		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), &mappingtest.Decider{Script: script})
+		d := &mappingtest.Decider{Script: script}
+		out, eerr := mappingtest.Edit(tr, stream, int(chunk%64), d)
+		if u := mappingtest.Undecided(tr, out, d); u != "" {
+			t.Fatalf("a call reached the client unjudged: %s\n%s", u, out)
+		}
 		if _, err := mappingtest.Held(tr, stream, script); err != nil {
 			return
 		}
@@ -250,8 +259,17 @@ func FuzzStreamEditResponses(f *testing.F) {
 	})
 }
 
+// looseDoneStream carries a call in an output_item.done without output_index, between
+// a message and a terminal response that holds only the message.
+const looseDoneStream = "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\",\"output\":[]}}\n\n" +
+	"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"sequence_number\":1,\"item\":{\"type\":\"message\",\"id\":\"m1\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"ok\",\"annotations\":[]}]}}\n\n" +
+	"event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":2,\"item\":{\"type\":\"function_call\",\"id\":\"fc_1\",\"call_id\":\"call_1\",\"name\":\"Bash\",\"arguments\":\"{\\\"command\\\":\\\"rm -rf /\\\"}\",\"status\":\"completed\"}}\n\n" +
+	"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":3,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"completed\",\"output\":[{\"type\":\"message\",\"id\":\"m1\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"ok\",\"annotations\":[]}]}]}}\n\n"
+
 // consistent reports whether every streamed item's done form is the terminal response's
-// item at that index, and the terminal holds no item that was not streamed.
+// item at that index, and the terminal holds no item that was not streamed. A call in an
+// output_item.done without output_index is judged where it comes in the editor and after
+// the terminal's items on the held path: not the same order.
 func consistent(stream []byte) bool {
 	var done = map[int64]string{}
 	var term gjson.Result
@@ -259,6 +277,9 @@ func consistent(stream []byte) bool {
 		d := eventData(b)
 		switch gjson.Get(d, "type").String() {
 		case "response.output_item.done":
+			if !gjson.Get(d, "output_index").Exists() {
+				return false
+			}
 			done[gjson.Get(d, "output_index").Int()] = gjson.Get(d, "item").Raw
 		case "response.output_item.added":
 			if _, ok := done[gjson.Get(d, "output_index").Int()]; !ok {
@@ -356,6 +377,30 @@ func TestEditResumedStream(t *testing.T) {
 		first := gjson.Get(eventData(blocks(string(out))[0]), "sequence_number").Int()
 		if want := gjson.Get(eventData(blocks(stream)[0]), "sequence_number").Int(); first != want {
 			t.Errorf("remove=%v: first sequence_number %d, want %d", remove, first, want)
+		}
+	}
+}
+
+func TestEditJudgesDoneWithoutOutputIndex(t *testing.T) {
+	// The call of an output_item.done without output_index is decided; removed, no event
+	// of it reaches the client; allowed, it goes out as it came. The held path judges it
+	// too, after the terminal response's items.
+	for _, remove := range []bool{true, false} {
+		script := mappingtest.Script{}
+		if remove {
+			script[0] = mapping.CallVerdict{Remove: true, Note: "denied"}
+		}
+		d := &mappingtest.Decider{Script: script}
+		out, err := mappingtest.Edit(New(), []byte(looseDoneStream), 7, d)
+		if err != nil || len(d.Decided) != 1 || d.Decided[0].Name != "Bash" {
+			t.Fatalf("err %v, decided %+v", err, d.Decided)
+		}
+		if strings.Contains(string(out), "rm -rf") != !remove {
+			t.Fatalf("remove=%v, sent:\n%s", remove, out)
+		}
+		held, err := mappingtest.Held(New(), []byte(looseDoneStream), script)
+		if err != nil || strings.Contains(string(held), "rm -rf") != !remove {
+			t.Fatalf("held path: %v\n%s", err, held)
 		}
 	}
 }
