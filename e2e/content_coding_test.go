@@ -383,7 +383,7 @@ func TestCompressedStreamsFlowAsTheyArrive(t *testing.T) {
 				}
 				all := got.String() + string(rest)
 				mustContain(t, "the client's stream", all, "ls -la", "blocked by policy")
-				mustNotContain(t, "the client's stream", all, "rm -rf")
+				mustNotContain(t, "the client's stream", withoutRefusals(all), "rm -rf")
 			})
 		}
 	}

@@ -68,7 +68,7 @@ func TestSignedReasoningKeptAfterRemovedCall(t *testing.T) {
 				}
 				return true
 			})
-			if len(calls) != 1 || !afterSigned || strings.Contains(got, "rm -rf") {
+			if len(calls) != 1 || !afterSigned || strings.Contains(withoutRefusals(got), "rm -rf") {
 				t.Errorf("calls kept %v (after the signed items: %v) in %s", calls, afterSigned, got)
 			}
 

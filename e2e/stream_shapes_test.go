@@ -213,7 +213,7 @@ func TestChatShapesOnlyLenientClientsReadJudged(t *testing.T) {
 			}
 			px := startDefaultProxyB(t, up)
 			got := rawPost(t, px+"/openai/v1/chat/completions", c.stream)
-			if strings.Contains(got, "rm -rf") {
+			if strings.Contains(withoutRefusals(got), "rm -rf") {
 				t.Fatalf("the denied call reached the client:\n%s", got)
 			}
 			if !strings.Contains(got, `"name":"Read"`) {

@@ -358,7 +358,7 @@ func checkGeminiToolCallRemoved(t *testing.T, status int, body string) {
 		}
 		text += p.Text
 	}
-	if len(calls) != 1 || calls[0] != "Read" || strings.Contains(body, "rm -rf") {
+	if len(calls) != 1 || calls[0] != "Read" || strings.Contains(withoutRefusal(body), "rm -rf") {
 		t.Errorf("function calls %v: want only Read, and no rm -rf\n%s", calls, body)
 	}
 	if !strings.Contains(text, "Bash") {
