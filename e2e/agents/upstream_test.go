@@ -56,6 +56,9 @@ type script struct {
 	// destroyCmd then keepCmd.
 	gemini3 bool
 	keepCmd string
+	// readImage, when set, makes turn 1 of the Anthropic API a call of Claude Code's
+	// Read tool on this image file instead of the shell read (image_test.go).
+	readImage string
 }
 
 // request is one request the imitation received, byte for byte, and what it answered.
@@ -238,13 +241,26 @@ func (im *imitation) anthropicTurn(body []byte) string {
 type anthropicBlock struct {
 	text     string
 	id       string // tool_use
+	name     string // tool_use tool name; "" is Bash
 	input    map[string]any
 	redacted string // redacted_thinking data
+}
+
+// tool is the name of a tool_use block's tool.
+func (b anthropicBlock) tool() string {
+	if b.name == "" {
+		return "Bash"
+	}
+	return b.name
 }
 
 func (im *imitation) turnContent(turn string) []anthropicBlock {
 	switch turn {
 	case answerRead:
+		if im.script.readImage != "" {
+			return []anthropicBlock{{redacted: redactedThinking}, {text: "I'll look at the picture first."},
+				{id: "toolu_" + idRead, name: "Read", input: map[string]any{"file_path": im.script.readImage}}}
+		}
 		return []anthropicBlock{{redacted: redactedThinking}, {text: "I'll read the notes first."},
 			{id: "toolu_" + idRead, input: map[string]any{"command": im.script.readCmd, "description": "Show the notes file"}}}
 	case answerDestroy:
@@ -277,7 +293,7 @@ func writeAnthropic(w http.ResponseWriter, stream bool, model, msgID string, blo
 			content = append(content, map[string]any{"type": "redacted_thinking", "data": b.redacted})
 		case b.id != "":
 			stop = "tool_use"
-			content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": "Bash", "input": b.input})
+			content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": b.tool(), "input": b.input})
 		default:
 			content = append(content, map[string]any{"type": "text", "text": b.text})
 		}
@@ -308,7 +324,7 @@ func writeAnthropic(w http.ResponseWriter, stream bool, model, msgID string, blo
 				"content_block": map[string]any{"type": "redacted_thinking", "data": b.redacted}})
 		} else if b.id != "" {
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": b.id, "name": "Bash", "input": map[string]any{}}})
+				"content_block": map[string]any{"type": "tool_use", "id": b.id, "name": b.tool(), "input": map[string]any{}}})
 			args := mustJSON(b.input)
 			for _, part := range split3(args) {
 				ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
