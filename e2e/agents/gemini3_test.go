@@ -255,14 +255,17 @@ func TestGeminiCLIThoughtSignatures(t *testing.T) {
 				"means the agent got it unsigned and patched it itself", got, want, geminiSkipSignature)
 		}
 
-		// Negative controls, straight to the imitation, with the request it just accepted.
-		send := func(body string) (int, string) {
+		// Negative controls with the request the imitation just accepted: sent straight to
+		// it, and through the proxy (which passes the upstream's refusal on: it neither
+		// refuses the unsigned history itself nor hides the error).
+		sendTo := func(base, body string) (int, string) {
 			t.Helper()
-			req, err := http.NewRequest(http.MethodPost, im.URL+final.URI, strings.NewReader(body))
+			req, err := http.NewRequest(http.MethodPost, base+final.URI, strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
 			}
 			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("x-goog-api-key", "AIzaSy-hookproxy-e2e-fake-key")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -271,6 +274,7 @@ func TestGeminiCLIThoughtSignatures(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			return resp.StatusCode, string(b)
 		}
+		send := func(body string) (int, string) { t.Helper(); return sendTo(im.URL, body) }
 		if path == "" {
 			t.Fatalf("the final request holds no kept call: %s", tail(final.raw(), 2<<10))
 		}
@@ -281,6 +285,9 @@ func TestGeminiCLIThoughtSignatures(t *testing.T) {
 		if code, body := send(unsigned); code != http.StatusBadRequest || !strings.Contains(body, "missing a thought_signature") {
 			t.Errorf("negative control: the accepted request without the kept call's signature got %d %s, want 400 "+
 				"missing a thought_signature: the imitation does not enforce the rule", code, tail(body, 512))
+		}
+		if code, body := sendTo(p.url+"/gemini", unsigned); code != http.StatusBadRequest || !strings.Contains(body, "missing a thought_signature") {
+			t.Errorf("negative control through the proxy: got %d %s, want the upstream's 400 missing a thought_signature", code, tail(body, 512))
 		}
 		placeholder, err := sjson.Set(final.raw(), path+".thoughtSignature", geminiSkipSignature)
 		if err != nil {
