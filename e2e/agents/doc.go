@@ -15,6 +15,16 @@
 // encrypted_content — which the agents send back: the history that holds the prompt's
 // key then cannot be replaced whole, and the key is redacted in place.
 //
+// Two variations exercise further real-agent shapes. TestGeminiCLIThoughtSignatures makes
+// the Gemini imitation behave as Gemini 3: it signs the first function call of each step
+// with a thoughtSignature, refuses a request whose current turn holds a step without one,
+// and answers turn 2 with one step of two calls, the destructive one (signed) first; through
+// the proxy the destructive call is removed and its signature must come back on the kept
+// call. Gemini CLI itself patches a placeholder signature onto an unsigned first call (the
+// API accepts it), so the test checks for the issued signature, not just for acceptance.
+// TestClaudeCodeImage makes turn 1 a Read of a PNG file, which Claude Code returns as an
+// image block in the tool result; the key in the prompt beside it is redacted in place.
+//
 // Each agent runs twice. Through the proxy: the agent completes (exit 0), the destructive
 // command never runs, the upstream never sees either key (it sees redaction markers), the
 // agent is told why its command was refused, no WebSocket upgrade reaches the upstream,

@@ -26,6 +26,7 @@ const (
 	promptMarker = "hookproxy-agents-e2e"
 	idRead       = "hp_read"
 	idDestroy    = "hp_destroy"
+	idKept       = "hp_kept" // the second call of a Gemini 3 step (script.gemini3)
 	finalText    = "All done: the notes were read and the scratch directory was cleaned."
 	sideText     = "OK."
 	// Every tool turn starts with what a reasoning model sends and a proxy cannot read:
@@ -49,6 +50,15 @@ const (
 type script struct {
 	readCmd    string // turn 1: the shell command that reads the file with the secret
 	destroyCmd string // turn 2: the destructive shell command
+	// gemini3 makes the Gemini API answer as Gemini 3 does (gemini3_test.go): the first
+	// function call of each step carries a thoughtSignature, requests whose current turn
+	// holds a step without one are refused, and turn 2 is one step of two calls,
+	// destroyCmd then keepCmd.
+	gemini3 bool
+	keepCmd string
+	// readImage, when set, makes turn 1 of the Anthropic API a call of Claude Code's
+	// Read tool on this image file instead of the shell read (image_test.go).
+	readImage string
 }
 
 // request is one request the imitation received, byte for byte, and what it answered.
@@ -62,6 +72,10 @@ type request struct {
 	Status int             `json:"status"`
 	Answer string          `json:"answer,omitempty"` // the scripted turn, or why not
 	Tool   string          `json:"tool,omitempty"`   // how the shell call was sent (Responses)
+	// Signatures says, for each model step of the current turn (script.gemini3), what
+	// its first function call carried back: "issued:<turn>", the client's skip
+	// sentinel, "missing" or "unknown".
+	Signatures []string `json:"signatures,omitempty"`
 }
 
 // raw returns the body as sent.
@@ -81,12 +95,13 @@ type imitation struct {
 	script script
 	mu     sync.Mutex
 	reqs   []request
-	n      int // answers so far, for unique message and response ids
+	n      int               // answers so far, for unique message and response ids
+	issued map[string]string // thoughtSignature -> the turn it was issued with (script.gemini3)
 }
 
 func newImitation(t testing.TB, s script) *imitation {
 	t.Helper()
-	im := &imitation{script: s}
+	im := &imitation{script: s, issued: map[string]string{}}
 	im.Server = httptest.NewServer(http.HandlerFunc(im.serve))
 	t.Cleanup(im.Close)
 	return im
@@ -150,10 +165,20 @@ func (im *imitation) serve(w http.ResponseWriter, r *http.Request) {
 			status(http.StatusOK, "count_tokens")
 			writeJSON(w, http.StatusOK, fmt.Sprintf(`{"totalTokens":%d}`, 1+len(body)/4))
 		case "generateContent", "streamGenerateContent":
+			if im.script.gemini3 {
+				steps, problem := im.checkSignatures(body)
+				rec.Signatures = steps
+				if problem != "" {
+					status(http.StatusBadRequest, "refused: "+problem)
+					writeJSON(w, http.StatusBadRequest, mustJSON(map[string]any{"error": map[string]any{
+						"code": http.StatusBadRequest, "message": problem, "status": "INVALID_ARGUMENT"}}))
+					return
+				}
+			}
 			turn := im.geminiTurn(body)
 			status(http.StatusOK, turn)
-			writeGemini(w, method == "streamGenerateContent", r.URL.Query().Get("alt") == "sse", model, uid, turn, im.cmdFor(turn),
-				gjson.GetBytes(body, "generationConfig"))
+			writeGemini(w, method == "streamGenerateContent", r.URL.Query().Get("alt") == "sse", model, uid, turn,
+				im.geminiCalls(turn, uid), gjson.GetBytes(body, "generationConfig"))
 		default:
 			status(http.StatusNotFound, "not found")
 			writeJSON(w, http.StatusNotFound, `{"error":{"code":404,"message":"method not found","status":"NOT_FOUND"}}`)
@@ -184,7 +209,7 @@ func (im *imitation) cmdFor(turn string) string {
 // nextTurn decides the turn from the ids of the tool results in the request.
 func nextTurn(results map[string]bool, started bool) string {
 	switch {
-	case results[idDestroy]:
+	case results[idDestroy], results[idKept]:
 		return answerFinal
 	case results[idRead]:
 		return answerDestroy
@@ -216,13 +241,26 @@ func (im *imitation) anthropicTurn(body []byte) string {
 type anthropicBlock struct {
 	text     string
 	id       string // tool_use
+	name     string // tool_use tool name; "" is Bash
 	input    map[string]any
 	redacted string // redacted_thinking data
+}
+
+// tool is the name of a tool_use block's tool.
+func (b anthropicBlock) tool() string {
+	if b.name == "" {
+		return "Bash"
+	}
+	return b.name
 }
 
 func (im *imitation) turnContent(turn string) []anthropicBlock {
 	switch turn {
 	case answerRead:
+		if im.script.readImage != "" {
+			return []anthropicBlock{{redacted: redactedThinking}, {text: "I'll look at the picture first."},
+				{id: "toolu_" + idRead, name: "Read", input: map[string]any{"file_path": im.script.readImage}}}
+		}
 		return []anthropicBlock{{redacted: redactedThinking}, {text: "I'll read the notes first."},
 			{id: "toolu_" + idRead, input: map[string]any{"command": im.script.readCmd, "description": "Show the notes file"}}}
 	case answerDestroy:
@@ -255,7 +293,7 @@ func writeAnthropic(w http.ResponseWriter, stream bool, model, msgID string, blo
 			content = append(content, map[string]any{"type": "redacted_thinking", "data": b.redacted})
 		case b.id != "":
 			stop = "tool_use"
-			content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": "Bash", "input": b.input})
+			content = append(content, map[string]any{"type": "tool_use", "id": b.id, "name": b.tool(), "input": b.input})
 		default:
 			content = append(content, map[string]any{"type": "text", "text": b.text})
 		}
@@ -286,7 +324,7 @@ func writeAnthropic(w http.ResponseWriter, stream bool, model, msgID string, blo
 				"content_block": map[string]any{"type": "redacted_thinking", "data": b.redacted}})
 		} else if b.id != "" {
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
-				"content_block": map[string]any{"type": "tool_use", "id": b.id, "name": "Bash", "input": map[string]any{}}})
+				"content_block": map[string]any{"type": "tool_use", "id": b.id, "name": b.tool(), "input": map[string]any{}}})
 			args := mustJSON(b.input)
 			for _, part := range split3(args) {
 				ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i,
@@ -550,26 +588,41 @@ func geminiPath(path string) string {
 }
 
 // geminiTurn: the Gemini API has no call ids a client must echo, so a tool result is
-// recognised by the call it answers: a functionResponse part for the shell tool after a
-// model functionCall part whose command is the script's read (or destroy) command. The
+// recognised by the call it answers: a functionResponse part answers the call of the
+// model step before it with the same id (Gemini CLI numbers its calls itself), else the
+// call at its own position, and the call's command says which turn it was. The
 // conversation starts when the contents hold the marker and the shell tool is declared.
 func (im *imitation) geminiTurn(body []byte) string {
 	results := map[string]bool{}
-	pending := ""
+	var calls []gjson.Result // the function calls of the latest model step
+	prev := ""
 	for _, c := range gjson.GetBytes(body, "contents").Array() {
+		role := c.Get("role").String()
+		if role == "model" && prev != "model" {
+			calls = nil
+		}
+		prev = role
+		k := 0
 		for _, p := range c.Get("parts").Array() {
-			if fc := p.Get("functionCall"); fc.Exists() {
-				switch fc.Get("args.command").String() {
-				case im.script.readCmd:
-					pending = idRead
-				case im.script.destroyCmd:
-					pending = idDestroy
-				default:
-					pending = ""
+			if fc := p.Get("functionCall"); fc.Exists() && role == "model" {
+				calls = append(calls, fc)
+			}
+			fr := p.Get("functionResponse")
+			if !fr.Exists() {
+				continue
+			}
+			var call gjson.Result
+			for _, fc := range calls {
+				if id := fr.Get("id").String(); id != "" && fc.Get("id").String() == id {
+					call = fc
 				}
 			}
-			if p.Get("functionResponse").Exists() && pending != "" {
-				results[pending] = true
+			if !call.Exists() && k < len(calls) {
+				call = calls[k]
+			}
+			k++
+			if id := im.callID(call.Get("args.command").String()); id != "" {
+				results[id] = true
 			}
 		}
 	}
@@ -583,11 +636,49 @@ func (im *imitation) geminiTurn(body []byte) string {
 	return nextTurn(results, started)
 }
 
+// callID names the scripted call with the shell command cmd ("" for none).
+func (im *imitation) callID(cmd string) string {
+	switch {
+	case cmd == "":
+		return ""
+	case cmd == im.script.readCmd:
+		return idRead
+	case cmd == im.script.destroyCmd:
+		return idDestroy
+	case cmd == im.script.keepCmd:
+		return idKept
+	}
+	return ""
+}
+
+// geminiCalls are the functionCall parts of a turn: its shell call, and for Gemini 3
+// (script.gemini3) turn 2 is one step of two calls, the destructive one first, with the
+// step's thoughtSignature on the first call only, as Gemini 3 signs parallel calls.
+func (im *imitation) geminiCalls(turn, uid string) []any {
+	cmd := im.cmdFor(turn)
+	if cmd == "" {
+		return nil
+	}
+	call := func(cmd string) map[string]any {
+		return map[string]any{"functionCall": map[string]any{"name": geminiShell,
+			"args": map[string]any{"command": cmd, "description": "scripted by the imitation"}}}
+	}
+	calls := []any{call(cmd)}
+	if !im.script.gemini3 {
+		return calls
+	}
+	if turn == answerDestroy && im.script.keepCmd != "" {
+		calls = append(calls, call(im.script.keepCmd))
+	}
+	calls[0].(map[string]any)["thoughtSignature"] = im.issue(turn, uid)
+	return calls
+}
+
 // writeGemini answers a generateContent request: one JSON response, or (stream) the same
 // as server-sent events (alt=sse) or a JSON array of chunks. A request for JSON output
 // (a side request: Gemini CLI's model router asks for a complexity score) gets the
 // smallest instance of its schema as its text.
-func writeGemini(w http.ResponseWriter, stream, sse bool, model, uid, turn, cmd string, genConfig gjson.Result) {
+func writeGemini(w http.ResponseWriter, stream, sse bool, model, uid, turn string, calls []any, genConfig gjson.Result) {
 	text := sideText
 	if genConfig.Get("responseMimeType").String() == "application/json" {
 		schema := genConfig.Get("responseJsonSchema")
@@ -604,11 +695,6 @@ func writeGemini(w http.ResponseWriter, stream, sse bool, model, uid, turn, cmd 
 	case answerFinal:
 		text = finalText
 	}
-	var call map[string]any
-	if cmd != "" {
-		call = map[string]any{"functionCall": map[string]any{"name": geminiShell,
-			"args": map[string]any{"command": cmd, "description": "scripted by the imitation"}}}
-	}
 	chunk := func(parts []any, finish bool) map[string]any {
 		cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
 		if finish {
@@ -619,10 +705,7 @@ func writeGemini(w http.ResponseWriter, stream, sse bool, model, uid, turn, cmd 
 			"modelVersion":  model, "responseId": "resp_" + uid}
 	}
 	if !stream {
-		parts := []any{map[string]any{"text": text}}
-		if call != nil {
-			parts = append(parts, call)
-		}
+		parts := append([]any{map[string]any{"text": text}}, calls...)
 		writeJSON(w, http.StatusOK, mustJSON(chunk(parts, true)))
 		return
 	}
@@ -630,8 +713,11 @@ func writeGemini(w http.ResponseWriter, stream, sse bool, model, uid, turn, cmd 
 	for _, p := range split3(text) {
 		chunks = append(chunks, chunk([]any{map[string]any{"text": p}}, false))
 	}
-	if call != nil {
-		chunks = append(chunks, chunk([]any{call}, true))
+	if len(calls) > 0 {
+		// Each call in a chunk of its own, the last one with the finish reason.
+		for i, c := range calls {
+			chunks = append(chunks, chunk([]any{c}, i == len(calls)-1))
+		}
 	} else {
 		chunks[len(chunks)-1] = chunk([]any{map[string]any{"text": split3(text)[len(split3(text))-1]}}, true)
 	}
