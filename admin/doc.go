@@ -2,6 +2,6 @@
 // Prometheus metrics and AHP capability discovery (hooks/capabilities). It is meant for a
 // separate, private listener (config key admin), never the proxy listener.
 //
-// Design: it serves what internal/app hands it (a readiness func, the metrics handler);
+// Design: it serves what app hands it (a readiness func, the metrics handler);
 // it holds no state of its own and never sees proxy traffic.
 package admin

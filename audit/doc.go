@@ -15,6 +15,6 @@
 //   - canonical content is written only when the operator enables IncludeContent, and is
 //     scrubbed the same way.
 //
-// Design: proxy reports a settled boundary, internal/app converts it (AuditRecord) and
+// Design: proxy reports a settled boundary, app converts it (AuditRecord) and
 // writes it here; audit imports neither proxy nor app.
 package audit

@@ -42,7 +42,7 @@ func harnessChainAuth(t *testing.T, transport registration.Transport, auth *regi
 			TimeoutMs: 10000, FailurePolicy: registration.FailClosed, Content: map[string]string{"default": "body"},
 		}},
 	}}}
-	ch, err := chain.New(doc, chain.Options{Source: "urn:hookproxy:test"})
+	ch, err := chain.New(doc, chain.Options{Source: "urn:hookproxy:test", ObserveTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("chain.New: %v", err)
 	}

@@ -12,5 +12,5 @@
 // on compose.
 //
 // Design: it imports chain, never proxy, mapping or policies (the policy factories are
-// passed in); `hookproxy backend` (internal/app) puts it behind a listener or on stdio.
+// passed in); `hookproxy backend` (app) puts it behind a listener or on stdio.
 package backend

@@ -143,7 +143,8 @@ type Options struct {
 	Source string
 	// Policies builds in_process backends by policy name.
 	Policies map[string]transport.PolicyFactory
-	// ObserveTimeout bounds each observation delivery (default 5s).
+	// ObserveTimeout bounds each observation delivery; it is required (New refuses zero),
+	// and the caller chooses it (hookproxy: the configuration's limits.observeTimeout).
 	ObserveTimeout time.Duration
 	// MaxReplyBytes caps a backend reply frame (default 4 MiB).
 	MaxReplyBytes int64

@@ -64,7 +64,7 @@ func BenchmarkSettleInProcess(b *testing.B) {
 	ev, _ := benchEvent(b)
 	doc := docOf(registration.Backend{ID: "com.example.noop", Transport: registration.Transport{Type: registration.TransportInProcess, Policy: "noop"},
 		Subscriptions: []registration.Subscription{icpt(registration.FailOpen, 1000, "model.request.before")}})
-	c, err := New(doc, Options{Policies: map[string]transport.PolicyFactory{
+	c, err := New(doc, Options{ObserveTimeout: testObserveTimeout, Policies: map[string]transport.PolicyFactory{
 		"noop": func(json.RawMessage) (ahp.Interceptor, error) { return noEffectPolicy{}, nil },
 	}})
 	if err != nil {
@@ -86,7 +86,7 @@ func BenchmarkSettleHTTP(b *testing.B) {
 	defer srv.Close()
 	doc := docOf(registration.Backend{ID: "com.example.http", Transport: registration.Transport{Type: registration.TransportHTTP, URL: srv.URL},
 		Subscriptions: []registration.Subscription{icpt(registration.FailOpen, 1000, "model.request.before")}})
-	c, err := New(doc, Options{})
+	c, err := New(doc, Options{ObserveTimeout: testObserveTimeout})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func BenchmarkSettleEngineOnly(b *testing.B) {
 	f := &constTransport{frame: answer}
 	orig := newTransport
 	newTransport = func(registration.Backend, Options) (transport.Transport, error) { return f, nil }
-	c, err := New(docOf(fakeBackend("com.example.const", icpt(registration.FailOpen, 1000, "model.request.before"))), Options{})
+	c, err := New(docOf(fakeBackend("com.example.const", icpt(registration.FailOpen, 1000, "model.request.before"))), Options{ObserveTimeout: testObserveTimeout})
 	newTransport = orig
 	if err != nil {
 		b.Fatal(err)

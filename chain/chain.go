@@ -11,7 +11,6 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/chain/transport"
-	"github.com/hookproxy/hookproxy/config"
 )
 
 // newTransport builds the transport of one backend. It is the single construction seam:
@@ -77,7 +76,9 @@ func New(doc *registration.Document, opts Options) (*Chain, error) {
 		return nil, errors.New("chain: nil registration document")
 	}
 	if opts.ObserveTimeout <= 0 {
-		opts.ObserveTimeout = config.DefaultObserveTimeout // limits.observeTimeout
+		// The bound is the caller's (the assembly passes limits.observeTimeout): the engine
+		// neither reads the configuration nor invents a wait of its own.
+		return nil, errors.New("chain: Options.ObserveTimeout must be positive")
 	}
 	if opts.MaxReplyBytes <= 0 {
 		opts.MaxReplyBytes = transport.DefaultMaxReplyBytes

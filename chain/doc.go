@@ -7,5 +7,7 @@
 // mapping and settles them here (Chain.Intercept, then Chain.Observe). Delivery is
 // chain/transport's, the wire model chain/ahp's, the registration document
 // chain/registration's. Built-in policies are backends with an in_process transport, so
-// they take the same path as remote ones.
+// they take the same path as remote ones. It does not read the configuration: bounds it
+// needs (Options.ObserveTimeout) are its caller's, so the engine sits below config's
+// readers (the layering in internal/layers).
 package chain

@@ -616,6 +616,26 @@ func TestNoInterceptorsStillObserves(t *testing.T) {
 	}
 }
 
+// TestNewRequiresObserveTimeout: the observation bound is the caller's to give (the
+// assembly passes limits.observeTimeout); New refuses to run observers without one. The
+// control is the same document with a bound, which New accepts.
+func TestNewRequiresObserveTimeout(t *testing.T) {
+	orig := newTransport
+	defer func() { newTransport = orig }()
+	newTransport = func(registration.Backend, Options) (transport.Transport, error) { return &fakeTransport{}, nil }
+	doc := docOf(fakeBackend("com.a", obsv("turn.end")))
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := New(doc, Options{ObserveTimeout: d}); err == nil || !strings.Contains(err.Error(), "ObserveTimeout") {
+			t.Errorf("New with ObserveTimeout %v: err = %v, want the missing bound named", d, err)
+		}
+	}
+	c, err := New(doc, Options{ObserveTimeout: time.Second})
+	if err != nil {
+		t.Fatalf("New with a bound: %v", err)
+	}
+	_ = c.Close()
+}
+
 func TestNewRejectsIncompleteInterceptSubscription(t *testing.T) {
 	tests := []struct {
 		desc string
@@ -630,7 +650,7 @@ func TestNewRejectsIncompleteInterceptSubscription(t *testing.T) {
 			orig := newTransport
 			defer func() { newTransport = orig }()
 			newTransport = func(registration.Backend, Options) (transport.Transport, error) { return &fakeTransport{}, nil }
-			if _, err := New(docOf(fakeBackend("com.a", tc.sub)), Options{}); err == nil {
+			if _, err := New(docOf(fakeBackend("com.a", tc.sub)), Options{ObserveTimeout: testObserveTimeout}); err == nil {
 				t.Fatalf("New accepted %s", tc.desc)
 			}
 		})
@@ -647,7 +667,7 @@ func TestCloseAndReady(t *testing.T) {
 		}
 		return f, nil
 	}
-	c, err := New(docOf(fakeBackend("com.a", obsv("turn.end")), fakeBackend("com.r", obsv("turn.end"))), Options{})
+	c, err := New(docOf(fakeBackend("com.a", obsv("turn.end")), fakeBackend("com.r", obsv("turn.end"))), Options{ObserveTimeout: testObserveTimeout})
 	newTransport = orig
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -20,6 +21,10 @@ import (
 // stdio backends get a minimal environment (PATH and HOME only), so an environment switch
 // would never reach the child.
 const childBackendArg = "hookproxy-chain-test-backend"
+
+// testObserveTimeout is the observation bound the tests pass where the bound itself is
+// not under test (New requires one; the configuration's default is the assembly's).
+const testObserveTimeout = 5 * time.Second
 
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 && os.Args[1] == interopBackendArg {
@@ -144,6 +149,9 @@ func newFakeChain(t testing.TB, doc *registration.Document, fakes map[string]*fa
 			return nil, fmt.Errorf("no fake for %s", b.ID)
 		}
 		return f, nil
+	}
+	if opts.ObserveTimeout == 0 {
+		opts.ObserveTimeout = testObserveTimeout
 	}
 	c, err := New(doc, opts)
 	newTransport = orig

@@ -224,7 +224,7 @@ func runChainOnce(t *testing.T, sc *interopScenario, spec *chainSpec, tr string)
 		}
 		hooks = append(hooks, b)
 	}
-	c, err := New(docOf(hooks...), Options{Source: "urn:hookproxy:interop"})
+	c, err := New(docOf(hooks...), Options{Source: "urn:hookproxy:interop", ObserveTimeout: testObserveTimeout})
 	if err != nil {
 		return "chain: " + err.Error(), ""
 	}

@@ -105,7 +105,7 @@ func runObservedScenario(t *testing.T, sc *interopScenario) interopVerdict {
 			Transport:     registration.Transport{Type: registration.TransportHTTP, URL: srv.URL},
 			Subscriptions: []registration.Subscription{{Events: []string{ahp.EventToolBefore}, Mode: registration.ModeObserve, Content: map[string]string{"default": name}}}})
 	}
-	c, err := New(docOf(hooks...), Options{Source: "urn:hookproxy:interop"})
+	c, err := New(docOf(hooks...), Options{Source: "urn:hookproxy:interop", ObserveTimeout: testObserveTimeout})
 	if err != nil {
 		return interopVerdict{"failed", "chain: " + err.Error()}
 	}

@@ -87,7 +87,7 @@ func runStdioFramingScenario(t *testing.T, file string, sc *interopScenario) int
 		Transport: registration.Transport{Type: registration.TransportStdio, Command: exe,
 			Args: []string{interopFramingArg, file, sc.ID, emitted}, Lifecycle: registration.LifecyclePersistent},
 		Subscriptions: []registration.Subscription{icpt(registration.FailClosed, 10000, ahp.EventToolBefore)}})
-	c, err := New(doc, Options{Source: "urn:hookproxy:interop"})
+	c, err := New(doc, Options{Source: "urn:hookproxy:interop", ObserveTimeout: testObserveTimeout})
 	if err != nil {
 		return interopVerdict{"failed", "chain: " + err.Error()}
 	}

@@ -461,7 +461,7 @@ func runInteropOnce(t *testing.T, file string, sc *interopScenario, req *interop
 	hooks = append(hooks, registration.Backend{ID: scenarioBackendID, Transport: backendTransport,
 		Subscriptions: []registration.Subscription{icpt(registration.FailClosed, 10000, ev.Type)}})
 
-	c, err := New(docOf(hooks...), Options{Source: "urn:hookproxy:interop", Policies: map[string]transport.PolicyFactory{
+	c, err := New(docOf(hooks...), Options{Source: "urn:hookproxy:interop", ObserveTimeout: testObserveTimeout, Policies: map[string]transport.PolicyFactory{
 		"interop-earlier": func(json.RawMessage) (ahp.Interceptor, error) { return earlierPolicy(prelude), nil },
 	}})
 	if err != nil {

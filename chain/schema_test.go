@@ -123,7 +123,7 @@ func TestRequestsValidateAgainstSchemas(t *testing.T) {
 	)
 	orig := newTransport
 	newTransport = func(b registration.Backend, _ Options) (transport.Transport, error) { return backends[b.ID], nil }
-	c, err := New(doc, Options{})
+	c, err := New(doc, Options{ObserveTimeout: testObserveTimeout})
 	newTransport = orig
 	if err != nil {
 		t.Fatal(err)

@@ -93,6 +93,9 @@ func childTransport(mode string, lifecycle string, args ...string) registration.
 // newRealChain builds a chain with the production transports.
 func newRealChain(t *testing.T, doc *registration.Document, opts Options) *Chain {
 	t.Helper()
+	if opts.ObserveTimeout == 0 {
+		opts.ObserveTimeout = testObserveTimeout
+	}
 	c, err := New(doc, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -2,5 +2,5 @@
 // defaults and the embedded default configuration used when no file is given.
 //
 // Design: config is data and its validation; nothing here opens a file other than the
-// configuration itself or starts anything (internal/app does).
+// configuration itself or starts anything (app does).
 package config

@@ -12,8 +12,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	openaioption "github.com/openai/openai-go/v3/option"
 
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 

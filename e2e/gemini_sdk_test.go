@@ -15,10 +15,10 @@ import (
 	"github.com/tidwall/gjson"
 	"google.golang.org/genai"
 
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 

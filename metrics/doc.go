@@ -6,6 +6,6 @@
 // outcomes from closed vocabularies (anything else is recorded as "unknown"), so a client
 // cannot grow the series count by sending odd requests.
 //
-// Design: proxy and internal/app call it through small interfaces (proxy.Metrics,
+// Design: proxy and app call it through small interfaces (proxy.Metrics,
 // proxy.StoreMetrics); it is served only by the admin listener.
 package metrics

@@ -8,5 +8,5 @@
 // under another media type — is examined or refused (request_input.go).
 //
 // Design: proxy imports chain, mapping and state, never audit or app: what it enforced is
-// reported through Auditor, and internal/app turns that into audit lines and metrics.
+// reported through Auditor, and app turns that into audit lines and metrics.
 package proxy

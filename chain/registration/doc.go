@@ -2,5 +2,5 @@
 // format of SPEC-DIGEST §10, plus hookproxy's in_process transport for built-in policies).
 //
 // Design: it checks the document only; the chain is built from the result (chain.New),
-// and the built-in policies' configs are checked through Options (internal/app).
+// and the built-in policies' configs are checked through Options (app).
 package registration

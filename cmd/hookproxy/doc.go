@@ -1,4 +1,4 @@
 // Command hookproxy is a reverse proxy that enforces Agent Hooks Protocol hooks on LLM
 // traffic. Its command line is cmd/hookproxy/cli; what each command runs is assembled by
-// internal/app.
+// app.
 package main

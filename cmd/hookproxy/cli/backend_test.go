@@ -15,10 +15,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/app"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/hookproxy/hookproxy/internal/app"
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 	"github.com/hookproxy/hookproxy/proxy"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookproxy/hookproxy/internal/app"
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 

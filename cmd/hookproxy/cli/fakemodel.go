@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hookproxy/hookproxy/internal/app"
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/internal/fakemodel"
 )
 

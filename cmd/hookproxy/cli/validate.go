@@ -8,9 +8,9 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/internal/app"
 )
 
 // runValidate is `hookproxy validate --config FILE`: load the configuration and its

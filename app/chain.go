@@ -52,7 +52,7 @@ func buildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.C
 	ch, err := chain.New(doc, chain.Options{
 		Source:         source,
 		Policies:       policies.Factories(),
-		ObserveTimeout: cfg.Limits.ObserveTimeout,
+		ObserveTimeout: cfg.Limits.WithDefaults().ObserveTimeout,
 		Logger:         logger,
 	})
 	if err != nil {

@@ -10,6 +10,10 @@
 //   - backend (NewBackend, ServeBackendHTTP, ServeBackendStdio): the built-in policies of a
 //     registration as one standalone AHP backend.
 //
+// It is the top floor of the library: it imports the packages it wires (config, chain,
+// policies, proxy, state, audit, metrics, tracing, admin, backend) and only
+// cmd/hookproxy/cli and the end-to-end suites import it (internal/layers checks this).
+//
 // Boundaries turns each settled boundary the proxy reports into an audit line, metrics and
 // log lines; it sits here, above proxy and audit, so that neither imports the other.
 // Flags, usage and exit codes are cmd/hookproxy/cli's; tests run Run on loopback without
