@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -135,7 +136,10 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	if req.Original == nil {
 		req.Original = body
 	}
-	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: r.Context(), subs: subs, req: req}
+	// The in-process policies share one work budget over every boundary of the exchange
+	// (limits.maxPolicyScanBytes).
+	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(rt.s.limits.MaxPolicyScanBytes))
+	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req}
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
