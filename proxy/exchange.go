@@ -62,6 +62,7 @@ type exchange struct {
 	responseAfterID  string           // model.response.after's id when it is observed after a stream
 	streamStopped    bool             // a streamed tool call stopped the flow
 	heldResponse     int64            // bytes of a held response counted in the server's budget
+	streamHeld       int64            // bytes a stream editor holds, counted likewise (holdStream)
 	requestOnly      bool             // count_tokens, embeddings, legacy completions: model.request.before only
 }
 
