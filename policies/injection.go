@@ -100,8 +100,8 @@ func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*
 		return results(), nil
 	}
 	b, _ := boundaryOf(ev.Type)
-	m := newMeter(ctx) // work.go
-	d := metered{p.scan, m}
+	d := newMeter(ctx, p.scan) // work.go
+	m := &d.meter
 	ls := scanItems(ev.Items, d, include)
 	if m.stopped() != nil {
 		return overBudget(m, caps)

@@ -40,18 +40,16 @@ var errWorkBudget = errors.New("policies: the request's policy work budget (limi
 // detectors' own tests and benchmarks).
 type meter struct {
 	ctx    context.Context
-	budget *transport.WorkBudget
-	err    error // why the call stopped: errWorkBudget or the context's error
+	budget *transport.WorkBudget // nil: the call counts against a budget of its own
+	own    int64                 // what the call spent when budget is nil
+	err    error                 // why the call stopped: errWorkBudget or the context's error
 }
 
-// newMeter meters a call against the budget ctx carries; without one (a policy served by
-// `hookproxy backend`, a test) the call gets a budget of its own of the default size.
-func newMeter(ctx context.Context) *meter {
-	b := transport.WorkBudgetFrom(ctx)
-	if b == nil {
-		b = transport.NewWorkBudget(transport.DefaultWorkBudget)
-	}
-	return &meter{ctx: ctx, budget: b}
+// newMeter returns the detector of one call of s, metered against the budget ctx carries;
+// without one (a policy served by `hookproxy backend`, a test) the call gets a budget of
+// its own of the default size. The detector and its meter are one allocation.
+func newMeter(ctx context.Context, s scanner) *metered {
+	return &metered{s: s, meter: meter{ctx: ctx, budget: transport.WorkBudgetFrom(ctx)}}
 }
 
 // charge counts n units; false once the call must stop.
@@ -65,6 +63,14 @@ func (m *meter) charge(n int) bool {
 	if err := m.ctx.Err(); err != nil {
 		m.err = err
 		return false
+	}
+	if m.budget == nil {
+		m.own += int64(n)
+		if m.own > transport.DefaultWorkBudget {
+			m.err = errWorkBudget
+			return false
+		}
+		return true
 	}
 	if !m.budget.Spend(int64(n)) {
 		m.err = errWorkBudget
@@ -104,16 +110,16 @@ type scanner interface {
 	scanFieldMetered(m *meter, dst []Finding, key, value string) []Finding
 }
 
-// metered is s as the detector of one call, charging m.
+// metered is s as the detector of one call, charging its meter.
 type metered struct {
 	s scanner
-	m *meter
+	meter
 }
 
-func (d metered) scanText(dst []Finding, text string) []Finding {
-	return d.s.scanTextMetered(d.m, dst, text)
+func (d *metered) scanText(dst []Finding, text string) []Finding {
+	return d.s.scanTextMetered(&d.meter, dst, text)
 }
 
-func (d metered) scanField(dst []Finding, key, value string) []Finding {
-	return d.s.scanFieldMetered(d.m, dst, key, value)
+func (d *metered) scanField(dst []Finding, key, value string) []Finding {
+	return d.s.scanFieldMetered(&d.meter, dst, key, value)
 }
