@@ -112,3 +112,59 @@ func TestHeldStreamedCallsCountTowardMaxHeldBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedCallOverTheHoldLimitEndsInStream: a tool call streamed in many pieces that
+// grows past limits.maxResponseBytes ends the stream with the in-stream error, without
+// the call; the text before it has already gone out. Control: the same call under a
+// limit that holds it arrives whole.
+func TestStreamedCallOverTheHoldLimitEndsInStream(t *testing.T) {
+	for _, limit := range []int64{64 << 10, 1 << 20} {
+		release := make(chan struct{})
+		close(release)
+		up := heldCallUpstream(t, 300<<10, release)
+		cfg := testConfig(up.URL)
+		cfg.Limits.MaxResponseBytes = limit
+		px := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("tool.before")), Options{})
+		status, _, got := post(t, px.URL+chatPath, chatStreamReq, nil)
+		s := string(got)
+		over := limit < 300<<10
+		switch {
+		case status != 200 || !strings.Contains(s, "Running it."):
+			t.Errorf("limit %d: the text did not stream: %d %.200s", limit, status, s)
+		case over && (strings.Contains(s, `"name":"Bash"`) || !strings.Contains(lastEvent(s), "hold limit")):
+			t.Errorf("limit %d: a call over the hold limit: %.200s", limit, lastEvent(s))
+		case !over && !strings.Contains(s, `"name":"Bash"`):
+			t.Errorf("control: limit %d: the call did not arrive: %.200s", limit, lastEvent(s))
+		}
+	}
+}
+
+// TestHeldWholeAnswerCountsAsItArrives: a response held whole (a model.response.after
+// interceptor) counts in limits.maxHeldBytes (read through heldReader): an answer that
+// would take the server past it is refused 503, one over limits.maxResponseBytes 502, and
+// nothing stays counted afterwards. Control: with room, it passes.
+func TestHeldWholeAnswerCountsAsItArrives(t *testing.T) {
+	answer := strings.Replace(chatText, `"hello"`, `"`+strings.Repeat("x", 200<<10)+`"`, 1)
+	for _, tc := range []struct {
+		held, response int64
+		status         int
+	}{{100 << 10, 1 << 20, 503}, {4 << 20, 100 << 10, 502}, {4 << 20, 1 << 20, 200}} {
+		up := newUpstream(t, jsonResponder(200, answer))
+		cfg := testConfig(up.URL)
+		cfg.Limits.MaxHeldBytes, cfg.Limits.MaxResponseBytes = tc.held, tc.response
+		s, err := New(cfg, newTestChain(t, &fakePolicy{}, intercept("model.response.after")), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		px := httptest.NewServer(s)
+		status, _, got := post(t, px.URL+chatPath, strings.Replace(chatStreamReq, `"stream":true,`, "", 1), nil)
+		px.Close()
+		_ = s.Close()
+		if status != tc.status || (status == 200) != strings.Contains(string(got), "xxxx") {
+			t.Errorf("held %d, response limit %d: %d %.200s, want %d", tc.held, tc.response, status, got, tc.status)
+		}
+		if n := s.held.Load(); n != 0 {
+			t.Errorf("held %d: %d bytes still counted", tc.held, n)
+		}
+	}
+}
