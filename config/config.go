@@ -109,6 +109,11 @@ type Limits struct {
 	// MaxHeldBytes caps the request and response bodies held in memory at once, over all
 	// requests (default 1 GiB; beyond it 503).
 	MaxHeldBytes int64 `yaml:"maxHeldBytes" json:"maxHeldBytes"`
+	// MaxPolicyScanBytes bounds the work of the built-in policies for one request, over
+	// all of them and every boundary: the bytes their scanners examine, windows re-read
+	// and regular-expression passes weighted by cost (default 1 GiB, about a second of
+	// CPU; beyond it the request is refused with code hookproxy.limits.policy_work).
+	MaxPolicyScanBytes int64 `yaml:"maxPolicyScanBytes" json:"maxPolicyScanBytes"`
 }
 
 // Log configures logging.

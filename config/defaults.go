@@ -20,6 +20,7 @@ const (
 	DefaultMinRequestBodyRate    = 16 << 10
 	DefaultMaxConcurrentRequests = 4096
 	DefaultMaxHeldBytes          = 1 << 30
+	DefaultMaxPolicyScanBytes    = 1 << 30
 	DefaultAuditQueueSize        = 1024
 	DefaultAuditWaitTimeout      = 100 * time.Millisecond
 	DefaultLogLevel              = "info"
@@ -61,6 +62,7 @@ func applyDefaults(c *Config) {
 	setInt64(&l.MinRequestBodyRate, DefaultMinRequestBodyRate)
 	setInt64(&l.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	setInt64(&l.MaxHeldBytes, DefaultMaxHeldBytes)
+	setInt64(&l.MaxPolicyScanBytes, DefaultMaxPolicyScanBytes)
 	if c.Audit.QueueSize == 0 {
 		c.Audit.QueueSize = DefaultAuditQueueSize
 	}
@@ -123,6 +125,7 @@ func (l Limits) WithDefaults() Limits {
 	orDefault(&l.MinRequestBodyRate, DefaultMinRequestBodyRate)
 	orDefault(&l.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	orDefault(&l.MaxHeldBytes, DefaultMaxHeldBytes)
+	orDefault(&l.MaxPolicyScanBytes, DefaultMaxPolicyScanBytes)
 	return l
 }
 

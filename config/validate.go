@@ -101,6 +101,7 @@ func validate(c *Config) []Problem {
 		{"limits.responseHeaderTimeout", c.Limits.ResponseHeaderTimeout < 0},
 		{"limits.shutdownTimeout", c.Limits.ShutdownTimeout < 0},
 		{"limits.observeTimeout", c.Limits.ObserveTimeout < 0},
+		{"limits.maxPolicyScanBytes", c.Limits.MaxPolicyScanBytes < 0},
 	} {
 		if l.neg {
 			add(l.key, "must not be negative")

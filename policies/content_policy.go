@@ -13,7 +13,7 @@ import (
 // — is scanned with one detector and what is found is settled by the policy's decision
 // (redact.go), under the action the policy configured for that boundary.
 type contentPolicy struct {
-	d      detector
+	d      scanner
 	noun   string // what is found, in a refusal: "a credential"
 	prefix string // the prefix of the effects' codes: "hookproxy.secrets."
 	// request and response are the policy's actions on each side (actionOff: the event is
@@ -42,25 +42,43 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 	if action == actionOff {
 		return results(), nil
 	}
+	// Every scan of this call is metered (work.go): past its deadline or the request's
+	// work budget it stops, and what was not scanned does not pass.
+	d := newMeter(ctx, c.d)
+	m := &d.meter
 	if !b.list {
 		if ev.Tool == nil || len(ev.Tool.Input) == 0 {
 			return results(), nil
 		}
-		is := scanInput(ev.Tool.Input, c.d, redactPlaceholder)
+		is := scanInput(ev.Tool.Input, d, redactPlaceholder)
+		if m.stopped() != nil {
+			return overBudget(m, caps)
+		}
 		if len(is.kinds) == 0 {
 			return results(), nil
 		}
-		return decideContent(ev, caps, b, c.d, c.decision(ev, action, is.kinds), nil, &is, false), nil
+		res := decideContent(ev, caps, b, d, c.decision(ev, action, is.kinds), nil, &is, false)
+		if m.stopped() != nil { // a redaction re-scans what it edits
+			return overBudget(m, caps)
+		}
+		return res, nil
 	}
 	// The request's params (tool descriptions, metadata, ...): params.go.
 	var ext map[string]json.RawMessage
 	if ev.Type == ahp.EventModelRequestBefore {
 		var refuse *ahp.Effect
-		if refuse, ext = paramsResult(scanParams(ev.Params, c.d), action, c.noun, c.prefix, caps); refuse != nil {
+		ps := scanParams(ev.Params, d)
+		if m.stopped() != nil {
+			return overBudget(m, caps)
+		}
+		if refuse, ext = paramsResult(ps, action, c.noun, c.prefix, caps); refuse != nil {
 			return results(*refuse), nil
 		}
 	}
-	ls := scanItems(ev.Items, c.d, responseSkipsToolCalls(b))
+	ls := scanItems(ev.Items, d, responseSkipsToolCalls(b))
+	if m.stopped() != nil {
+		return overBudget(m, caps)
+	}
 	if c.refuseSplit && len(ls.split) > 0 {
 		reason := "A message contains " + c.noun + " split across its text parts (" + strings.Join(ls.split, ", ") + ")."
 		if e, ok := block(caps, reason, c.prefix+ls.split[0]); ok {
@@ -71,7 +89,11 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 		return withExtensions(results(), ext), nil
 	}
 	_, textOffer := req.Params.Extensions[ahp.ExtRedactText]
-	return withExtensions(decideContent(ev, caps, b, c.d, c.decision(ev, action, ls.kinds()), &ls, nil, textOffer), ext), nil
+	res := decideContent(ev, caps, b, d, c.decision(ev, action, ls.kinds()), &ls, nil, textOffer)
+	if m.stopped() != nil { // a redaction re-scans the tool_call parts it edits
+		return overBudget(m, caps)
+	}
+	return withExtensions(res, ext), nil
 }
 
 // responseSkipsToolCalls leaves tool_call parts of model output alone: tool arguments are

@@ -100,7 +100,12 @@ func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*
 		return results(), nil
 	}
 	b, _ := boundaryOf(ev.Type)
-	ls := scanItems(ev.Items, p.scan, include)
+	d := newMeter(ctx, p.scan) // work.go
+	m := &d.meter
+	ls := scanItems(ev.Items, d, include)
+	if m.stopped() != nil {
+		return overBudget(m, caps)
+	}
 	if len(ls.hits) == 0 {
 		return results(), nil
 	}
@@ -117,7 +122,11 @@ func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*
 		if !modifyOps(caps, b.target).Replace || ls.withheld {
 			return warn()
 		}
-		return results(modifyEffect(b.target, ahp.OpReplace, redactedListJSON(ev.Items, ls.hits, p.scan, neutralize))), nil
+		v := redactedListJSON(ev.Items, ls.hits, d, neutralize)
+		if m.stopped() != nil { // the redaction re-scans the tool_call parts it edits
+			return overBudget(m, caps)
+		}
+		return results(modifyEffect(b.target, ahp.OpReplace, v)), nil
 	}
 	switch p.action {
 	case actionDeny:

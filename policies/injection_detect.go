@@ -61,20 +61,20 @@ func newInjectionScanner(kinds kindSet, allow allowList, extra []*regexp.Regexp)
 	a := &s.anchors
 	if kinds.enabled(InjectionPhrase) {
 		for _, w := range []string{"ignore", "disregard", "forget", "override", "bypass"} {
-			a.add(anchor{lit: w, fold: true, match: regexMatcher(reOverride, InjectionPhrase, "")})
+			a.add(anchor{lit: w, fold: true, cost: regexMatchCost, match: regexMatcher(reOverride, InjectionPhrase)})
 		}
-		a.add(anchor{lit: "you are now", fold: true, match: regexMatcher(reYouAreNow, InjectionPhrase, "")})
+		a.add(anchor{lit: "you are now", fold: true, cost: regexMatchCost, match: regexMatcher(reYouAreNow, InjectionPhrase)})
 		// Common words as anchors: a cheap look for the ':' or "user" the expression needs
 		// keeps everyday prose ("a new version", "never mind") off the regex engine.
 		for _, w := range []string{"system prompt", "new ", "updated ", "revised ", "real ", "actual ", "secret ", "hidden ", "important "} {
-			a.add(anchor{lit: w, fold: true, match: regexMatcher(reNewInstructions, InjectionPhrase, ":")})
+			a.add(anchor{lit: w, fold: true, need: ":", cost: regexMatchCost, match: regexMatcher(reNewInstructions, InjectionPhrase)})
 		}
 		for _, w := range []string{"do not ", "don't ", "dont ", "never "} {
-			a.add(anchor{lit: w, fold: true, match: regexMatcher(reDoNotTell, InjectionPhrase, "user")})
+			a.add(anchor{lit: w, fold: true, need: "user", cost: regexMatchCost, match: regexMatcher(reDoNotTell, InjectionPhrase)})
 		}
 	}
 	if kinds.enabled(InjectionRoleMarker) {
-		a.add(anchor{lit: "<|", inner: true, match: regexMatcher(reRoleToken, InjectionRoleMarker, "")})
+		a.add(anchor{lit: "<|", inner: true, cost: regexMatchCost, match: regexMatcher(reRoleToken, InjectionRoleMarker)})
 		for _, lit := range []string{"[INST]", "[/INST]", "<<SYS>>", "<</SYS>>"} {
 			a.add(anchor{lit: lit, inner: true, match: func(dst []Finding, _ string, at int) ([]Finding, int) {
 				return append(dst, Finding{Start: at, End: at + len(lit), Kind: InjectionRoleMarker, priority: 1}), at + len(lit)
@@ -88,14 +88,9 @@ func newInjectionScanner(kinds kindSet, allow allowList, extra []*regexp.Regexp)
 	return s
 }
 
-// regexMatcher reports the expression's match at the anchor. need, when set, is an ASCII
-// string (compared case-insensitively) that every match contains within the first 64
-// bytes; windows without it are not handed to the regex engine.
-func regexMatcher(re *regexp.Regexp, kind, need string) matchFunc {
+// regexMatcher reports the expression's match at the anchor.
+func regexMatcher(re *regexp.Regexp, kind string) matchFunc {
 	return func(dst []Finding, text string, at int) ([]Finding, int) {
-		if need != "" && !containsFold(window(text, at, 64), need) {
-			return dst, 0
-		}
 		loc := re.FindStringIndex(window(text, at, injectionWindow))
 		if loc == nil {
 			return dst, 0
@@ -104,6 +99,10 @@ func regexMatcher(re *regexp.Regexp, kind, need string) matchFunc {
 		return append(dst, Finding{Start: at, End: end, Kind: kind, priority: 1}), end
 	}
 }
+
+// regexMatchCost is what a regexMatcher call costs the work meter: the case-folded
+// expressions cost about twice the regexWeight of their window (measured).
+const regexMatchCost = 2 * regexWeight * injectionWindow
 
 // containsFold reports whether s contains the lower-case ASCII string sub, ignoring ASCII
 // case.
@@ -117,9 +116,20 @@ func containsFold(s, sub string) bool {
 }
 
 func (s *injectionScanner) scanText(dst []Finding, text string) []Finding {
+	return s.scanTextMetered(nil, dst, text)
+}
+
+func (s *injectionScanner) scanTextMetered(m *meter, dst []Finding, text string) []Finding {
+	if m.stopped() != nil {
+		return dst
+	}
 	start := len(dst)
-	dst = s.anchors.scan(dst, text)
+	dst = s.anchors.scan(m, dst, text)
 	for _, re := range s.extra {
+		// A configured pattern runs over the whole text: charged before it runs.
+		if !m.charge(regexWeight * len(text)) {
+			return dst
+		}
 		for _, loc := range re.FindAllStringIndex(text, -1) {
 			if loc[1] > loc[0] {
 				dst = append(dst, Finding{Start: loc[0], End: loc[1], Kind: InjectionPhrase, priority: 1})
@@ -130,7 +140,11 @@ func (s *injectionScanner) scanText(dst []Finding, text string) []Finding {
 }
 
 func (s *injectionScanner) scanField(dst []Finding, _, value string) []Finding {
-	return s.scanText(dst, value)
+	return s.scanTextMetered(nil, dst, value)
+}
+
+func (s *injectionScanner) scanFieldMetered(m *meter, dst []Finding, _, value string) []Finding {
+	return s.scanTextMetered(m, dst, value)
 }
 
 // hiddenKind classifies an invisible or direction-changing character.

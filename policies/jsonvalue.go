@@ -37,8 +37,12 @@ type jsonValue struct {
 	elems []jsonValue
 }
 
-// maxJSONDepth bounds nesting so that a hostile input cannot exhaust the stack.
-const maxJSONDepth = 512
+// maxJSONDepth is the nesting the policies read: exactly what the codecs accept for tool
+// arguments (encoding/json's bound, jsontext.MaxNesting). A lower bound here made a policy
+// read nothing of an input that nested an array deeper beside the command, while the
+// client still parsed the command. The tree is built recursively; ten thousand frames
+// fit a goroutine's growable stack.
+const maxJSONDepth = jsontext.MaxNesting
 
 var errNotObject = errors.New("json: not an object")
 

@@ -69,10 +69,12 @@ func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
 		a.add(anchor{lit: "@", inner: true, match: matchEmail})
 	}
 	if kinds.enabled(PIIPhone) || kinds.enabled(PIIPaymentCard) || kinds.enabled(PIIUSSSN) {
+		// A number of nine digits or more goes through up to four expressions over a
+		// 32-byte window: the match costs more than the default.
 		for c := byte('0'); c <= '9'; c++ {
-			a.add(anchor{lit: string(c), match: s.matchNumber})
+			a.add(anchor{lit: string(c), cost: numberMatchCost, match: s.matchNumber})
 		}
-		a.add(anchor{lit: "(", match: s.matchNumber})
+		a.add(anchor{lit: "(", cost: numberMatchCost, match: s.matchNumber})
 	}
 	if kinds.enabled(PIIPhone) {
 		a.add(anchor{lit: "+", match: matchE164})
@@ -85,14 +87,28 @@ func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
 	return s
 }
 
+// numberMatchCost is what a matchNumber call costs the work meter.
+const numberMatchCost = 2 * defaultMatchCost
+
 func (s *piiScanner) scanText(dst []Finding, text string) []Finding {
-	start := len(dst)
-	dst = s.anchors.scan(dst, text)
-	return finishScan(dst, start, text, s.kinds, s.allow)
+	return s.scanTextMetered(nil, dst, text)
 }
 
 func (s *piiScanner) scanField(dst []Finding, _, value string) []Finding {
-	return s.scanText(dst, value)
+	return s.scanTextMetered(nil, dst, value)
+}
+
+func (s *piiScanner) scanTextMetered(m *meter, dst []Finding, text string) []Finding {
+	if m.stopped() != nil {
+		return dst
+	}
+	start := len(dst)
+	dst = s.anchors.scan(m, dst, text)
+	return finishScan(dst, start, text, s.kinds, s.allow)
+}
+
+func (s *piiScanner) scanFieldMetered(m *meter, dst []Finding, _, value string) []Finding {
+	return s.scanTextMetered(m, dst, value)
 }
 
 // matchEmail expands around an '@' to an address: a local part of the RFC 5322 atom

@@ -73,7 +73,6 @@ var (
 	// Body of a private key block whose END line is missing (a truncated paste): base64
 	// lines, real or escaped line breaks, and RFC 1421 header lines.
 	rePrivKeyBody = regexp.MustCompile(`^(?:[A-Za-z0-9+/=]+|\r|\n|\\[rn]|[A-Za-z-]+: [^\r\n\\]*)*`)
-	reJWT         = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*`)
 	reBearer      = regexp.MustCompile(`^(?i:bearer)[ \t]+([A-Za-z0-9._~+/-]{16,512}=*)`)
 	// RFC 7617: "Basic" and base64("user-id:password"); the value is checked by decoding it.
 	reBasic = regexp.MustCompile(`^(?i:basic)[ \t]+([A-Za-z0-9+/]{4,1000}={0,2})`)
@@ -84,6 +83,26 @@ var (
 	reGitLabToken = regexp.MustCompile(`^gl(?:pat|dt|rt|cbt|ptt|ft|soat|oas|imt|agent|ffct)-[A-Za-z0-9_-]{20,255}(?:\.[A-Za-z0-9_-]{1,64}){0,3}`)
 	// Hugging Face user access tokens (hf_ + 34 letters) and organization API tokens.
 	reHuggingFaceToken = regexp.MustCompile(`^(?:hf_|api_org_)[A-Za-z0-9]{30,64}`)
+)
+
+// The windows the matchers read, and what a match call costs the work meter (work.go).
+const (
+	tokenWindow    = 512
+	tokenMatchCost = regexWeight * tokenWindow
+	bearerWindow   = 600
+	// The three forms of an OpenAI key are tried in turn, each a regexp over the window;
+	// measured, a call costs about twice what three passes are charged at regexWeight.
+	openAIMatchCost = 2 * 3 * tokenMatchCost
+	jwtWindow       = 8192
+	// matchJWT's byte loops take about four nanoseconds a byte (a call per byte).
+	jwtMatchCost = 4 * jwtWindow
+	// A key block is searched for its END line (a vectorised search), then its body runs
+	// through a regular expression when the line is missing.
+	privateKeyMaxBlock  = 64 << 10
+	privateKeyMatchCost = regexWeight*80 + 2*privateKeyMaxBlock
+	// matchAssignment reads the name around the keyword (up to 96 bytes) and a value of
+	// up to 256, then tests the value (entropy, shape): byte loops, no regexp.
+	assignmentMatchCost = 2 * (96 + 256)
 )
 
 // secretNameKeywords are the words that make an assigned value a credential candidate
@@ -128,45 +147,45 @@ func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLen
 	// Anchors of disabled kinds are left out: they would cost time and be filtered anyway.
 	on := kinds.enabled
 	if on(SecretAnthropicKey) {
-		a.add(anchor{lit: "sk-ant-", match: tokenMatcher(reAnthropicKey, SecretAnthropicKey, isKeyChar)})
+		a.add(anchor{lit: "sk-ant-", cost: tokenMatchCost, match: tokenMatcher(reAnthropicKey, SecretAnthropicKey, isKeyChar)})
 	}
 	if on(SecretOpenAIKey) {
-		a.add(anchor{lit: "sk-", match: s.matchOpenAI})
+		a.add(anchor{lit: "sk-", cost: openAIMatchCost, match: s.matchOpenAI})
 	}
 	if on(SecretStripeKey) {
 		for _, p := range []string{"sk_live_", "sk_test_", "rk_live_", "rk_test_"} {
-			a.add(anchor{lit: p, match: tokenMatcher(reStripeKey, SecretStripeKey, isAlnumASCII)})
+			a.add(anchor{lit: p, cost: tokenMatchCost, match: tokenMatcher(reStripeKey, SecretStripeKey, isAlnumASCII)})
 		}
 	}
 	if on(SecretAWSAccessKeyID) || on(SecretAWSSecretAccessKey) {
-		a.add(anchor{lit: "AKIA", match: s.matchAWSKeyID})
-		a.add(anchor{lit: "ASIA", match: s.matchAWSKeyID})
+		a.add(anchor{lit: "AKIA", cost: regexWeight * (20 + 48), match: s.matchAWSKeyID})
+		a.add(anchor{lit: "ASIA", cost: regexWeight * (20 + 48), match: s.matchAWSKeyID})
 	}
 	if on(SecretGitHubToken) {
 		for _, p := range []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"} {
-			a.add(anchor{lit: p, match: tokenMatcher(reGitHubToken, SecretGitHubToken, isKeyChar)})
+			a.add(anchor{lit: p, cost: tokenMatchCost, match: tokenMatcher(reGitHubToken, SecretGitHubToken, isKeyChar)})
 		}
-		a.add(anchor{lit: "github_pat_", match: tokenMatcher(reGitHubPAT, SecretGitHubToken, isKeyChar)})
+		a.add(anchor{lit: "github_pat_", cost: tokenMatchCost, match: tokenMatcher(reGitHubPAT, SecretGitHubToken, isKeyChar)})
 	}
 	if on(SecretSlackToken) {
-		a.add(anchor{lit: "xox", match: tokenMatcher(reSlackToken, SecretSlackToken, isKeyChar)})
+		a.add(anchor{lit: "xox", cost: tokenMatchCost, match: tokenMatcher(reSlackToken, SecretSlackToken, isKeyChar)})
 	}
 	if on(SecretSlackWebhook) {
 		for _, p := range []string{"https://hooks.slack.com/", "http://hooks.slack.com/", "hooks.slack.com/"} {
-			a.add(anchor{lit: p, match: tokenMatcher(reSlackWebhook, SecretSlackWebhook, isKeyChar)})
+			a.add(anchor{lit: p, cost: tokenMatchCost, match: tokenMatcher(reSlackWebhook, SecretSlackWebhook, isKeyChar)})
 		}
 	}
 	if on(SecretGoogleAPIKey) {
-		a.add(anchor{lit: "AIza", match: tokenMatcher(reGoogleAPIKey, SecretGoogleAPIKey, isKeyChar)})
+		a.add(anchor{lit: "AIza", cost: tokenMatchCost, match: tokenMatcher(reGoogleAPIKey, SecretGoogleAPIKey, isKeyChar)})
 	}
 	if on(SecretPrivateKey) {
-		a.add(anchor{lit: "-----BEGIN ", inner: true, match: matchPrivateKey})
+		a.add(anchor{lit: "-----BEGIN ", inner: true, cost: privateKeyMatchCost, match: matchPrivateKey})
 	}
 	if on(SecretJWT) {
-		a.add(anchor{lit: "eyJ", match: matchJWT})
+		a.add(anchor{lit: "eyJ", cost: jwtMatchCost, match: matchJWT})
 	}
 	if on(SecretBearerToken) {
-		a.add(anchor{lit: "bearer", fold: true, match: s.matchBearer})
+		a.add(anchor{lit: "bearer", fold: true, cost: regexWeight * bearerWindow, match: s.matchBearer})
 	}
 	if on(SecretBasicAuth) {
 		a.add(anchor{lit: "basic", fold: true, match: matchBasic})
@@ -186,7 +205,7 @@ func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLen
 			// Inside an upper-case name only the unambiguous words count (PGPASSWORD,
 			// CLIENTSECRET), not PASS (COMPASS, BYPASS) or AUTH (OAUTH).
 			caps := len(kw) >= 5
-			a.add(anchor{lit: kw, fold: true, camel: true, caps: caps, match: func(dst []Finding, text string, at int) ([]Finding, int) {
+			a.add(anchor{lit: kw, fold: true, camel: true, caps: caps, cost: assignmentMatchCost, match: func(dst []Finding, text string, at int) ([]Finding, int) {
 				return s.matchAssignment(dst, text, at, len(kw))
 			}})
 		}
@@ -196,8 +215,15 @@ func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLen
 
 // scanText implements detector.
 func (s *secretScanner) scanText(dst []Finding, text string) []Finding {
+	return s.scanTextMetered(nil, dst, text)
+}
+
+func (s *secretScanner) scanTextMetered(m *meter, dst []Finding, text string) []Finding {
+	if m.stopped() != nil {
+		return dst
+	}
 	start := len(dst)
-	dst = s.anchors.scan(dst, text)
+	dst = s.anchors.scan(m, dst, text)
 	return s.finish(dst, start, text)
 }
 
@@ -205,8 +231,15 @@ func (s *secretScanner) scanText(dst []Finding, text string) []Finding {
 // credential-like key ("password", "apiKey", "AWS_SECRET_ACCESS_KEY") is itself a
 // candidate when it passes the same tests as an assigned value in text.
 func (s *secretScanner) scanField(dst []Finding, key, value string) []Finding {
+	return s.scanFieldMetered(nil, dst, key, value)
+}
+
+func (s *secretScanner) scanFieldMetered(m *meter, dst []Finding, key, value string) []Finding {
+	if m.stopped() != nil {
+		return dst
+	}
 	start := len(dst)
-	dst = s.anchors.scan(dst, value)
+	dst = s.anchors.scan(m, dst, value)
 	if key != "" {
 		if aws, ok := credentialName(key); ok && isSingleToken(value) {
 			if f, ok := s.classifyValue(value, 0, len(value), aws); ok {
@@ -228,7 +261,7 @@ func isKeyChar(c byte) bool { return isAlnumASCII(c) || c == '_' || c == '-' }
 // position, and the token must end where its alphabet (cont) ends.
 func tokenMatcher(re *regexp.Regexp, kind string, cont func(byte) bool) matchFunc {
 	return func(dst []Finding, text string, at int) ([]Finding, int) {
-		loc := re.FindStringIndex(window(text, at, 512))
+		loc := re.FindStringIndex(window(text, at, tokenWindow))
 		if loc == nil {
 			return dst, 0
 		}
@@ -245,7 +278,7 @@ func tokenMatcher(re *regexp.Regexp, kind string, cont func(byte) bool) matchFun
 var openAIForms = []*regexp.Regexp{reOpenAIProject, reOpenAIMarked, reOpenAILegacy}
 
 func (s *secretScanner) matchOpenAI(dst []Finding, text string, at int) ([]Finding, int) {
-	w := window(text, at, 512)
+	w := window(text, at, tokenWindow)
 	for _, re := range openAIForms {
 		loc := re.FindStringIndex(w)
 		if loc == nil {
@@ -316,8 +349,7 @@ func matchPrivateKey(dst []Finding, text string, at int) ([]Finding, int) {
 	}
 	label := text[at+m[2] : at+m[3]]
 	bodyStart := at + m[1]
-	const maxBlock = 64 << 10
-	rest := window(text, bodyStart, maxBlock)
+	rest := window(text, bodyStart, privateKeyMaxBlock)
 	// A key block holds no quote: stopping at one keeps the span inside a single quoted
 	// string when the block sits in serialized JSON.
 	if q := strings.IndexByte(rest, '"'); q >= 0 {
@@ -353,19 +385,35 @@ func trimTrailingBreaks(text string, lo, end int) int {
 }
 
 // matchJWT accepts three base64url segments whose first decodes to a JSON object with an
-// "alg" member — the JOSE header every JWS/JWT carries.
+// "alg" member — the JOSE header every JWS/JWT carries. The segments are found with byte
+// loops rather than a regular expression: a JWT may be 8 KiB long, Go's regexp takes tens
+// of nanoseconds a byte over such a window, and every "eyJ" of a crafted text starts one.
 func matchJWT(dst []Finding, text string, at int) ([]Finding, int) {
-	loc := reJWT.FindStringIndex(window(text, at, 8192))
-	if loc == nil {
+	limit := at + jwtWindow
+	if limit > len(text) {
+		limit = len(text)
+	}
+	// segment returns the end of the run of base64url characters from i (within limit).
+	segment := func(i int) int {
+		for i < limit && isKeyChar(text[i]) {
+			i++
+		}
+		return i
+	}
+	// eyJ[A-Za-z0-9_-]{6,} "." [A-Za-z0-9_-]{6,} "." [A-Za-z0-9_-]*
+	h := segment(at + 3)
+	if h-(at+3) < 6 || h >= limit || text[h] != '.' {
 		return dst, 0
 	}
-	end := at + loc[1]
+	p := segment(h + 1)
+	if p-(h+1) < 6 || p >= limit || text[p] != '.' {
+		return dst, 0
+	}
+	end := segment(p + 1)
 	if end < len(text) && (isKeyChar(text[end]) || text[end] == '.') {
 		return dst, 0
 	}
-	tok := text[at:end]
-	header := tok[:strings.IndexByte(tok, '.')]
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(header, "="))
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(text[at:h], "="))
 	if err != nil {
 		return dst, 0
 	}
@@ -382,7 +430,7 @@ func matchJWT(dst []Finding, text string, at int) ([]Finding, int) {
 // must look random (letters and digits, not a dotted/dashed identifier), which rules out
 // prose ("bearer tokens are...") and code ("Bearer " + token, "Bearer ${TOKEN}").
 func (s *secretScanner) matchBearer(dst []Finding, text string, at int) ([]Finding, int) {
-	m := reBearer.FindStringSubmatchIndex(window(text, at, 600))
+	m := reBearer.FindStringSubmatchIndex(window(text, at, bearerWindow))
 	if m == nil {
 		return dst, 0
 	}

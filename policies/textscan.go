@@ -38,6 +38,14 @@ type anchor struct {
 	camel bool   // may also start at a lower→upper transition (apiKey, accessToken)
 	caps  bool   // may also start inside an upper-case word (PGPASSWORD)
 	match matchFunc
+	// need, when set, is an ASCII string (compared case-insensitively) that every match
+	// contains within needWindow bytes of the anchor: windows without it are not handed
+	// to match, and cost only needWindow.
+	need string
+	// cost is the work a match call may do, in bytes of the anchor pass (work.go): the
+	// window it reads, times regexWeight for each regular-expression pass over it. Zero
+	// means defaultMatchCost.
+	cost int
 }
 
 // anchorSet dispatches candidate positions to anchors by first byte. Two filters keep the
@@ -53,6 +61,9 @@ type anchorSet struct {
 }
 
 func (s *anchorSet) add(a anchor) {
+	if a.cost == 0 {
+		a.cost = defaultMatchCost
+	}
 	idx := uint16(len(s.anchors))
 	s.anchors = append(s.anchors, a)
 	firsts := []byte{a.lit[0]}
@@ -83,15 +94,35 @@ func (s *anchorSet) add(a anchor) {
 	}
 }
 
-// scan runs every anchor over text and appends the findings to dst.
-func (s *anchorSet) scan(dst []Finding, text string) []Finding {
+// needWindow is how far from its anchor an anchor's need is looked for.
+const needWindow = 64
+
+// candidateCost is what trying one anchor at a candidate position costs the work meter
+// (the boundary tests and the literal comparison), matched or not.
+const candidateCost = 8
+
+// scan runs every anchor over text and appends the findings to dst. It charges m for the
+// pass and for every match call's cost, checking m every meterStep units; when m stops
+// the call, scan returns what it found so far and the caller must not take it for a
+// complete result (m.stopped).
+func (s *anchorSet) scan(m *meter, dst []Finding, text string) []Finding {
 	n := len(text)
+	// work is what was done since the last charge: the pass from mark to i, plus the
+	// match calls' costs in matched. One comparison per candidate position, outside next.
+	mark, matched := 0, 0
 	for i := 0; i < n; i++ {
 		if i = s.next(text, i); i >= n {
 			break
 		}
+		if i-mark+matched >= meterStep {
+			if !m.charge(i - mark + matched) {
+				return dst
+			}
+			mark, matched = i, 0
+		}
 		c := text[i]
 		cands := s.first[c]
+		matched += candidateCost * len(cands)
 		boundary := wordBoundaryBefore(text, i)
 		for _, k := range cands {
 			a := &s.anchors[k]
@@ -103,7 +134,12 @@ func (s *anchorSet) scan(dst []Finding, text string) []Finding {
 			if !hasLiteral(text[i:], a.lit, a.fold) {
 				continue
 			}
+			if a.need != "" && !containsFold(window(text, i, needWindow), a.need) {
+				matched += needWindow
+				continue
+			}
 			var next int
+			matched += a.cost
 			dst, next = a.match(dst, text, i)
 			if next > i {
 				i = next - 1
@@ -111,6 +147,7 @@ func (s *anchorSet) scan(dst []Finding, text string) []Finding {
 			}
 		}
 	}
+	m.charge(n - mark + matched)
 	return dst
 }
 

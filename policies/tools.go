@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 )
 
 // ToolsConfig configures the tools policy. The zero value denies nothing.
@@ -300,6 +301,11 @@ func (p *Tools) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.
 	}
 	if (ev.Type != ahp.EventToolBefore && ev.Type != "tool.permission.request") || ev.Tool == nil {
 		return results(), nil
+	}
+	// The rules' expressions run over the input (prefiltered by their literals, pattern.go):
+	// charged to the request's work budget as one regular-expression pass (work.go).
+	if m := (&meter{ctx: ctx, budget: transport.WorkBudgetFrom(ctx)}); !m.charge(regexWeight * len(ev.Tool.Input)) {
+		return overBudget(m, caps)
 	}
 	v := p.evaluate(ev.Tool.Name, ev.Tool.Input)
 	if !v.denied && p.denyUnparseable {

@@ -69,16 +69,16 @@ const maxErrorBodyTap = 64 << 10
 // and an event stream is no JSON value, so whichever way the client parses it, only the
 // reading judged here can give it anything. It goes out labelled as what it is.
 func (x *exchange) holdResponse(resp *http.Response, streaming, mislabelled bool) error {
-	raw, err := readAllLimited(resp.Body, x.s.limits.MaxResponseBytes, resp.ContentLength)
+	// The bytes are counted in limits.maxHeldBytes as they arrive, not once the whole body
+	// is in memory: concurrent large answers meet the server's limit while they are read.
+	hr := &heldReader{s: x.s, r: resp.Body}
+	raw, err := readAllLimited(hr, x.s.limits.MaxResponseBytes, resp.ContentLength)
 	resp.Body.Close()
 	latency := time.Since(x.upstreamStart)
-	if err == nil {
-		if !x.s.hold(int64(len(raw))) {
-			return x.rt.overloaded("bytes held in memory (limits.maxHeldBytes)")
-		}
-		x.heldResponse = int64(len(raw)) // released when the exchange ends
-	}
+	x.heldResponse = hr.reserved // released when the exchange ends
 	switch {
+	case errors.Is(err, errHeldFull):
+		return x.rt.overloaded("bytes held in memory (limits.maxHeldBytes)")
 	case err != nil && x.ctx.Err() != nil:
 		return errInterrupted
 	case errors.Is(err, errBodyTooLarge):
@@ -783,4 +783,23 @@ func attemptUsage(u *ahp.Usage) *ahp.Usage {
 		c.Provenance = "provider"
 	}
 	return &c
+}
+
+// heldReader counts what is read through it in the server's limits.maxHeldBytes; Read
+// fails with errHeldFull once the server's budget cannot take more.
+type heldReader struct {
+	s        *Server
+	r        io.Reader
+	reserved int64
+}
+
+func (h *heldReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if n > 0 {
+		if !h.s.hold(int64(n)) {
+			return 0, errHeldFull
+		}
+		h.reserved += int64(n)
+	}
+	return n, err
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -61,6 +62,7 @@ type exchange struct {
 	responseAfterID  string           // model.response.after's id when it is observed after a stream
 	streamStopped    bool             // a streamed tool call stopped the flow
 	heldResponse     int64            // bytes of a held response counted in the server's budget
+	streamHeld       int64            // bytes a stream editor holds, counted likewise (holdStream)
 	requestOnly      bool             // count_tokens, embeddings, legacy completions: model.request.before only
 	retrieve         bool             // a GET that reads back a held response: outBody is its checked parameters body, or nil
 }
@@ -144,7 +146,10 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	if req.Original == nil {
 		req.Original = body
 	}
-	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: r.Context(), subs: subs, req: req}
+	// The in-process policies share one work budget over every boundary of the exchange
+	// (limits.maxPolicyScanBytes).
+	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(rt.s.limits.MaxPolicyScanBytes))
+	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req}
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping/mcp"
@@ -102,7 +103,8 @@ func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcp
 		h.writeRPCError(w, http.StatusBadRequest, nil, code, "hookproxy: "+msg)
 		return
 	}
-	x := &mcpExchange{h: h, ctx: r.Context(), subs: subs, body: body, modifyInput: true}
+	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(h.env.Limits.MaxPolicyScanBytes)) // limits.maxPolicyScanBytes
+	x := &mcpExchange{h: h, ctx: ctx, subs: subs, body: body, modifyInput: true}
 	// A hook call owns the observations it dispatched: they finish within the request.
 	defer x.wait()
 	x.session, x.scope = h.sessionOf(r)

@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -74,7 +75,9 @@ func (rt *route) retrieveExchange(r *http.Request, tr mapping.Translator, subs s
 	id := rest[strings.LastIndexByte(rest, '/')+1:]
 	req := &mapping.Request{PromptStart: -1, SessionHint: "response:" + id, Items: nil,
 		Stream: strings.EqualFold(r.URL.Query().Get("stream"), "true")}
-	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: r.Context(), subs: subs, req: req, retrieve: true}
+	// A read-back's policy work is bounded like a fresh answer's (limits.maxPolicyScanBytes).
+	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(rt.s.limits.MaxPolicyScanBytes))
+	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req, retrieve: true}
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, nil)
 	x.model = ahp.Model{ID: "unknown", Provider: tr.Provider()} // the response names its model

@@ -102,8 +102,13 @@ func (b *editedBody) step() {
 			b.fail(werr)
 			return
 		}
-		if held := int64(b.ed.Held()); held > b.x.s.limits.MaxResponseBytes {
+		held := int64(b.ed.Held())
+		if held > b.x.s.limits.MaxResponseBytes {
 			b.fail(errHoldLimit)
+			return
+		}
+		if !b.x.holdStream(held) {
+			b.fail(errHeldFull)
 			return
 		}
 	}
@@ -124,6 +129,26 @@ func (b *editedBody) step() {
 
 var errHoldLimit = errors.New("a tool call in the upstream stream exceeds the proxy's hold limit")
 
+// errHeldFull: what the stream editor holds would take the server past limits.maxHeldBytes.
+var errHeldFull = errors.New("the bytes held in memory over all requests are at limits.maxHeldBytes")
+
+// holdStream keeps what the stream editor holds (tool calls being settled and the events
+// queued behind them) counted in the server's limits.maxHeldBytes, as a held whole body
+// is: held is the editor's current total, the difference is reserved or released. false
+// when the server's budget cannot take the growth; editedBody.Close releases the rest.
+func (x *exchange) holdStream(held int64) bool {
+	switch d := held - x.streamHeld; {
+	case d > 0:
+		if !x.s.hold(d) {
+			return false
+		}
+	case d < 0:
+		x.s.release(-d)
+	}
+	x.streamHeld = held
+	return true
+}
+
 // fail ends the client's stream after an error once the head is sent: the refusal goes
 // inside the stream in the provider's own error form (a status can no longer be sent).
 func (b *editedBody) fail(err error) {
@@ -137,6 +162,9 @@ func (b *editedBody) fail(err error) {
 	if errors.Is(err, errHoldLimit) {
 		msg = "upstream response exceeds the proxy's hold limit"
 	}
+	if errors.Is(err, errHeldFull) {
+		msg = "hookproxy is at its limit of bytes held in memory (limits.maxHeldBytes); retry later"
+	}
 	var ue *mapping.UpstreamError
 	if errors.As(err, &ue) {
 		msg = "the upstream stream could not be relayed"
@@ -149,6 +177,7 @@ func (b *editedBody) fail(err error) {
 }
 
 func (b *editedBody) Close() error {
+	b.x.holdStream(0) // what the editor held is no longer held
 	copyBuffers.Put(b.buf)
 	b.buf = nil
 	if b.out != nil && b.out.Cap() <= maxPooledEditOutput {
@@ -224,6 +253,10 @@ func (d *streamDecider) Decide(c mapping.StreamCall) (mapping.CallVerdict, error
 	// of it is judged or sent; one that grows across reads is caught by step.
 	if d.held != nil && int64(d.held()) > x.s.limits.MaxResponseBytes {
 		return mapping.CallVerdict{}, errHoldLimit
+	}
+	// It stays held while its tool.before settles: counted in limits.maxHeldBytes.
+	if d.held != nil && !x.holdStream(int64(d.held())) {
+		return mapping.CallVerdict{}, errHeldFull
 	}
 	v, err := x.settleToolCall(c.ToolCall, x.responseAfterID, nil)
 	if err != nil {

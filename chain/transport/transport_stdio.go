@@ -377,6 +377,13 @@ func (t *stdioTransport) observePerEvent(ctx context.Context, line []byte) error
 	}
 	select {
 	case <-p.exited:
+		// The lifetime timer and ctx fire at the same instant; whichever wins the select,
+		// a process the timer killed is a timeout, never a success. expired is set under
+		// p.mu before the kill and only while the process is unreaped, so it is final once
+		// exited is closed.
+		if p.expiredByLifetime() {
+			return fail(KindTimeout, "deadline exceeded waiting for the notification process to exit")
+		}
 		return nil
 	case <-ctx.Done():
 		p.kill()
@@ -415,6 +422,7 @@ type stdioProc struct {
 	reaped   bool
 	exitErr  error
 	lifetime *time.Timer // per_event observe: kill at the deadline
+	expired  bool        // the lifetime timer killed the process while it still ran
 
 	exited      chan struct{} // closed once the process is reaped
 	stdoutDone  chan struct{} // closed once nobody reads stdout any more
@@ -735,13 +743,33 @@ func (p *stdioProc) closePipes() {
 	})
 }
 
-// limitLifetime kills the process after d unless it was reaped before.
+// limitLifetime kills the process after d unless it was reaped before, and records that
+// the deadline ended it.
 func (p *stdioProc) limitLifetime(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		p.lifetime = time.AfterFunc(d, p.kill)
+		p.lifetime = time.AfterFunc(d, p.expire)
 	}
+}
+
+// expire is the lifetime timer's kill: it marks the process expired in the same critical
+// section that kills it, so a process that exited on its own first is never marked.
+func (p *stdioProc) expire() {
+	p.mu.Lock()
+	p.killed = true
+	if !p.reaped {
+		p.expired = true
+		killProcessTree(p.cmd.Process)
+	}
+	p.mu.Unlock()
+	p.closePipes()
+}
+
+func (p *stdioProc) expiredByLifetime() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.expired
 }
 
 func (p *stdioProc) exitError() error {

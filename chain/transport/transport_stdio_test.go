@@ -529,3 +529,36 @@ func TestStdioPerEventObserveOwnsItsProcess(t *testing.T) {
 		t.Errorf("Observe returned after %v, want at its deadline", el)
 	}
 }
+
+// TestStdioLifetimeMarksOnlyWhatItKilled: whether a per_event observer timed out is decided
+// by who ended its process, not by which of its exit and its context a select sees first
+// (both fire at the deadline): a process the lifetime timer killed is marked expired, and a
+// process that exited on its own stays unmarked even when the timer fires right after.
+// observePerEvent reports a marked process as a timeout on either branch.
+func TestStdioLifetimeMarksOnlyWhatItKilled(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	spawn := func(mode string) *stdioProc {
+		tr := mustNew(t, stdioBackend(registration.LifecyclePerEvent, mode), Options{}).(*stdioTransport)
+		tr.mu.Lock()
+		p, err := tr.spawnLocked(false, nil)
+		tr.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.stdin.Close()
+		return p
+	}
+	lingering := spawn("sleep-forever")
+	lingering.limitLifetime(10 * time.Millisecond)
+	<-lingering.exited
+	if !lingering.expiredByLifetime() {
+		t.Error("a process the lifetime timer killed is not marked expired")
+	}
+	prompt := spawn("echo") // reads to EOF and exits
+	prompt.limitLifetime(time.Hour)
+	<-prompt.exited
+	prompt.expire() // the timer firing just after the exit
+	if prompt.expiredByLifetime() {
+		t.Error("a process that exited on its own is marked expired")
+	}
+}

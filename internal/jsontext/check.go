@@ -10,9 +10,17 @@ import (
 	"unsafe"
 )
 
-// maxNesting is encoding/json's own nesting bound: json.Valid rejects a text that opens
-// more than this many arrays and objects inside one another.
-const maxNesting = 10000
+// MaxNesting is encoding/json's own nesting bound: json.Valid rejects a text that opens
+// more than this many arrays and objects inside one another. The policies read every JSON
+// value down to this depth, so nothing a codec accepts is deeper than what they read.
+const MaxNesting = 10000
+
+// MaxInputNesting is the one depth limit of a tool input: the codecs refuse arguments that
+// nest deeper (though a client's parser may read them), and the policies read this deep.
+// It leaves one level for the tool_call part that carries an input inside a message
+// ({"id","name","input"}), which is read with encoding/json and so bounded by MaxNesting:
+// an input one level deeper would make that part unreadable, and the call invisible.
+const MaxInputNesting = MaxNesting - 1
 
 // smallKeys is how many keys of one object the checker compares one by one; a larger
 // object switches to a map, so huge objects stay linear.
@@ -129,8 +137,8 @@ func quoteChar(c byte) string {
 func isSpace(c byte) bool { return c <= ' ' && (c == ' ' || c == '\n' || c == '\r' || c == '\t') }
 
 func check(raw []byte, maxDepth int, checkUTF8 bool, escapedKey func(string) error) error {
-	if maxDepth <= 0 || maxDepth > maxNesting {
-		maxDepth = maxNesting
+	if maxDepth <= 0 || maxDepth > MaxNesting {
+		maxDepth = MaxNesting
 	}
 	var (
 		n     = len(raw)
@@ -139,7 +147,7 @@ func check(raw []byte, maxDepth int, checkUTF8 bool, escapedKey func(string) err
 		depth int
 		// kinds has bit d set when level d+1 is an object; it covers encoding/json's
 		// whole depth so that the syntax check goes on past a depth fault.
-		kinds    [maxNesting/64 + 1]uint64
+		kinds    [MaxNesting/64 + 1]uint64
 		frameBuf [16]objFrame
 		frames   = frameBuf[:0]
 		keyBuf   [32]string
@@ -162,8 +170,8 @@ value:
 	}
 	switch c = raw[i]; c {
 	case '{', '[':
-		if depth >= maxNesting {
-			return syntaxError(i, fmt.Sprintf("exceeded max depth (%d)", maxNesting))
+		if depth >= MaxNesting {
+			return syntaxError(i, fmt.Sprintf("exceeded max depth (%d)", MaxNesting))
 		}
 		obj := c == '{'
 		if obj {

@@ -154,6 +154,25 @@ func SkipValue(s string, i int) int {
 	return i
 }
 
+// Nesting returns how deeply the arrays and objects of s, a valid JSON text, nest: 0 for
+// a scalar, 1 for {"a":1}, 2 for {"a":[]}.
+func Nesting(s string) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			i = StringEnd(s, i)
+		case '{', '[':
+			if depth++; depth > deepest {
+				deepest = depth
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // IsCompact reports whether the JSON text s has no whitespace outside its string literals,
 // so that it is already in the form json.Compact would give.
 func IsCompact(s string) bool {

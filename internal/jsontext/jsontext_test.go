@@ -70,3 +70,14 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+func TestNesting(t *testing.T) {
+	for s, want := range map[string]int{
+		`1`: 0, `"[{"`: 0, `{}`: 1, `{"a":1}`: 1, `{"a":[]}`: 2, `[[],[[]]]`: 3,
+		`{"a":"]]]","b":[{"c":"\"[["}]}`: 3,
+	} {
+		if got := Nesting(s); got != want {
+			t.Errorf("Nesting(%s) = %d, want %d", s, got, want)
+		}
+	}
+}

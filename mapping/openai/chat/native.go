@@ -273,7 +273,10 @@ func (n *natives) decodeCallFields(entry gjson.Result, f *callFields, partID, fa
 		nc.kind = callFunction
 		n.pick(entry, f[2], "function", functionFieldNames[:], g[:])
 		nc.name = g[0].String()
-		input, ok := oaiwire.ParseArguments(g[1])
+		input, ok, err := oaiwire.ParseArguments(g[1])
+		if err != nil {
+			return ahp.Part{}, nil, fmt.Errorf("tool call %s: %w", id, err)
+		}
 		if !ok {
 			gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
 		}
@@ -335,7 +338,10 @@ func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *a
 	}
 	args := fc.Get("arguments")
 	id := legacyCallID(name, args.String())
-	input, ok := oaiwire.ParseArguments(args)
+	input, ok, err := oaiwire.ParseArguments(args)
+	if err != nil {
+		return ahp.Part{}, nil, fmt.Errorf("function_call: %w", err)
+	}
 	var gap *ahp.Gap
 	if !ok {
 		gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}

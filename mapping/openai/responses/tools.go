@@ -98,7 +98,9 @@ func callInput(it gjson.Result, typ, callID string) (name, input, gap string, er
 	case "function_call":
 		name = it.Get("name").String()
 		var ok bool
-		if input, ok = oaiwire.ParseArguments(it.Get("arguments")); !ok {
+		if input, ok, err = oaiwire.ParseArguments(it.Get("arguments")); err != nil {
+			return "", "", "", fmt.Errorf("function_call %s: %w", callID, err)
+		} else if !ok {
 			gap = "tool call " + callID + " arguments not a JSON object"
 		}
 	case "custom_tool_call":

@@ -48,27 +48,47 @@ func NormalizeJSON(s string) string { return mapping.UnescapeHTML(mapping.Compac
 
 // ParseArguments turns a native arguments string into a tool input object. ok is false when
 // the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An empty
-// string means a call without arguments, which some OpenAI-compatible servers send.
-func ParseArguments(args gjson.Result) (input string, ok bool) {
+// string means a call without arguments, which some OpenAI-compatible servers send. A JSON
+// object nested deeper than jsontext.MaxInputNesting is an error: a client still parses
+// and runs it, while nothing deeper can be carried to the policies whole.
+func ParseArguments(args gjson.Result) (input string, ok bool, err error) {
 	switch {
 	case args.Type == gjson.String:
 		s := strings.TrimSpace(args.Str)
 		if s == "" {
-			return "{}", true
+			return "{}", true, nil
 		}
 		if s[0] == '{' && json.Valid(unsafe.Slice(unsafe.StringData(s), len(s))) { // read only
-			return NormalizeJSON(s), true
+			if err := checkInputNesting(s); err != nil {
+				return "", false, err
+			}
+			return NormalizeJSON(s), true, nil
 		}
 		// Not a JSON object: judged as its raw text, never as {} (issue 13 §3) — a rule
 		// over the input still sees "rm -rf /" in arguments that do not parse.
-		return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Str) + `}`, false
+		return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Str) + `}`, false, nil
 	case args.IsObject():
 		// Some compatible servers send the arguments as an object instead of a string.
-		return NormalizeJSON(args.Raw), true
+		if err := checkInputNesting(args.Raw); err != nil {
+			return "", false, err
+		}
+		return NormalizeJSON(args.Raw), true, nil
 	case !args.Exists() || args.Type == gjson.Null:
-		return "{}", true
+		return "{}", true, nil
 	}
-	return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Raw) + `}`, false
+	return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Raw) + `}`, false, nil
+}
+
+// checkInputNesting refuses a valid JSON object nested deeper than a tool input may be.
+// A text of n bytes nests at most n/2 levels, so ordinary arguments are not walked.
+func checkInputNesting(s string) error {
+	if len(s) <= 2*jsontext.MaxInputNesting {
+		return nil
+	}
+	if d := jsontext.Nesting(s); d > jsontext.MaxInputNesting {
+		return fmt.Errorf("tool call arguments nest %d levels, deeper than the %d a tool input may have", d, jsontext.MaxInputNesting)
+	}
+	return nil
 }
 
 // SplitText cuts s into pieces of at most n bytes at rune boundaries; "" is one empty piece,

@@ -1,0 +1,125 @@
+package policies
+
+// Bounded policy work. Each call of a scanning policy gets a meter: its scanners charge the
+// bytes they examine (the anchor pass over each text, the window every detector match may
+// read, each regular-expression pass weighted by what it costs) and, every meterStep units,
+// check the call's context and the request's work budget (transport.WorkBudget, shared by
+// every in-process policy the request reaches). A call past its deadline stops at the next
+// check instead of scanning on after the chain gave up on it; a request whose policy work
+// exceeds limits.maxPolicyScanBytes is refused.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
+)
+
+const (
+	// meterStep is how much work passes between two checks of the context and the budget:
+	// 64 KiB of anchor pass is tens of microseconds, so a call stops soon after its
+	// deadline, and the check costs nothing measurable per byte.
+	meterStep = 64 << 10
+	// regexWeight is what a byte handed to a regular expression costs in units of the
+	// anchor pass: Go's regexp runs a backtracker or an NFA, tens of nanoseconds a byte,
+	// where the anchor pass takes about one.
+	regexWeight = 16
+	// defaultMatchCost is charged for a matcher call whose anchor declares no cost: the
+	// short windows of the pii and injection matchers.
+	defaultMatchCost = 128
+)
+
+// WorkBudgetCode is the deny code of a request refused for exceeding its policy work
+// budget.
+const WorkBudgetCode = "hookproxy.limits.policy_work"
+
+var errWorkBudget = errors.New("policies: the request's policy work budget (limits.maxPolicyScanBytes) is spent")
+
+// meter counts one policy call's work. A nil meter counts nothing and never stops (the
+// detectors' own tests and benchmarks).
+type meter struct {
+	ctx    context.Context
+	budget *transport.WorkBudget // nil: the call counts against a budget of its own
+	own    int64                 // what the call spent when budget is nil
+	err    error                 // why the call stopped: errWorkBudget or the context's error
+}
+
+// newMeter returns the detector of one call of s, metered against the budget ctx carries;
+// without one (a policy served by `hookproxy backend`, a test) the call gets a budget of
+// its own of the default size. The detector and its meter are one allocation.
+func newMeter(ctx context.Context, s scanner) *metered {
+	return &metered{s: s, meter: meter{ctx: ctx, budget: transport.WorkBudgetFrom(ctx)}}
+}
+
+// charge counts n units; false once the call must stop.
+func (m *meter) charge(n int) bool {
+	if m == nil {
+		return true
+	}
+	if m.err != nil {
+		return false
+	}
+	if err := m.ctx.Err(); err != nil {
+		m.err = err
+		return false
+	}
+	if m.budget == nil {
+		m.own += int64(n)
+		if m.own > transport.DefaultWorkBudget {
+			m.err = errWorkBudget
+			return false
+		}
+		return true
+	}
+	if !m.budget.Spend(int64(n)) {
+		m.err = errWorkBudget
+		return false
+	}
+	return true
+}
+
+// stopped is why the call stopped, nil while it may go on.
+func (m *meter) stopped() error {
+	if m == nil {
+		return nil
+	}
+	return m.err
+}
+
+// overBudget settles a call that stopped: a spent budget refuses the operation (deny, else
+// flow stop) whatever the policy's action, since what was not scanned must not pass;
+// a context that ended is returned as the call's error, which the chain reports as the
+// timeout or cancellation it is.
+func overBudget(m *meter, caps *ahp.Capabilities) (*ahp.InterceptResult, error) {
+	err := m.stopped()
+	if !errors.Is(err, errWorkBudget) {
+		return nil, err
+	}
+	reason := "The request needs more policy work than hookproxy allows for one request (limits.maxPolicyScanBytes)."
+	if e, ok := block(caps, reason, WorkBudgetCode); ok {
+		return results(e), nil
+	}
+	return nil, err
+}
+
+// scanner is a detector whose scans can be metered.
+type scanner interface {
+	detector
+	scanTextMetered(m *meter, dst []Finding, text string) []Finding
+	scanFieldMetered(m *meter, dst []Finding, key, value string) []Finding
+}
+
+// metered is s as the detector of one call, charging its meter.
+type metered struct {
+	s scanner
+	meter
+}
+
+func (d *metered) scanText(dst []Finding, text string) []Finding {
+	return d.s.scanTextMetered(&d.meter, dst, text)
+}
+
+func (d *metered) scanField(dst []Finding, key, value string) []Finding {
+	return d.s.scanFieldMetered(&d.meter, dst, key, value)
+}
