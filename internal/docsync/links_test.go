@@ -64,6 +64,7 @@ var (
 	codeSpan    = regexp.MustCompile("`[^`]*`")
 	headingLine = regexp.MustCompile(`^#{1,6} +(.+?) *#* *$`)
 	mdLink      = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+	linkText    = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
 
 // anchors returns the fragment ids GitHub gives the headings of doc: the heading's text
@@ -83,7 +84,7 @@ func anchors(doc string) map[string]bool {
 		if fence || m == nil {
 			continue
 		}
-		text := regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(m[1], "$1")
+		text := linkText.ReplaceAllString(m[1], "$1")
 		var b strings.Builder
 		for _, r := range strings.ToLower(text) {
 			switch {
