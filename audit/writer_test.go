@@ -322,7 +322,7 @@ func fullQueueWriter(t *testing.T, cfg config.Audit) (*Writer, *gateWriter) {
 
 // TestWaitModeDefaultIsTheDocumented100ms: a writer built without a waitTimeout (code
 // that does not go through config.Load) waits the documented audit.waitTimeout default
-// (README: 100ms), not a second default of its own: a full queue costs a request 100ms.
+// (docs/configuration.md: 100ms), not a second default of its own: a full queue costs a request 100ms.
 func TestWaitModeDefaultIsTheDocumented100ms(t *testing.T) {
 	w, _ := fullQueueWriter(t, config.Audit{})
 	start := time.Now()

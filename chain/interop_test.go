@@ -162,7 +162,7 @@ func TestInteropScenarios(t *testing.T) {
 	if passed == 0 {
 		t.Errorf("no scenario passed")
 	}
-	// README names every inapplicable scenario with its reason; this keeps it true.
+	// docs/conformance.md names every inapplicable scenario with its reason; this keeps it true.
 	var b strings.Builder
 	for _, r := range reasons {
 		names := byReason[r]
@@ -176,18 +176,18 @@ func TestInteropScenarios(t *testing.T) {
 		}
 		b.WriteString("\n")
 	}
-	docsync.Check(t, "interop-inapplicable", b.String())
+	docsync.Check(t, "docs/conformance.md", "interop-inapplicable", b.String())
 }
 
-// Reasons for the scenarios a proxy cannot run; README lists the same reasons.
+// Reasons for the scenarios a proxy cannot run; docs/conformance.md lists the same reasons.
 const (
 	reasonCatalogueNotify = "drives a harness SDK's observation API (notify steps): hookproxy emits events only from native traffic it proxies, and it never emits " +
 		"events outside its mapping, so there is no API through which a test can make it send an arbitrary catalogue event"
 	reasonLifecycle = "drives a harness SDK's staged-acceptance lifecycle (a received reply held until the application accepts it, cancel and " +
 		"fail-open applied from outside): hookproxy's chain publishes a reply atomically when it is received, and an interruption is its " +
 		"caller's context ending, after which no new delivery or observation starts (seed: \"it MUST NOT initiate further best-effort observations\")"
-	reasonUpload = "uses the content-upload binding, which hookproxy does not implement (attachments reach backends as metadata; README, " +
-		"what it does not do)"
+	reasonUpload = "uses the content-upload binding, which hookproxy does not implement (attachments reach backends as metadata; " +
+		"docs/limitations.md)"
 	reasonMissingCredential = "SPEC-DIGEST §10.3 rule 12 lets a harness either reject an unresolvable credential at load or fail the delivery " +
 		"under the failure policy; hookproxy accepts with a warning at the credential's path (checked) and fails each delivery as credentials, " +
 		"so a registration loaded before its secret exists still starts"

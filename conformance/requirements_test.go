@@ -116,8 +116,8 @@ func loadRequirements(t *testing.T) []requirement {
 	return doc.Requirements
 }
 
-// TestRequirementTable regenerates README's requirement table from requirements.json and
-// the repository's id comments and checks it against README (AHP-CORE-001: the claim names
+// TestRequirementTable regenerates the requirement table of docs/conformance.md from
+// requirements.json and the repository's id comments and checks it against that file (AHP-CORE-001: the claim names
 // role, bindings and profiles; AHP-CORE-002: base plus at least one capability profile).
 // Every active requirement of a claimed profile must have code and a test that names it:
 // a claim without either fails here rather than being printed.
@@ -172,7 +172,7 @@ func TestRequirementTable(t *testing.T) {
 	for _, id := range unique(stray) {
 		t.Errorf("%s is named in the code but is not a requirement of requirements.json", id)
 	}
-	docsync.Check(t, "requirements", b.String())
+	docsync.Check(t, "docs/conformance.md", "requirements", b.String())
 }
 
 func codeList(items []string) string {

@@ -269,7 +269,7 @@ func TestPersonalDataOutsideMessagesRedacted(t *testing.T) {
 // custom-content documents and search results — at the top level and inside a tool
 // result — are text the model reads: the default chain redacts a key in each. Top-level
 // blocks stay the kind the client sent (base64 stays base64); a rewritten tool result is
-// rendered as text (README: what it does not do).
+// rendered as text (docs/limitations.md).
 func TestCredentialInDocumentsRedacted(t *testing.T) {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	doc := "deploy notes: key " + defaultAWSKey + " rotates monthly"

@@ -2,14 +2,18 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/hookproxy/hookproxy/app"
 	"github.com/hookproxy/hookproxy/config"
 )
 
@@ -83,5 +87,77 @@ func TestReadmeFirstScreenToolsClaims(t *testing.T) {
 				t.Errorf("%q refused = %v, want %v: %s", tc.cmd, !kept, tc.refused, body)
 			}
 		})
+	}
+}
+
+// firstScreenProblems lists what README.md's first screen (first) states about the
+// embedded default and the commands that the code and CI say otherwise: the listen and
+// admin addresses, each route's prefix and upstream, the policies in force, the demo's
+// address, the three commands, and that CI runs the same test command.
+func firstScreenProblems(first string, cfg *config.Config, policies []string, demoListen, ciScript string) []string {
+	var problems []string
+	prose := strings.Join(strings.Fields(first), " ") // line breaks fall anywhere in prose
+	want := func(fact, text string) {
+		if !strings.Contains(prose, text) {
+			problems = append(problems, fmt.Sprintf("%s: the first screen does not say %q", fact, text))
+		}
+	}
+	want("listen address", "listens on `"+cfg.Listen+"`")
+	want("admin address", "admin on `"+cfg.Admin+"`")
+	for _, r := range cfg.Routes {
+		want("route "+r.Prefix, "`"+r.Prefix+"` to `"+r.Upstream+"`")
+	}
+	if len(cfg.Routes) != 3 {
+		problems = append(problems, fmt.Sprintf("the embedded default has %d routes; the first screen names three", len(cfg.Routes)))
+	}
+	listed := regexp.MustCompile("(?m)^- `([a-z]+)` ").FindAllStringSubmatch(first, -1)
+	var named []string
+	for _, m := range listed {
+		named = append(named, m[1])
+	}
+	slices.Sort(named)
+	if !slices.Equal(named, policies) {
+		problems = append(problems, fmt.Sprintf("the first screen lists policies %v; the embedded default runs %v", named, policies))
+	}
+	want("demo address", "offline on `"+demoListen+"`")
+	for _, cmd := range []string{"go run ./cmd/hookproxy serve ", "go run ./cmd/hookproxy demo ", "go test -v ./... "} {
+		if !strings.Contains(first, "\n"+cmd) {
+			problems = append(problems, fmt.Sprintf("command: the first screen has no line starting %q", cmd))
+		}
+	}
+	if !regexp.MustCompile(`(?m)^go test (-[^ ]+ (\S+ )?)*-v (-[^ ]+ (\S+ )?)*\./\.\.\.`).MatchString(ciScript) {
+		problems = append(problems, "CI (.ci/run) does not run `go test -v ./...`")
+	}
+	return problems
+}
+
+// TestReadmeFirstScreenDefaults: the addresses, routes, policies, demo address and
+// commands that README.md's first screen gives are those of the embedded default, the demo
+// and CI; the control shows a changed address is reported.
+func TestReadmeFirstScreenDefaults(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n## ")
+	var policies []string
+	for _, p := range gjson.GetBytes(config.DefaultRegistration, "hooks.#.transport.policy").Array() {
+		policies = append(policies, p.String())
+	}
+	slices.Sort(policies)
+	cfg := config.Default()
+	for _, p := range firstScreenProblems(first, cfg, policies, app.DemoListen, string(ci)) {
+		t.Error(p)
+	}
+	moved := strings.Replace(first, "`"+cfg.Listen+"`", "`127.0.0.1:8081`", 1)
+	if got := firstScreenProblems(moved, cfg, policies, app.DemoListen, string(ci)); len(got) != 1 || !strings.Contains(got[0], "listen address") {
+		t.Errorf("control: a first screen naming another listen address gives %v, want one listen-address problem", got)
+	}
+	if got := firstScreenProblems(first, cfg, append([]string{"pii"}, policies...), app.DemoListen, "go test ./...\n"); len(got) != 2 {
+		t.Errorf("control: another policy set and a CI without -v give %v, want two problems", got)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// BenchmarkRigScenarios is the bench rig's table (../shared/bench, README "Benchmarks") as
+// BenchmarkRigScenarios is the bench rig's table (../shared/bench, docs/benchmarks.md) as
 // a Go benchmark: the rig's three request shapes, sent directly to a loopback upstream and
 // through hookproxy configured as the rig configures it (hookproxy-launch.sh):
 //   - none: no subscription (pass-through);

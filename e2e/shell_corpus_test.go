@@ -184,7 +184,7 @@ func sendResponsesCalls(t *testing.T, base string, items []string) (map[int]bool
 }
 
 // TestShellCorpusThroughProxy runs the corpus through the embedded default chain (targets
-// /, /usr and ~) and through README's recursive-delete rule (targets /srv/app/data and ~).
+// /, /usr and ~) and through docs/policies.md's recursive-delete rule (targets /srv/app/data and ~).
 func TestShellCorpusThroughProxy(t *testing.T) {
 	forms := readCorpusForms(t)
 	if len(forms) < 300 {

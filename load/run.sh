@@ -9,7 +9,7 @@
 # exit (also on error or Ctrl-C).
 #
 #   load/run.sh short    # CI: 200 streams, 30 s soak, 100 hanging requests (about 1.5 min)
-#   load/run.sh full     # README figures: 1,000 streams, 10 min soak, 500 hanging requests
+#   load/run.sh full     # docs/benchmarks.md figures: 1,000 streams, 10 min soak, 500 hanging requests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-short}

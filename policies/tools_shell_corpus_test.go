@@ -83,12 +83,12 @@ var realTargets = []struct {
 	home         bool
 }{{"root", "/", false}, {"system", "/usr", false}, {"home", "~", true}}
 
-// readmeRecursiveDelete is the rule README's tools section shows for refusing every
+// readmeRecursiveDelete is the rule docs/policies.md's tools section shows for refusing every
 // recursive delete.
 const readmeRecursiveDelete = `{"deny": [{"name": "recursive-delete", "effect": "recursive-delete"}]}`
 
 // TestShellCorpusPolicy: the embedded default's destructive list refuses every deleting
-// form with a target it protects, and the README rule every deleting form with any
+// form with a target it protects, and that documented rule every deleting form with any
 // target; no non-deleting form is refused. The tally says how each was refused.
 func TestShellCorpusPolicy(t *testing.T) {
 	forms := readShellCorpus(t)

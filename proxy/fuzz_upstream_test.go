@@ -99,7 +99,7 @@ func FuzzUpstreamChatJudged(f *testing.F) {
 		if foldedKey(rec.Body.Bytes()) {
 			// encoding/json matches keys case-insensitively ("Tool_calls"); the SDKs agents
 			// use (openai-go reads with gjson, the JS, Python and Rust ones) match exactly,
-			// as the proxy does. README: what it does not do.
+			// as the proxy does. docs/limitations.md says so.
 			return
 		}
 		var calls [][2]string

@@ -10,7 +10,7 @@ import (
 	"github.com/hookproxy/hookproxy/state"
 )
 
-// BenchmarkStateStore is the cost of the conversation state per request (README,
+// BenchmarkStateStore is the cost of the conversation state per request (docs/operations.md,
 // "Several replicas"): a tool loop with 1 or 50 prior tool results, all settled and known,
 // plus one new result per request (its tool.after runs, its record is written), through a
 // proxy with one in-process no-effect tool.after interceptor, on the memory store and on

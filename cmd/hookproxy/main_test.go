@@ -7,7 +7,7 @@ import (
 )
 
 // TestLinkTimeVersion: the variable that -ldflags "-X main.version=..." sets (Dockerfile,
-// README) is the version `hookproxy version` prints.
+// docs/user-guide.md) is the version `hookproxy version` prints.
 func TestLinkTimeVersion(t *testing.T) {
 	version = "v1.2.3-link-test"
 	t.Cleanup(func() { version = "" })

@@ -10,16 +10,19 @@ import (
 	"testing"
 )
 
-// codeMapSection is the "## Code map" section of doc: from its heading to the next
-// second-level heading.
+// codeMapFile is the file that holds the code map, relative to the module root.
+const codeMapFile = "docs/design/code-map.md"
+
+// codeMapSection is the code map in doc: from its "# Code map" title to the next heading
+// of the same level.
 func codeMapSection(doc string) (string, bool) {
-	const heading = "\n## Code map\n"
-	i := strings.Index(doc, heading)
+	const heading = "# Code map\n"
+	i := strings.Index("\n"+doc, "\n"+heading)
 	if i < 0 {
 		return "", false
 	}
 	rest := doc[i+len(heading):]
-	if j := strings.Index(rest, "\n## "); j >= 0 {
+	if j := strings.Index(rest, "\n# "); j >= 0 {
 		rest = rest[:j]
 	}
 	return rest, true
@@ -88,17 +91,17 @@ func codeMapProblems(section string, pkgs []string) (missing, unknown []string) 
 	return missing, unknown
 }
 
-// TestCodeMapNamesEveryPackage keeps README's code map true to the tree: every package of
+// TestCodeMapNamesEveryPackage keeps the code map true to the tree: every package of
 // the module is named in it, and every package its table names exists.
 func TestCodeMapNamesEveryPackage(t *testing.T) {
 	root := ModuleRoot(t)
-	doc, err := os.ReadFile(filepath.Join(root, "README.md"))
+	doc, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(codeMapFile)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	section, ok := codeMapSection(string(doc))
 	if !ok {
-		t.Fatal(`README.md has no "## Code map" section`)
+		t.Fatalf(`%s has no "# Code map" title`, codeMapFile)
 	}
 	pkgs := modulePackages(t, root)
 	for _, must := range []string{"proxy", "chain", "app", "cmd/hookproxy/cli"} {
@@ -108,10 +111,10 @@ func TestCodeMapNamesEveryPackage(t *testing.T) {
 	}
 	missing, unknown := codeMapProblems(section, pkgs)
 	for _, p := range missing {
-		t.Errorf("README.md code map does not name package `%s`", p)
+		t.Errorf("the code map (%s) does not name package `%s`", codeMapFile, p)
 	}
 	for _, p := range unknown {
-		t.Errorf("README.md code map names `%s`, which is no package of the module", p)
+		t.Errorf("the code map (%s) names `%s`, which is no package of the module", codeMapFile, p)
 	}
 }
 

@@ -64,10 +64,11 @@ func Section(doc []byte, name string) (string, error) {
 	return string(doc[i+len(begin) : j]), nil
 }
 
-// Check compares section name of README.md (at the module root) with content.
-func Check(t testing.TB, name, content string) {
+// Check compares section name of file (a path relative to the module root, such as
+// "docs/conformance.md") with content.
+func Check(t testing.TB, file, name, content string) {
 	t.Helper()
-	path := filepath.Join(ModuleRoot(t), "README.md")
+	path := filepath.Join(ModuleRoot(t), filepath.FromSlash(file))
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func Check(t testing.TB, name, content string) {
 	}
 	got, err := Section(doc, name)
 	if err != nil {
-		t.Fatalf("README.md: %v", err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	if got == content {
 		return
@@ -90,8 +91,8 @@ func Check(t testing.TB, name, content string) {
 		if err := os.WriteFile(path, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("README.md section %s rewritten", name)
+		t.Logf("%s section %s rewritten", file, name)
 		return
 	}
-	t.Errorf("README.md section %s is out of date (regenerate with %s=1 go test ./... -run %s); want:\n%s", name, EnvUpdate, t.Name(), content)
+	t.Errorf("%s section %s is out of date (regenerate with %s=1 go test ./... -run %s); want:\n%s", file, name, EnvUpdate, t.Name(), content)
 }

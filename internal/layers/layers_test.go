@@ -26,7 +26,7 @@ type floor struct {
 	pkgs []string
 	// may are the names of the floors below this one whose packages it may import.
 	may []string
-	// what says, for the README mirror, what the floor holds.
+	// what says, for the code map mirror, what the floor holds.
 	what string
 }
 
@@ -214,7 +214,7 @@ func TestViolationsControl(t *testing.T) {
 	}
 }
 
-// renderFloors is the README mirror of the table, top floor first.
+// renderFloors is the code map's mirror of the table, top floor first.
 func renderFloors(fs []floor) string {
 	var b strings.Builder
 	b.WriteString("| floor | packages | may import (besides its own floor) |\n|---|---|---|\n")
@@ -233,8 +233,8 @@ func renderFloors(fs []floor) string {
 	return b.String()
 }
 
-// TestReadmeMirrorsTheLayers keeps README's layering table equal to floors
+// TestReadmeMirrorsTheLayers keeps the code map's layering table equal to floors
 // (HOOKPROXY_UPDATE_DOCS=1 rewrites it).
 func TestReadmeMirrorsTheLayers(t *testing.T) {
-	docsync.Check(t, "layers", renderFloors(floors))
+	docsync.Check(t, "docs/design/code-map.md", "layers", renderFloors(floors))
 }
