@@ -12,7 +12,7 @@ import (
 // live instead of two (about 5 MB more resident on the rig) and cuts the CPU per request
 // by 10% (small requests) to 15–20% (32 KiB) with the policies on; with no subscription
 // there is little garbage and no difference. GOGC and GOMEMLIMIT, when set, win: a
-// container with a tight memory limit sets GOMEMLIMIT (issue 18).
+// container with a tight memory limit sets GOMEMLIMIT.
 const DefaultGCPercent = 200
 
 // tuneGC applies DefaultGCPercent unless the environment chose a GOGC.

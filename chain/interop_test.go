@@ -114,7 +114,7 @@ type interopVerdict struct {
 	reason string
 }
 
-// TestInteropScenarios is the scenario adapter of issue 17. Every scenario of every file
+// TestInteropScenarios is the interop scenario adapter. Every scenario of every file
 // is reported passed, failed or inapplicable (with its reason); the tally line is what CI
 // greps. AHP-COMP-001 AHP-DEC-001 AHP-DEC-002 AHP-DEC-003 AHP-CAP-001 AHP-CORE-003
 // AHP-VER-001 AHP-RPC-001 AHP-RPC-002 AHP-HTTP-001 AHP-STDIO-001 AHP-SEC-001

@@ -187,7 +187,7 @@ func TestDefault(t *testing.T) {
 			t.Errorf("route %+v", r)
 		}
 	}
-	// The built-in policies' registration is embedded (issue 5): serve with no file puts
+	// The built-in policies' registration is embedded: serve with no file puts
 	// secrets and tools in front of the public APIs.
 	if len(cfg.RegistrationInline) == 0 || string(cfg.RegistrationInline) != string(config.DefaultRegistration) {
 		t.Errorf("default inline registration = %q, want the embedded default-registration.json", cfg.RegistrationInline)

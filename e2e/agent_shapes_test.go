@@ -11,7 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// What real agents send that SDK samples do not (issue 12): the proxy is never stricter
+// What real agents send that SDK samples do not: the proxy is never stricter
 // than the upstream about it.
 
 // claudeCodeBody is shaped like a Claude Code 2.x request: its environment block as a

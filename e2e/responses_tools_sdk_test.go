@@ -11,7 +11,7 @@ import (
 
 // The official openai-go Responses client, streamed and not, through the real proxy with
 // the embedded default chain: the destructive local_shell_call and custom_tool_call never
-// reach it; the harmless ones do (issue 12). Control: straight to the upstream it gets them.
+// reach it; the harmless ones do. Control: straight to the upstream it gets them.
 func TestSDKResponsesToolItemsThroughDefaultChain(t *testing.T) {
 	for _, direct := range []bool{false, true} {
 		for _, stream := range []bool{false, true} {

@@ -12,7 +12,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping/openai/responses"
 )
 
-// Issue 12: Codex's tools through the Responses API — custom (freeform) tool calls such as
+// Codex's tools through the Responses API — custom (freeform) tool calls such as
 // apply_patch, local_shell_call, shell_call, apply_patch_call — reach tool.before and
 // tool.after like function calls, through the real proxy and chain.
 

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Streaming benchmarks through the embedded default chain (issue 11). Client, proxy and
+// Streaming benchmarks through the embedded default chain. Client, proxy and
 // upstream share the process; each iteration runs the same exchange directly and through
 // the proxy back to back, and the metrics are medians, so load drift on a shared machine
 // hits both sides alike. Read the reported µs metrics, not ns/op.
@@ -64,7 +64,7 @@ func medianMicros(xs []time.Duration) float64 {
 // BenchmarkStreamFirstText: time from sending the request to reading the first text
 // delta of a paced stream (the upstream waits 2 ms between events), directly and through
 // the default chain, whose tool.before interceptors used to hold the whole answer.
-// Target (issue 11): added-µs within 2 ms.
+// Target: added-µs within 2 ms.
 func BenchmarkStreamFirstText(b *testing.B) {
 	for _, name := range []string{"openai-chat", "openai-responses", "anthropic"} {
 		g := gatedStreams[name]
@@ -116,7 +116,7 @@ func BenchmarkStreamFirstText(b *testing.B) {
 // BenchmarkStreamCallEmission: time from the upstream writing the event that completes a
 // tool call to the client reading that call, directly and through the default chain
 // (the built-in tools and secrets policies settle its tool.before in process in between).
-// Target (issue 11): added-µs ≤ 1000.
+// Target: added-µs ≤ 1000.
 func BenchmarkStreamCallEmission(b *testing.B) {
 	for _, name := range []string{"openai-chat", "openai-responses", "anthropic"} {
 		g := gatedStreams[name]
@@ -170,7 +170,7 @@ func BenchmarkStreamCallEmission(b *testing.B) {
 
 // BenchmarkStreamTextDefaultChain: B/op of a text-only answer of 200 and 2,000 deltas
 // through the default chain. The proxy keeps nothing of text it relayed, so B/op must stay
-// flat as the stream grows tenfold (issue 11).
+// flat as the stream grows tenfold.
 func BenchmarkStreamTextDefaultChain(b *testing.B) {
 	delta := map[string]string{
 		"openai-chat":      `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"token "},"finish_reason":null}]}`,

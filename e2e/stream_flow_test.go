@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Streaming through the embedded default chain (issue 11): tool.before intercepts (the
+// Streaming through the embedded default chain: tool.before intercepts (the
 // tools and secrets policies), yet the answer's text reaches the client while the model is
 // still producing it; only the tool calls are held, each until its own tool.before
 // settled, and the destructive one never reaches the client.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The side-by-side bench rig (../shared/bench) for every hookproxy column, one after the
-# other (issue 18): builds hookproxy, copies the rig to a work folder (the shared one may be
+# other: builds hookproxy, copies the rig to a work folder (the shared one may be
 # read-only), and runs it once per mode, each run with its own direct and nginx (and, for
 # the policy chain, Portkey) columns so that every ratio comes from one run:
 #   none      no subscription (pass-through)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hookproxy under load, on loopback (issue 18): builds hookproxy and load/loadgen, starts a
+# hookproxy under load, on loopback: builds hookproxy and load/loadgen, starts a
 # paced fake upstream, an AHP backend that never answers and two hookproxy processes, runs
 #   streams — N concurrent paced streams through the policy chain (RSS per stream, total),
 #   soak    — a steady rate with the policies on (goroutines, open files, heap must not grow),

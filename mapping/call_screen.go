@@ -5,7 +5,7 @@ import "bytes"
 // CallScreen is implemented by translators that can clear a complete response body of
 // tool calls from its bytes alone, without decoding it. The proxy uses it when the only
 // response-side subscription is tool.before: a response without a call builds no event,
-// so decoding it would be work no settlement needs (issue 18).
+// so decoding it would be work no settlement needs.
 type CallScreen interface {
 	// NoToolCalls reports that body is JSON the codec's strict check accepts and that
 	// DecodeResponse could find no tool call in it. It may answer false for a body without

@@ -14,7 +14,7 @@ import (
 // (routes[].unmapped: forward: files, batches, moderations, ...) when its body is a JSON
 // object. It has no message list to offer: the whole body is the event's params, so that
 // model.request.before still sees the model it names (the models policy applies to every
-// endpoint that names one) and the content policies still scan its strings (issue 13 §2).
+// endpoint that names one) and the content policies still scan its strings.
 // Only deny and flow stop can be enforced on it. The provider's own translator answers
 // for the provider name and the error format.
 type opaqueJSON struct {

@@ -9,7 +9,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 )
 
-// Incremental stream editing (issue 11). When only tool.before intercepts the response
+// Incremental stream editing. When only tool.before intercepts the response
 // side, a streamed response is not held whole: the translator's StreamEditor relays every
 // event that carries no tool call to the client as it arrives, holds the events of each
 // tool call until the call's arguments are complete, asks the proxy to settle that call's

@@ -22,7 +22,7 @@ type contentPolicy struct {
 	// decision is the effect's action, reason and code for the kinds found.
 	decision func(ev *ahp.Event, action string, kinds []string) contentDecision
 	// refuseSplit blocks a message whose text parts show a finding only when joined (no
-	// per-part edit can redact it): the model reads them as one text (issue 13 §4).
+	// per-part edit can redact it): the model reads them as one text.
 	refuseSplit bool
 }
 

@@ -10,7 +10,7 @@ import (
 
 // Text the model reads outside the messages — tool descriptions, response_format schemas,
 // metadata, user, prompt variables — travels in model.request.before's opaque params,
-// which no AHP modify target covers (issue 13 §4). The content policies scan it as well:
+// which no AHP modify target covers. The content policies scan it as well:
 // with action deny a finding refuses the request; with action redact the policy asks the
 // proxy to replace each found value in place through the hookproxy.redact_params result
 // extension (ahp.ExtRedactParams), which can only take text out.

@@ -87,7 +87,7 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 				ls.hits = append(ls.hits, partHit{msg: i, part: j, findings: slices.Clone(scratch)})
 			}
 		}
-		// The model reads a message's text parts as one text (issue 13 §4).
+		// The model reads a message's text parts as one text.
 		if texts > 1 {
 			if all := d.scanText(scratch[:0], joined.String()); len(all) > found {
 				for _, f := range all {

@@ -263,7 +263,7 @@ func TestSecretsIgnoresOtherEvents(t *testing.T) {
 
 // TestSecretSplitAcrossTextParts: the model reads a message's text parts as one text, so
 // a key cut across parts is refused (no per-part edit can redact it), whichever parts hold
-// the halves (issue 13 §4). The controls show the refusal comes from the join: the same
+// the halves. The controls show the refusal comes from the join: the same
 // key whole in one part is redacted in place, and parts that join to no key pass.
 func TestSecretSplitAcrossTextParts(t *testing.T) {
 	p := mustSecrets(t)

@@ -159,8 +159,8 @@ func (s *anchorSet) scan(m *meter, dst []Finding, text string) []Finding {
 //
 // This byte loop is the largest part of a clean scan, and its speed hangs on where the linker
 // puts it: measured on the policy benchmarks, the same machine code ran 10-27% slower when
-// an unrelated change moved it 32 bytes and its 28 bytes then straddled a 64-byte line
-// (issue 14). next is its own function so that the loop's offset in it does not move when
+// an unrelated change moved it 32 bytes and its 28 bytes then straddled a 64-byte line.
+// next is its own function so that the loop's offset in it does not move when
 // scan changes: it sits at bytes 9-37, inside one line when next starts on a 64-byte
 // boundary (as when this was measured, and always with -ldflags=-funcalign=64) and across two
 // when next starts 32 bytes past one. Go cannot align one function, so a benchmark gate on

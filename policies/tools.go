@@ -25,7 +25,7 @@ type ToolsConfig struct {
 	// Destructive appends the DefaultDestructive rules after Deny.
 	Destructive bool `json:"destructive,omitempty"`
 	// CaseSensitive makes tool globs (rules and allow) match the name's letter case; by
-	// default "bash" matches a rule on "Bash" (issue 13 §5: agents and MCP servers spell
+	// default "bash" matches a rule on "Bash" (agents and MCP servers spell
 	// the same tool differently).
 	CaseSensitive bool `json:"caseSensitive,omitempty"`
 	// DenyUnparseable denies a call whose arguments are not a JSON object (the event says

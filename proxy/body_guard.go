@@ -13,7 +13,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Request bodies that trickle in (issue 13 §6): a client sending one byte every few
+// Request bodies that trickle in: a client sending one byte every few
 // seconds would otherwise hold a connection, and its goroutine, for as long as it likes.
 // The body must arrive within limits.requestBodyGrace plus one second per
 // limits.minRequestBodyRate bytes received so far; the connection's read deadline is

@@ -422,7 +422,7 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 		v.Input = st.Event.Tool.Input
 		action = enforcement.Rewritten
 		// The agent will send this call back with the rewritten input: link the id its
-		// tool.after will derive to this event (issue 13 §9).
+		// tool.after will derive to this event.
 		rewritten := mapping.ToolCall{ID: c.ID, Name: c.Name, Input: v.Input}
 		x.recordLink(toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, rewritten), ev.ID)
 	}
@@ -477,8 +477,8 @@ func rawArguments(in json.RawMessage) bool {
 
 // observeHosted reports the tools the provider ran itself while answering (a web search,
 // a code interpreter, a provider-side MCP call): tool.after observations with their
-// results. They ran before the response existed, so no tool.before can prevent them
-// (issue 12); an observer still sees what was run and what came back.
+// results. They ran before the response existed, so no tool.before can prevent them;
+// an observer still sees what was run and what came back.
 func (x *exchange) observeHosted(calls []mapping.HostedCall) {
 	if len(calls) == 0 || !x.subs.any(ahp.EventToolAfter) {
 		return

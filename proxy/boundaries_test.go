@@ -624,7 +624,7 @@ func assertJSONEqual(t *testing.T, got []byte, want string) {
 
 // TestToolAfterParentAfterModifiedInput: the tool.before of a call whose input a hook
 // rewrote was derived from the original input, while the agent sends back the rewritten
-// call; its tool.after still names that tool.before as parent (issue 13 §9). Control: a
+// call; its tool.after still names that tool.before as parent. Control: a
 // proxy that did not settle the call (a fresh store) cannot link it.
 func TestToolAfterParentAfterModifiedInput(t *testing.T) {
 	up := newUpstream(t, jsonResponder(200, chatTwoCalls))

@@ -83,7 +83,7 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 	}
 	x.requestOnly = ep.requestOnly
 	// The decoded request is held until the exchange ends: it counts against the
-	// server-wide budget (issue 13 §6).
+	// server-wide budget.
 	n := int64(len(x.req.Original))
 	if !rt.s.hold(n) {
 		rt.s.writeError(w, r, rt, rt.overloaded("bytes held in memory (limits.maxHeldBytes)"))
@@ -187,7 +187,7 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"}
 
 // echoedHeaders carry values an upstream may echo in an error body and that must not
-// reach events either (issue 13 §7): cookies, OpenAI organization and project ids. They do
+// reach events either: cookies, OpenAI organization and project ids. They do
 // not scope the store.
 var echoedHeaders = []string{"Cookie", "Openai-Organization", "Openai-Project", "Anthropic-Admin-Key"}
 

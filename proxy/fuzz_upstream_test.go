@@ -22,7 +22,7 @@ import (
 // client receives the way an SDK reads it (encoding/json: the last duplicate wins): every
 // tool call the client can run was judged at tool.before with exactly that name and input
 // and was not denied (the policy denies any input mentioning "rm"), and nothing follows
-// the stream's [DONE] (issue 13 §3).
+// the stream's [DONE].
 func FuzzUpstreamChatJudged(f *testing.F) {
 	call := func(args string) string {
 		return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +

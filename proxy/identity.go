@@ -85,7 +85,7 @@ func turnFor(session string, items []ahp.Message) ahp.Turn {
 // request re-sends the same identity (AHP-CORE-004), while two different calls never share
 // an id even when their provider ids repeat (local model servers number calls call_0,
 // call_1, ... in every response; a backend de-duplicating on event.id would otherwise
-// replay one call's decision onto another — issue 13).
+// replay one call's decision onto another).
 func toolEventID(source, typ, session string, c mapping.ToolCall) string {
 	return derive("evt_", source, typ, session, c.ID, c.Name, compactInput(c.Input))
 }

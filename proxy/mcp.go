@@ -199,7 +199,7 @@ func (h *mcpHandler) rewrite(pr *httputil.ProxyRequest) {
 
 func (h *mcpHandler) modifyResponse(resp *http.Response) error {
 	// An MCP server's redirect is not passed on either: a client that follows it re-sends
-	// its tools/call, unexamined, elsewhere (issue 13 §8).
+	// its tools/call, unexamined, elsewhere.
 	if !h.env.Route.AllowRedirects && resp.StatusCode >= 300 && resp.StatusCode <= 399 &&
 		resp.StatusCode != http.StatusNotModified && resp.Header.Get("Location") != "" {
 		resp.Body.Close()

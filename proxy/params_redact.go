@@ -12,8 +12,8 @@ import (
 
 // paramsRedactions collects the hookproxy.redact_params extensions of a settled
 // model.request.before (ahp.ExtRedactParams): text found in the request's params, which
-// no AHP modify target covers, replaced in place before the body goes upstream (issue 13
-// §4). A malformed list, or a replacement that is not a redaction placeholder, is ignored
+// no AHP modify target covers, replaced in place before the body goes upstream. A
+// malformed list, or a replacement that is not a redaction placeholder, is ignored
 // with an error log: the extension can only take text out, never put new text in.
 func (x *exchange) paramsRedactions(st *chain.Settlement) []ahp.ParamsRedaction {
 	var out []ahp.ParamsRedaction

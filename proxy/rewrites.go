@@ -22,7 +22,7 @@ import (
 // id + fingerprint → unchanged, or the rewrite), and every later request of the session
 // gets the recorded rewrites re-applied before any boundary is built.
 //
-// Fail-safe by construction (issue 15): a tool result or prompt anywhere in a request's
+// Fail-safe by construction: a tool result or prompt anywhere in a request's
 // history that the store does not know, because another replica without a shared store
 // settled it, the process restarted, the session was evicted or expired, or the store is
 // down, is treated as new: its tool.after (or turn.start) runs again and the settlement is

@@ -174,7 +174,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rt.translators != nil && isWebSocketUpgrade(r) {
 		// A model API over WebSocket (the Responses WebSocket mode Codex tries first) would
 		// carry traffic the chain cannot see. Refused at once, upstream not contacted, so
-		// the agent falls back to HTTP without retrying (issue 12).
+		// the agent falls back to HTTP without retrying.
 		rt.s.writeError(w, r, rt, rt.upgradeRefused())
 		return
 	}
@@ -208,7 +208,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if tr == nil && carriesInput(r.Method) {
 			// An endpoint the route does not map would take its input to the model
 			// unexamined (files, batches, audio, moderations, ...): refused
-			// unless the route says otherwise, and then counted (issue 13 §2).
+			// unless the route says otherwise, and then counted.
 			if !rt.unmappedForward {
 				rt.s.writeError(w, r, rt, rt.unmappedRefused(key))
 				return
@@ -457,12 +457,12 @@ type subscriptions map[string]subscription
 func (m subscriptions) any(t string) bool { s := m[t]; return s.intercept || s.observe }
 
 // countTokensPath is Anthropic's token counting endpoint: it carries the whole prompt
-// (system, messages, tools) to the upstream without a model call (issue 12).
+// (system, messages, tools) to the upstream without a model call.
 const countTokensPath = "/v1/messages/count_tokens"
 
 // requestOnly are the mapped endpoints (of the table) whose input is examined at model.request.before
 // only: token counting, embeddings and legacy completions carry model input but no turn
-// and no response the chain maps (issue 12, issue 13 §2).
+// and no response the chain maps.
 var requestOnly = map[string]bool{countTokensPath: true, "/v1/embeddings": true, "/v1/completions": true}
 
 // requestOnly is the view of m for a request-only endpoint: model.request.before only, so

@@ -79,7 +79,7 @@ type Server struct {
 	metrics   Metrics
 	tracer    trace.Tracer
 	// active counts requests in progress and held the bytes of bodies held in memory, for
-	// limits.maxConcurrentRequests and limits.maxHeldBytes (issue 13 §6).
+	// limits.maxConcurrentRequests and limits.maxHeldBytes.
 	active, held atomic.Int64
 }
 
@@ -119,7 +119,7 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 	if s.transport == nil {
 		t := newTransport(s.limits)
 		if cfg.UpstreamProxy != "" {
-			// Only a proxy the configuration names is used (issue 13 §8).
+			// Only a proxy the configuration names is used.
 			pu, err := url.Parse(cfg.UpstreamProxy)
 			if err != nil {
 				return nil, fmt.Errorf("upstreamProxy: %w", err)

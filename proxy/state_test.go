@@ -20,7 +20,7 @@ import (
 	"github.com/hookproxy/hookproxy/state"
 )
 
-// Issue 15: whatever the store remembers or forgets, no decided-on tool result reaches
+// Whatever the store remembers or forgets, no decided-on tool result reaches
 // the upstream as it was. The control of every test is the same conversation sent
 // straight to the recording upstream, which carries the secret.
 

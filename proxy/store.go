@@ -144,7 +144,7 @@ func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOu
 }
 
 // parentOf is the event id a derived tool.before id stands for: the id itself, or the
-// original tool.before when a hook rewrote that call's input (links, issue 13 §9).
+// original tool.before when a hook rewrote that call's input (links).
 func (x *exchange) parentOf(derived string) string {
 	if p, ok := x.parents[derived]; ok {
 		return p

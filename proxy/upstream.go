@@ -163,7 +163,7 @@ func (rt *route) modifyResponse(resp *http.Response) error {
 
 // checkRedirect refuses an upstream redirect unless the route allows them: an SDK that
 // follows it re-sends its original body — unexamined, unredacted — to wherever Location
-// points (issue 13 §8). The answer is a 502 in the provider's format naming only the host.
+// points. The answer is a 502 in the provider's format naming only the host.
 func (rt *route) checkRedirect(resp *http.Response) error {
 	if rt.allowRedirects || resp.StatusCode < 300 || resp.StatusCode > 399 || resp.StatusCode == http.StatusNotModified {
 		return nil

@@ -30,7 +30,7 @@ type Record struct {
 	// Parent, on a link record (Count 0, ID from LinkID), is the event id that ID's
 	// derived id stands for: a tool.before that rewrote its call's input was derived from
 	// the original input, while the history the agent sends back holds the rewritten one,
-	// so the tool.after of that call finds its parent through the link (issue 13 §9).
+	// so the tool.after of that call finds its parent through the link.
 	Parent string `json:"parent,omitempty"`
 }
 

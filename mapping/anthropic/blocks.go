@@ -190,7 +190,7 @@ func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decoded
 			d.part = r.textPart(id, s)
 		case "base64":
 			// A text/* document in base64 is text the model reads: decoded, it is a text
-			// part like a plain-text source (rendered back in base64; issue 13 §4).
+			// part like a plain-text source (rendered back in base64).
 			if s, ok := base64Text(src[sMediaType].String(), src[sData].String()); ok {
 				d.part = r.textPart(id, s)
 				break

@@ -471,7 +471,7 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 	if role.Type != gjson.String {
 		return badRequest("messages[%d].role must be a string", i)
 	}
-	// Never stricter than the upstream (issue 12): Claude Code sends its environment block
+	// Never stricter than the upstream: Claude Code sends its environment block
 	// as {"role":"system"} inside messages. Any role is carried; its text is canonical
 	// content under the canonical role it means, and it renders back under its own role.
 	canonical, other := canonicalRole(role.Str)

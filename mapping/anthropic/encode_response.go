@@ -68,7 +68,7 @@ func renderAssistant(items []ahp.Message, parts map[string]*origin) ([]string, e
 			if p.Synthesized && parts[p.ID] == nil && p.Kind == ahp.KindText && p.Text != nil && p.Category == "" &&
 				len(blocks) > 0 && gjson.Get(blocks[len(blocks)-1], "type").String() == blockText {
 				// A note hookproxy adds after the model's text starts on a new paragraph:
-				// clients show consecutive text blocks run together (issue 12).
+				// clients show consecutive text blocks run together.
 				b = `{"type":"text","text":` + mapping.Quote("\n\n"+*p.Text) + `}`
 			}
 			blocks = append(blocks, b)

@@ -14,7 +14,7 @@ const maxHostedResult = 16 << 10
 
 // hostedCalls lists the server tools Anthropic ran while answering (server_tool_use and
 // mcp_tool_use blocks, with the *_tool_result block that answers each): already executed,
-// so they are observed, never prevented (issue 12).
+// so they are observed, never prevented.
 func hostedCalls(content gjson.Result) []mapping.HostedCall {
 	var calls []mapping.HostedCall
 	at := map[string]int{}

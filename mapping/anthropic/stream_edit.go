@@ -12,7 +12,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Incremental editing of a Messages event stream (issue 11, mapping.StreamEditing).
+// Incremental editing of a Messages event stream (mapping.StreamEditing).
 // message_start, pings, and every text, thinking and other content block are relayed as
 // they arrive. A tool_use block is held from its content_block_start to its
 // content_block_stop; then the call is decided and, when kept, emitted as

@@ -12,7 +12,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Incremental editing of a Gemini SSE stream (issue 11, mapping.StreamEditing). Gemini
+// Incremental editing of a Gemini SSE stream (mapping.StreamEditing). Gemini
 // sends each functionCall whole inside one chunk, so no call spans events: a chunk
 // without a functionCall is relayed byte for byte as it arrives; a chunk with calls is
 // held only while its calls are decided (in stream order), then re-emitted without the

@@ -1,6 +1,6 @@
 package cli
 
-// Issue 15, end to end with real processes: `hookproxy serve` children built from this
+// Shared state across replicas, end to end with real processes: `hookproxy serve` children built from this
 // repository, a real redis-server child, a tool.after backend on loopback HTTP speaking
 // AHP (not the built-in secrets policy: no defence in depth hides a lost decision), and a
 // recording model upstream. Real children rather than two in-process servers, because

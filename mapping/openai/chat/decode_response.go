@@ -29,7 +29,7 @@ type responseChoice struct {
 // DecodeResponse implements mapping.Translator. Every choice becomes one assistant message
 // (see the package documentation for n > 1).
 func (c *Chat) DecodeResponse(body []byte) (*mapping.Response, error) {
-	// As strict as a client body (issue 13 §3): with a duplicate key, gjson would judge the
+	// As strict as a client body: with a duplicate key, gjson would judge the
 	// first value and the client's SDK act on the last.
 	if err := oaiwire.CheckClientJSON(body); err != nil {
 		return nil, fmt.Errorf("openai chat: response: %v: %w", err, mapping.ErrMalformed)

@@ -13,8 +13,8 @@ import (
 )
 
 // PromptInput translates the request side of the OpenAI endpoints whose input is one field
-// of text, not a conversation: embeddings ("input") and legacy completions ("prompt")
-// (issue 13 §2). The text becomes one user message, so model.request.before — secrets,
+// of text, not a conversation: embeddings ("input") and legacy completions ("prompt").
+// The text becomes one user message, so model.request.before — secrets,
 // pii, the models allow list — sees it; the response side is not mapped (the proxy routes
 // these endpoints to model.request.before only), so the response methods are Chat's and
 // never reached.

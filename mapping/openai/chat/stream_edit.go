@@ -16,7 +16,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
-// Incremental editing of a chat.completion.chunk stream (issue 11, mapping.StreamEditing).
+// Incremental editing of a chat.completion.chunk stream (mapping.StreamEditing).
 // Chunks without tool call data are relayed byte for byte as they arrive. The
 // delta.tool_calls entries of each call (and a legacy delta.function_call) are taken out
 // of their chunks and accumulated per (choice, index); a call is complete when its choice

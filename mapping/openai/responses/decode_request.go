@@ -280,7 +280,7 @@ func (d *requestDecoder) item(i int, it gjson.Result) error {
 	if typ == "additional_tools" {
 		// Tool declarations sent as an input item (Codex's "Responses lite" requests):
 		// declarations, like the top-level tools, not conversation; kept in place, and
-		// named under params so that the conversation itself is still whole (issue 12).
+		// named under params so that the conversation itself is still whole.
 		d.gaps = append(d.gaps, ahp.Gap{Path: "params", Reason: where + ": tool declarations (additional_tools) are carried natively"})
 		d.st.items = append(d.st.items, ni)
 		return nil

@@ -23,7 +23,7 @@ type responseState struct {
 // (id = the response id) whose parts keep the native order; output items the canonical view
 // cannot carry (hosted tool calls, call outputs, ...) stay in the body untouched.
 func (*Translator) DecodeResponse(body []byte) (*mapping.Response, error) {
-	// As strict as a client body (issue 13 §3): with a duplicate key, gjson would judge the
+	// As strict as a client body: with a duplicate key, gjson would judge the
 	// first value and the client's SDK act on the last.
 	if err := oaiwire.CheckClientJSON(body); err != nil {
 		return nil, fmt.Errorf("openai responses: response: %v: %w", err, mapping.ErrMalformed)

@@ -13,7 +13,7 @@
 //     role-tool message whose id is its call_id (so tool.after items and call.id agree),
 //     with one text part (category tool_result) holding the output string or its text
 //     entries joined, then its image and file entries.
-//   - Tool items the client runs (tools.go, issue 12): function_call, custom_tool_call,
+//   - Tool items the client runs (tools.go): function_call, custom_tool_call,
 //     local_shell_call, shell_call, apply_patch_call and computer_call are tool calls
 //     (tool names: the item's name for function and custom calls, else local_shell,
 //     shell, apply_patch, computer; inputs as tools.go lists them, so that a tools rule sees

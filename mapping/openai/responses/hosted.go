@@ -10,7 +10,7 @@ import (
 )
 
 // hostedTools names the output items of tools the provider runs itself, by the tool name
-// hosted calls are reported under (issue 12: observed, never preventable by a proxy).
+// hosted calls are reported under (observed, never preventable by a proxy).
 var hostedTools = map[string]string{
 	"web_search_call":       "web_search",
 	"file_search_call":      "file_search",

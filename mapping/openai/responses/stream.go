@@ -277,7 +277,7 @@ func (a *assembler) Body() ([]byte, error) {
 	if out := gjson.Get(body, "output"); out.IsArray() {
 		// The terminal response is what the SDKs keep, but agents act on the items as
 		// their output_item.done events arrive: a stream whose events and summary
-		// disagree would let a client run a call other than the one judged (issue 13 §3).
+		// disagree would let a client run a call other than the one judged.
 		terminal := out.Array()
 		for k, it := range a.items {
 			if it.done == "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
-// Incremental editing of a Responses event stream (issue 11, mapping.StreamEditing).
+// Incremental editing of a Responses event stream (mapping.StreamEditing).
 // Every event of an output item that is not a call (messages, reasoning, hosted tool
 // items) and every response-level event is relayed as it arrives. The events of a call
 // item the client runs (function_call, custom_tool_call, local_shell_call, shell_call,

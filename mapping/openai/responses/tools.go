@@ -11,7 +11,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
-// Tool items the client runs (issue 12). Besides function_call, the Responses API has
+// Tool items the client runs. Besides function_call, the Responses API has
 // item types for tools whose calls the agent executes itself: custom (freeform) tools —
 // Codex declares apply_patch as one —, the local shell and shell tools, apply_patch and
 // computer use. Each call is one tool_call part, so that tool.before judges it

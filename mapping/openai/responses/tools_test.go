@@ -16,7 +16,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 )
 
-// Fixtures of issue 12: a Codex-style request whose history holds every client-run tool
+// Fixtures: a Codex-style request whose history holds every client-run tool
 // item with its output (credentials inside some), and a response with every call type, a
 // shell call run in a provider container and two hosted tool calls.
 var (

@@ -64,7 +64,7 @@ func ParseArguments(args gjson.Result) (input string, ok bool, err error) {
 			}
 			return NormalizeJSON(s), true, nil
 		}
-		// Not a JSON object: judged as its raw text, never as {} (issue 13 §3) — a rule
+		// Not a JSON object: judged as its raw text, never as {} — a rule
 		// over the input still sees "rm -rf /" in arguments that do not parse.
 		return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Str) + `}`, false, nil
 	case args.IsObject():

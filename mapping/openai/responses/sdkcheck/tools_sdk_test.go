@@ -18,7 +18,7 @@ import (
 	translator "github.com/hookproxy/hookproxy/mapping/openai/responses"
 )
 
-// Issue 12: the client-run tool items other than function calls, as the SDK writes and
+// The client-run tool items other than function calls, as the SDK writes and
 // reads them.
 
 const sdkAWSKey = "AKIAW4162OR5EL2XEMIE" // made up, real format
