@@ -43,7 +43,6 @@ func TestMain(m *testing.M) {
 // remote backend would have received, and answers through onIntercept (default: no
 // effects).
 type fakeTransport struct {
-	id          string
 	onIntercept func(ctx context.Context, n int, id string, p *ahp.InterceptParams) ([]byte, error)
 	onObserve   func(ctx context.Context, p *ahp.ObserveParams) error
 
