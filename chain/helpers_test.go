@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,18 +27,25 @@ const childBackendArg = "hookproxy-chain-test-backend"
 // not under test (New requires one; the configuration's default is the assembly's).
 const testObserveTimeout = 5 * time.Second
 
+// TestMain runs the test binary as one of the stdio backends when argv asks for it. The
+// backends end with syscall.Exit, which skips the runtime's exit hooks: a race-enabled
+// binary would otherwise pause a second at a clean exit (the race runtime's
+// atexit_sleep_ms, which GORACE cannot lower through the backends' minimal environment),
+// and the chain waits for every per_event backend to exit; the interop scenarios took
+// ten times longer under -race. The backends are single-goroutine fakes: nothing in them
+// can race, so the detector's exit status is not missed.
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 2 && os.Args[1] == interopBackendArg {
-		os.Exit(runInteropBackend(os.Args[2:]))
+		syscall.Exit(runInteropBackend(os.Args[2:]))
 	}
 	if len(os.Args) >= 2 && os.Args[1] == interopChainArg {
-		os.Exit(runInteropChainBackend(os.Args[2:]))
+		syscall.Exit(runInteropChainBackend(os.Args[2:]))
 	}
 	if len(os.Args) >= 2 && os.Args[1] == interopFramingArg {
-		os.Exit(runInteropFraming(os.Args[2:]))
+		syscall.Exit(runInteropFraming(os.Args[2:]))
 	}
 	if len(os.Args) >= 3 && os.Args[1] == childBackendArg {
-		os.Exit(runChildBackend(os.Args[2], os.Args[3:]))
+		syscall.Exit(runChildBackend(os.Args[2], os.Args[3:]))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -48,7 +56,6 @@ func TestMain(m *testing.M) {
 // remote backend would have received, and answers through onIntercept (default: no
 // effects).
 type fakeTransport struct {
-	id          string
 	onIntercept func(ctx context.Context, n int, id string, p *ahp.InterceptParams) ([]byte, error)
 	onObserve   func(ctx context.Context, p *ahp.ObserveParams) error
 

@@ -558,9 +558,7 @@ func matchHuggingFace(dst []Finding, text string, at int) ([]Finding, int) {
 	}
 	body := text[at:end]
 	body = body[strings.IndexByte(body, '_')+1:]
-	if strings.HasPrefix(body, "org_") {
-		body = body[4:]
-	}
+	body = strings.TrimPrefix(body, "org_")
 	if wordy(body) {
 		return dst, 0
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 func bashInput(cmd string) []byte {
@@ -167,7 +169,7 @@ func TestShellEvalBounded(t *testing.T) {
 	} {
 		start := time.Now()
 		cmds := analyseScript(s)
-		if d := time.Since(start); d > 2*time.Second {
+		if d := time.Since(start); d > testsupport.Bound(2*time.Second) {
 			t.Errorf("%s: %v", name, d)
 		}
 		if len(cmds) > maxShellCommands+1 {

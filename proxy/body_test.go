@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
 )
 
 // closingBody is an inbound body as net/http's server hands it over: once the server has
@@ -110,6 +111,11 @@ func TestFastPathStreamsArriveWhole(t *testing.T) {
 // a copy buffer sized to the body, up to 32 KiB, per request). Client, proxy and upstream
 // share the heap; the upstream and client here allocate nothing per body byte either.
 func TestNoSubscriptionAllocatesNothingPerBodyByte(t *testing.T) {
+	if testsupport.RaceEnabled {
+		// Under -race, sync.Pool drops a random quarter of what is put back, so pooled
+		// copy buffers are allocated again at random: the count measures the detector.
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
 	up := newUpstream(t, nil)
 	up.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -54,12 +54,12 @@ func TestToolEventIDsNeverCollideAcrossSessions(t *testing.T) {
 	pol := &dedupPolicy{seen: map[string][]ahp.Effect{}}
 	px := startProxy(t, testConfig(up.URL), newTestChainWith(t, pol, intercept("tool.before")), Options{})
 	req := `{"model":"llama","messages":[{"role":"user","content":"go"}]}`
-	_, h, got := post(t, px.URL+chatPath, req, map[string]string{"X-Hookproxy-Session": "A"})
+	_, _, got := post(t, px.URL+chatPath, req, map[string]string{"X-Hookproxy-Session": "A"})
 	if !strings.Contains(string(got), "echo hi") {
 		t.Fatalf("session A: %s", got)
 	}
 	up.respond = jsonResponder(200, callResponse(`{"command":"rm -rf /"}`))
-	_, h, got = post(t, px.URL+chatPath, req, map[string]string{"X-Hookproxy-Session": "B"})
+	_, h, got := post(t, px.URL+chatPath, req, map[string]string{"X-Hookproxy-Session": "B"})
 	if m := decodeChat(t, h, got); len(m.ToolCalls) != 0 {
 		t.Fatalf("session B: the destructive call got the earlier allow: %s", got)
 	}

@@ -156,6 +156,12 @@ func TestStdioPersistentCrashFailsInFlightAndRecovers(t *testing.T) {
 func TestStdioPersistentTimeoutKillsAndNextCallWorks(t *testing.T) {
 	tr := mustNew(t, stdioBackend(registration.LifecyclePersistent, "slow"), Options{})
 	st := tr.(*stdioTransport)
+	// Start the process first: what is timed is the call's deadline, not the fork and exec
+	// of the backend, which on a loaded machine (or under -race) can take longer than the
+	// bound on its own.
+	if err := tr.(Readier).Ready(); err != nil {
+		t.Fatalf("Ready() = %v", err)
+	}
 
 	start := time.Now()
 	_, err := intercept(t, tr, "evt_slow_1", 100*time.Millisecond)

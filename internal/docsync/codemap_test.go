@@ -79,7 +79,7 @@ func codeMapProblems(section string, pkgs []string) (missing, unknown []string) 
 			missing = append(missing, p)
 		}
 	}
-	firstCol := regexp.MustCompile("(?m)^\\| ([^|]+) \\|")
+	firstCol := regexp.MustCompile(`(?m)^\| ([^|]+) \|`)
 	name := regexp.MustCompile("`([^`]+)`")
 	for _, row := range firstCol.FindAllStringSubmatch(section, -1) {
 		for _, n := range name.FindAllStringSubmatch(row[1], -1) {

@@ -1,6 +1,6 @@
 // Package testsupport holds the small helpers several packages' tests share: a buffer a
-// child process (or a logger) writes while the test reads it, and a free loopback address.
-// It is imported by tests only.
+// child process (or a logger) writes while the test reads it, a free loopback address, and
+// a time bound that stretches under the race detector. It is imported by tests only.
 package testsupport
 
 import (
