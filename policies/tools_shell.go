@@ -385,17 +385,7 @@ func (e *shellEval) command(cmd syntax.Command, via []string, in *stdinFeed, dep
 		}
 	default:
 		// [[ ]], (( )), let, ...: only substitutions inside them run commands.
-		syntax.Walk(cmd, func(n syntax.Node) bool {
-			switch s := n.(type) {
-			case *syntax.CmdSubst:
-				e.stmts(s.Stmts, via, depth)
-				return false
-			case *syntax.ProcSubst:
-				e.stmts(s.Stmts, via, depth)
-				return false
-			}
-			return true
-		})
+		e.substitutions(cmd, via, depth)
 	}
 }
 
@@ -664,6 +654,22 @@ func stripWrappersForOutput(argv []shellWord) []shellWord {
 	return argv
 }
 
+// substitutions evaluates the command and process substitutions inside a node: the only
+// commands that run from inside a word or a test expression.
+func (e *shellEval) substitutions(node syntax.Node, via []string, depth int) {
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch s := n.(type) {
+		case *syntax.CmdSubst:
+			e.stmts(s.Stmts, via, depth)
+			return false
+		case *syntax.ProcSubst:
+			e.stmts(s.Stmts, via, depth)
+			return false
+		}
+		return true
+	})
+}
+
 // nested evaluates the commands inside a word's command and process substitutions.
 func (e *shellEval) nested(w *syntax.Word, via []string, depth int) {
 	if w == nil {
@@ -673,17 +679,7 @@ func (e *shellEval) nested(w *syntax.Word, via []string, depth int) {
 		if _, ok := p.(*syntax.Lit); ok {
 			continue
 		}
-		syntax.Walk(p, func(n syntax.Node) bool {
-			switch s := n.(type) {
-			case *syntax.CmdSubst:
-				e.stmts(s.Stmts, via, depth)
-				return false
-			case *syntax.ProcSubst:
-				e.stmts(s.Stmts, via, depth)
-				return false
-			}
-			return true
-		})
+		e.substitutions(p, via, depth)
 	}
 }
 
