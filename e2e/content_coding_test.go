@@ -3,9 +3,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
 	"github.com/tidwall/gjson"
+
+	"github.com/hookproxy/hookproxy/internal/codingtest"
 )
 
 // Content codings: an upstream that compresses its answer — whatever the request's
@@ -27,81 +24,11 @@ import (
 // do not know to the SDK as it came. fetchClient stands for such a client in front of the
 // official Go SDKs; the encoders are the real ones.
 
-// codingWriter is an encoder that can flush what it holds (an SSE event at a time).
-type codingWriter interface {
-	io.WriteCloser
-	Flush() error
-}
-
-// responseCoding is a content coding the test upstream answers in.
-type responseCoding struct {
-	name   string // subtest name
-	header string // Content-Encoding
-	writer func(io.Writer) codingWriter
-}
-
-var responseCodings = []responseCoding{
-	{"gzip", "gzip", func(w io.Writer) codingWriter { return gzip.NewWriter(w) }},
-	{"x-gzip", "x-gzip", func(w io.Writer) codingWriter { return gzip.NewWriter(w) }},
-	{"deflate", "deflate", func(w io.Writer) codingWriter { return zlib.NewWriter(w) }},
-	// raw deflate labelled "deflate", as some servers send it; clients accept it
-	{"deflate-raw", "deflate", func(w io.Writer) codingWriter { fw, _ := flate.NewWriter(w, flate.DefaultCompression); return fw }},
-	{"br", "br", func(w io.Writer) codingWriter { return brotli.NewWriter(w) }},
-	{"zstd", "zstd", func(w io.Writer) codingWriter { zw, _ := zstd.NewWriter(w); return zw }},
-}
-
-// unknownCoding labels the plain body with a coding nobody decodes: fetch passes such a
-// body on as it came, so the SDK reads it as if it had no coding.
-var unknownCoding = responseCoding{"unknown", "x-snappy-framed", func(w io.Writer) codingWriter { return nopCoder{w} }}
-
-type nopCoder struct{ io.Writer }
-
-func (nopCoder) Close() error { return nil }
-func (nopCoder) Flush() error { return nil }
-
-// codedResponse makes h answer in coding c whatever the request accepts.
-func codedResponse(c responseCoding, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cw := &codedWriter{ResponseWriter: w, coding: c}
-		cw.enc = c.writer(w)
-		h.ServeHTTP(cw, r)
-		_ = cw.enc.Close()
-	})
-}
-
-type codedWriter struct {
-	http.ResponseWriter
-	coding  responseCoding
-	enc     codingWriter
-	started bool
-}
-
-func (c *codedWriter) WriteHeader(code int) {
-	if !c.started {
-		c.started = true
-		c.Header().Set("Content-Encoding", c.coding.header)
-		c.Header().Del("Content-Length")
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *codedWriter) Write(p []byte) (int, error) {
-	if !c.started {
-		c.WriteHeader(http.StatusOK)
-	}
-	return c.enc.Write(p)
-}
-
-func (c *codedWriter) Flush() {
-	_ = c.enc.Flush()
-	c.ResponseWriter.(http.Flusher).Flush()
-}
-
 // newCodedUpstream is the recording model API of upstream_test.go answering in coding c.
-func newCodedUpstream(t *testing.T, a answer, c responseCoding) *upstream {
+func newCodedUpstream(t *testing.T, a answer, c codingtest.Coding) *upstream {
 	t.Helper()
 	u := &upstream{answer: a}
-	u.Server = httptest.NewServer(codedResponse(c, http.HandlerFunc(u.serve)))
+	u.Server = httptest.NewServer(codingtest.Handler(c, false, http.HandlerFunc(u.serve)))
 	t.Cleanup(u.Close)
 	return u
 }
@@ -127,27 +54,17 @@ func newFetchClient(t *testing.T, target string) *fetchClient {
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(tu)
-			pr.Out.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")
+			pr.Out.Header.Set("Accept-Encoding", codingtest.Accept)
 		},
 		Transport:     tr,
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
-			ce := resp.Header.Get("Content-Encoding")
+			// identity, or a coding fetch does not know, is passed on as is
+			ce, err := codingtest.DecodeResponse(resp)
 			f.mu.Lock()
 			f.seen = append(f.seen, ce)
 			f.mu.Unlock()
-			body, known, err := decodeAs(ce, resp.Body)
-			if err != nil || !known {
-				return err // identity, or a coding fetch does not know: passed on as is
-			}
-			resp.Body = struct {
-				io.Reader
-				io.Closer
-			}{body, resp.Body}
-			resp.Header.Del("Content-Encoding")
-			resp.Header.Del("Content-Length")
-			resp.ContentLength = -1
-			return nil
+			return err
 		},
 	}
 	srv := httptest.NewServer(rp)
@@ -162,38 +79,15 @@ func (f *fetchClient) codings() []string {
 	return append([]string(nil), f.seen...)
 }
 
-// decodeAs reads r in the content coding a client decodes; known is false for identity
-// and for a coding it does not know, and r is then returned as is.
-func decodeAs(coding string, r io.Reader) (_ io.Reader, known bool, err error) {
-	switch coding {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(r)
-		return zr, true, err
-	case "deflate":
-		br := bufio.NewReader(r)
-		if head, _ := br.Peek(2); len(head) == 2 && head[0]&0x0f == 8 && (uint16(head[0])<<8|uint16(head[1]))%31 == 0 {
-			zr, err := zlib.NewReader(br)
-			return zr, true, err
-		}
-		return flate.NewReader(br), true, nil
-	case "br":
-		return brotli.NewReader(r), true, nil
-	case "zstd":
-		zr, err := zstd.NewReader(r)
-		return zr, true, err
-	}
-	return r, false, nil
-}
-
 // TestCompressedAnswersAreJudged: the model asks for Bash `rm -rf /` and Read in an answer
 // compressed in each coding, JSON and streamed. Straight from the upstream, the official
 // SDK behind a fetch-like client receives the destructive call; through hookproxy with the
 // default chain it receives only Read, in a body with no Content-Encoding.
 func TestCompressedAnswersAreJudged(t *testing.T) {
 	for _, p := range providers {
-		for _, c := range responseCodings {
+		for _, c := range codingtest.All {
 			for _, stream := range []bool{false, true} {
-				t.Run(p.name+"/"+c.name+"/"+modeName(stream), func(t *testing.T) {
+				t.Run(p.name+"/"+c.Name+"/"+modeName(stream), func(t *testing.T) {
 					up := newCodedUpstream(t, p.calls, c)
 
 					// Control: without hookproxy the client runs rm -rf.
@@ -205,8 +99,8 @@ func TestCompressedAnswersAreJudged(t *testing.T) {
 					if !hasCall(res, "Bash", "rm -rf") {
 						t.Fatalf("control: the client did not get the destructive call: %+v", res.Calls)
 					}
-					if got := direct.codings(); len(got) != 1 || got[0] != c.header {
-						t.Fatalf("control: the upstream answered in %q, want %q", got, c.header)
+					if got := direct.codings(); len(got) != 1 || got[0] != c.Header {
+						t.Fatalf("control: the upstream answered in %q, want %q", got, c.Header)
 					}
 
 					base := startDefaultProxyB(t, up.URL)
@@ -247,7 +141,7 @@ func TestUnknownCodingAnswerRefused(t *testing.T) {
 	for _, p := range providers {
 		for _, stream := range []bool{false, true} {
 			t.Run(p.name+"/"+modeName(stream), func(t *testing.T) {
-				up := newCodedUpstream(t, p.calls, unknownCoding)
+				up := newCodedUpstream(t, p.calls, codingtest.Unknown)
 				direct := newFetchClient(t, up.URL)
 				res, err := p.send(withTimeout(t), direct.URL, newRecorder(t), convPrompt, stream)
 				if err != nil || !hasCall(res, "Bash", "rm -rf") {
@@ -274,16 +168,16 @@ func TestUnknownCodingAnswerRefused(t *testing.T) {
 // body in a coding hookproxy cannot decode is refused with 415 before the upstream sees it.
 func TestCompressedRequestBodyIsExamined(t *testing.T) {
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + deployPrompt + `"}]}`
-	for _, c := range responseCodings {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range codingtest.All {
+		t.Run(c.Name, func(t *testing.T) {
 			var coded bytes.Buffer
-			w := c.writer(&coded)
+			w := c.Writer(&coded)
 			_, _ = io.WriteString(w, body)
 			_ = w.Close()
 			send := func(url string) (int, []byte) {
 				req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, url, bytes.NewReader(coded.Bytes()))
 				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Content-Encoding", c.header)
+				req.Header.Set("Content-Encoding", c.Header)
 				req.Header.Set("Authorization", "Bearer "+openaiKey)
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
@@ -298,7 +192,7 @@ func TestCompressedRequestBodyIsExamined(t *testing.T) {
 			direct := newUpstream(t, answer{json: openaiText})
 			send(direct.URL + "/v1/chat/completions")
 			got := direct.only(t)
-			dr, _, err := decodeAs(got.Header.Get("Content-Encoding"), bytes.NewReader(got.Body))
+			dr, _, err := codingtest.Decode(got.Header.Get("Content-Encoding"), bytes.NewReader(got.Body))
 			if err != nil {
 				t.Fatalf("control: %v", err)
 			}
@@ -348,11 +242,11 @@ func TestCompressedRequestBodyIsExamined(t *testing.T) {
 // destructive call in the rest is still removed.
 func TestCompressedStreamsFlowAsTheyArrive(t *testing.T) {
 	for name, g := range gatedStreams {
-		for _, c := range responseCodings {
-			t.Run(name+"/"+c.name, func(t *testing.T) {
+		for _, c := range codingtest.All {
+			t.Run(name+"/"+c.Name, func(t *testing.T) {
 				gate := make(chan struct{})
 				gated := newGatedUpstream(t, g, gate)
-				up := httptest.NewServer(codedResponse(c, gated.Config.Handler))
+				up := httptest.NewServer(codingtest.Handler(c, false, gated.Config.Handler))
 				t.Cleanup(up.Close)
 				req, _ := http.NewRequestWithContext(withTimeout(t), http.MethodPost, startDefaultProxyB(t, up.URL)+g.path, strings.NewReader(g.body))
 				req.Header.Set("Content-Type", "application/json")

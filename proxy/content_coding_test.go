@@ -1,11 +1,7 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"errors"
 	"io"
@@ -15,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/andybalholm/brotli"
-	"github.com/klauspost/compress/zstd"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/codingtest"
 	"github.com/hookproxy/hookproxy/policies"
 )
 
@@ -28,72 +23,6 @@ import (
 // a credential in the tool result past redaction unless hookproxy decodes the answer before
 // tool.after. The client here stands for a fetch-based one: it accepts gzip, deflate, br
 // and zstd, decodes them, and passes a coding it does not know on as it came.
-
-type testCoder interface {
-	io.WriteCloser
-	Flush() error
-}
-
-type testCoding struct {
-	name, header string
-	writer       func(io.Writer) testCoder
-}
-
-var testCodings = []testCoding{
-	{"gzip", "gzip", func(w io.Writer) testCoder { return gzip.NewWriter(w) }},
-	{"x-gzip", "x-gzip", func(w io.Writer) testCoder { return gzip.NewWriter(w) }},
-	{"deflate", "deflate", func(w io.Writer) testCoder { return zlib.NewWriter(w) }},
-	{"deflate-raw", "deflate", func(w io.Writer) testCoder { fw, _ := flate.NewWriter(w, flate.BestSpeed); return fw }},
-	{"br", "br", func(w io.Writer) testCoder { return brotli.NewWriter(w) }},
-	{"zstd", "zstd", func(w io.Writer) testCoder { zw, _ := zstd.NewWriter(w); return zw }},
-}
-
-// codedHandler answers every request in coding c. With negotiated set it does so only
-// when the request's Accept-Encoding names the coding, as a well-behaved server would.
-func codedHandler(c testCoding, negotiated bool, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if negotiated && !strings.Contains(r.Header.Get("Accept-Encoding"), c.header) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		cw := &testCodedWriter{ResponseWriter: w, header: c.header}
-		cw.enc = c.writer(w)
-		h.ServeHTTP(cw, r)
-		if cw.started {
-			_ = cw.enc.Close()
-		}
-	})
-}
-
-type testCodedWriter struct {
-	http.ResponseWriter
-	header  string
-	enc     testCoder
-	started bool
-}
-
-func (c *testCodedWriter) WriteHeader(code int) {
-	if !c.started {
-		c.started = true
-		c.Header().Set("Content-Encoding", c.header)
-		c.Header().Del("Content-Length")
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *testCodedWriter) Write(p []byte) (int, error) {
-	if !c.started {
-		c.WriteHeader(http.StatusOK)
-	}
-	return c.enc.Write(p)
-}
-
-func (c *testCodedWriter) Flush() {
-	if c.started {
-		_ = c.enc.Flush()
-	}
-	c.ResponseWriter.(http.Flusher).Flush()
-}
 
 // fetchTransport is the client side of a fetch-based client: it asks for every coding it
 // knows and decodes it; it records the codings it received.
@@ -104,51 +33,20 @@ type fetchTransport struct {
 
 func (f fetchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(req.Context())
-	out.Header.Set("Accept-Encoding", "gzip, deflate, br, zstd")
+	out.Header.Set("Accept-Encoding", codingtest.Accept)
 	resp, err := f.base.RoundTrip(out)
 	if err != nil {
 		return nil, err
 	}
-	ce := resp.Header.Get("Content-Encoding")
+	ce, err := codingtest.DecodeResponse(resp)
 	if f.onSeen != nil {
 		f.onSeen(ce)
 	}
-	body, known, err := testDecode(ce, resp.Body)
 	if err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
-	if known {
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{body, resp.Body}
-		resp.Header.Del("Content-Encoding")
-		resp.Header.Del("Content-Length")
-		resp.ContentLength = -1
-	}
 	return resp, nil
-}
-
-func testDecode(coding string, r io.Reader) (_ io.Reader, known bool, err error) {
-	switch coding {
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(r)
-		return zr, true, err
-	case "deflate":
-		br := bufio.NewReader(r)
-		if head, _ := br.Peek(2); len(head) == 2 && head[0]&0x0f == 8 && (uint16(head[0])<<8|uint16(head[1]))%31 == 0 {
-			zr, err := zlib.NewReader(br)
-			return zr, true, err
-		}
-		return flate.NewReader(br), true, nil
-	case "br":
-		return brotli.NewReader(r), true, nil
-	case "zstd":
-		zr, err := zstd.NewReader(r)
-		return zr, true, err
-	}
-	return r, false, nil
 }
 
 func newFetchTransport(t *testing.T, onSeen func(string)) fetchTransport {
@@ -164,7 +62,7 @@ const envKey = "AKIAW4162OR5EL2XEMIE"
 
 // newEnvServer is a real MCP server (the official SDK) with one tool, read_env, whose
 // result holds envKey; its answers are compressed in coding c.
-func newEnvServer(t *testing.T, c testCoding, negotiated, jsonResponse bool) string {
+func newEnvServer(t *testing.T, c codingtest.Coding, negotiated, jsonResponse bool) string {
 	t.Helper()
 	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "env", Version: "1.0.0"}, nil)
 	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "read_env", Description: "Read the environment."},
@@ -173,7 +71,7 @@ func newEnvServer(t *testing.T, c testCoding, negotiated, jsonResponse bool) str
 		})
 	h := mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv },
 		&mcpsdk.StreamableHTTPOptions{JSONResponse: jsonResponse})
-	ts := httptest.NewServer(codedHandler(c, negotiated, h))
+	ts := httptest.NewServer(codingtest.Handler(c, negotiated, h))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp"
 }
@@ -205,13 +103,13 @@ func TestMCPCompressedResultIsRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range testCodings {
+	for _, c := range codingtest.All {
 		for _, negotiated := range []bool{false, true} {
-			if negotiated && c.header == "x-gzip" {
+			if negotiated && c.Header == "x-gzip" {
 				continue // no client asks for x-gzip
 			}
 			for _, m := range mcpServerModes {
-				name := c.name + "/" + map[bool]string{false: "forced", true: "negotiated"}[negotiated] + "/" + m.name
+				name := c.Name + "/" + map[bool]string{false: "forced", true: "negotiated"}[negotiated] + "/" + m.name
 				t.Run(name, func(t *testing.T) {
 					server := newEnvServer(t, c, negotiated, m.json)
 					var seen []string
@@ -221,8 +119,8 @@ func TestMCPCompressedResultIsRedacted(t *testing.T) {
 					if got := readEnv(t, server, newFetchTransport(t, record)); !strings.Contains(got, envKey) {
 						t.Fatalf("control: the result lacks the key: %q", got)
 					}
-					if !containsString(seen, c.header) {
-						t.Fatalf("control: the server never answered in %s (%q)", c.header, seen)
+					if !containsString(seen, c.Header) {
+						t.Fatalf("control: the server never answered in %s (%q)", c.Header, seen)
 					}
 
 					seen = nil
@@ -276,25 +174,25 @@ func TestMCPUnknownCodingRefused(t *testing.T) {
 // and judged — the denied delete_file never reaches the server — and an allowed call
 // reaches it decoded. A coding hookproxy cannot decode is refused with 415.
 func TestMCPCompressedRequestIsJudged(t *testing.T) {
-	for _, c := range testCodings {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range codingtest.All {
+		t.Run(c.Name, func(t *testing.T) {
 			var coded bytes.Buffer
-			w := c.writer(&coded)
+			w := c.Writer(&coded)
 			_, _ = io.WriteString(w, mcpDeleteCall)
 			_ = w.Close()
 			up := newUpstream(t, jsonResponder(200, `{"jsonrpc":"2.0","id":"d1","result":{"content":[{"type":"text","text":"deleted"}]}}`))
 			endpoint := startMCPProxy(t, up.URL+"/mcp", newTestChain(t, redactPolicy(), intercept(ahp.EventToolBefore, ahp.EventToolAfter)), nil)
-			status, _, b := mcpPost(t, endpoint, coded.String(), map[string]string{"Content-Encoding": c.header})
+			status, _, b := mcpPost(t, endpoint, coded.String(), map[string]string{"Content-Encoding": c.Header})
 			if status != 200 || !strings.Contains(string(b), "No deletes.") || len(up.requests()) != 0 {
 				t.Fatalf("%d %s; the server received %d requests", status, b, len(up.requests()))
 			}
 
 			// Control: an allowed call in the same coding reaches the server, decoded.
 			coded.Reset()
-			w = c.writer(&coded)
+			w = c.Writer(&coded)
 			_, _ = io.WriteString(w, mcpReadCall)
 			_ = w.Close()
-			mcpPost(t, endpoint, coded.String(), map[string]string{"Content-Encoding": c.header})
+			mcpPost(t, endpoint, coded.String(), map[string]string{"Content-Encoding": c.Header})
 			got := up.only(t)
 			if string(got.Body) != mcpReadCall || got.Header.Get("Content-Encoding") != "" {
 				t.Fatalf("the server received %q labelled %q", got.Body, got.Header.Get("Content-Encoding"))
@@ -339,12 +237,12 @@ func TestModelUnknownCodingRefused(t *testing.T) {
 // limit or fail with an error; nothing panics, and a coding hookproxy cannot decode is
 // always a *codingError.
 func FuzzDecodeRequestBody(f *testing.F) {
-	for _, c := range testCodings {
+	for _, c := range codingtest.All {
 		var b bytes.Buffer
-		w := c.writer(&b)
+		w := c.Writer(&b)
 		_, _ = io.WriteString(w, mcpReadCall)
 		_ = w.Close()
-		f.Add(c.header, b.Bytes())
+		f.Add(c.Header, b.Bytes())
 	}
 	f.Add("gzip, br", []byte{0x1f, 0x8b, 8, 0})
 	f.Add("identity", []byte(`{}`))
