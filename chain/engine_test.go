@@ -291,7 +291,7 @@ func TestDecisions(t *testing.T) {
 }
 
 // TestModificationChaining: each interceptor receives the accepted effective value of the
-// previous ones, never the original (AHP-EDIT-001, SPEC-DIGEST §7.3).
+// previous ones, never the original (AHP-EDIT-001).
 func TestModificationChaining(t *testing.T) {
 	appendMsg := func(text string) func(context.Context, int, string, *ahp.InterceptParams) ([]byte, error) {
 		m, _ := json.Marshal([]ahp.Message{textMsg("add_"+text, ahp.RoleUser, text)})

@@ -1,7 +1,7 @@
 package chain
 
 // Whole-response validation and atomic staging of hooks/intercept replies
-// (SPEC-DIGEST §7.1–§7.3, seed "Atomic effect acceptance").
+// (AHP-EDIT-001; AHP spec, base/failure.md "Failure classes").
 //
 // AHP-EDIT-001: result.effects is parsed, validated and staged as a whole before anything
 // is published. Any problem — an unknown effect, an unknown member inside an effect, an
@@ -110,7 +110,7 @@ func initialState() ahp.State {
 	return ahp.State{Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
 }
 
-// fullBoundCaps is the widest advertisement the event's bound admits (SPEC-DIGEST §6.4).
+// fullBoundCaps is the widest advertisement the event's bound admits (AHP spec, capability-auth.md "Event-semantic capability bounds").
 // The continuation allowance is left unset, meaning not limited.
 func fullBoundCaps(eventType string) *ahp.Capabilities {
 	b, ok := ahp.EventBounds[eventType]

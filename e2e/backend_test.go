@@ -41,7 +41,7 @@ type effect map[string]any
 // backend and, unchanged, in the stdio child process.
 type script func(ev gjson.Result) []effect
 
-// textMessage is a canonical message with one text part (SPEC-DIGEST §4.1).
+// textMessage is a canonical message with one text part (AHP-CONTENT-001).
 func textMessage(id, role, text string) map[string]any {
 	return map[string]any{"id": id, "role": role, "parts": []any{map[string]any{
 		"id": id + ".0", "kind": "text", "mediaType": "text/plain", "selection": "body", "text": text}}}

@@ -125,7 +125,7 @@ type HostedCall struct {
 	IsError bool
 }
 
-// ToolCall is the decoded text of a tool_call part: the convention of SPEC-DIGEST §4.4,
+// ToolCall is the decoded text of a tool_call part: the convention of AHP-CONTENT-001,
 // a serialized {"id","name","input"} object in a text part with category "tool_call".
 type ToolCall struct {
 	ID    string          `json:"id"`

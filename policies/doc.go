@@ -17,7 +17,7 @@
 //
 // A policy reads only what the event carries: with a projected event, text withheld by
 // metadata or omit selection is simply not there. It returns only effects the request's
-// capabilities advertise (SPEC-DIGEST §6.1), since one unadvertised effect makes the chain
+// capabilities advertise (AHP spec, capability-auth.md "Discovery and honest capabilities"), since one unadvertised effect makes the chain
 // reject the whole reply. Modify targets by event: model.request.before → request,
 // turn.start → prompt, tool.after → output, model.response.after and turn.finish.before →
 // response, tool.before → input. A message-list modify is always a replace of the whole

@@ -188,7 +188,7 @@ func (x *exchange) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, cal
 	case st.Refused(): // SPEC-DIGEST §8.4: do not execute; report the denial
 		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, callID, tool)
 		return requestOutcome{kind: outcomeRefused, err: x.rt.refusal(st.Denial)}, true
-	case st.Stopped(): // §8.4: no further model work
+	case st.Stopped(): // flow stop: no further model work
 		x.audit(ev, st, DeliveryIntercept, enforcement.Stopped, callID, tool)
 		return requestOutcome{kind: outcomeStopped, stopReason: st.StopReason}, true
 	}

@@ -172,7 +172,7 @@ type responseResult struct {
 }
 
 // responseSide settles the response-side boundaries over a decoded response. latency is
-// nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
+// nil for a supplied result (no fabricated usage or latency, AHP spec, execution-payloads.md).
 func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
 	x.observeHosted(resp.HostedCalls)
 	items := cloneMessages(resp.Items)
@@ -201,7 +201,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 			action = enforcement.Rewritten
 		}
 		if st.Stopped() {
-			// flow stop: strip every pending tool call; terminal finish reason (§15.3 B.2).
+			// flow stop: strip every pending tool call; terminal finish reason.
 			calls := mapping.ToolCalls(items)
 			if len(calls) > 0 {
 				items = x.removeCalls(items, calls, allCalls(len(calls)),
@@ -269,7 +269,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 }
 
 // responseAfterEvent builds the model.response.after event of resp without its items.
-// latency is nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
+// latency is nil for a supplied result (no fabricated usage or latency, AHP spec, execution-payloads.md).
 func (x *exchange) responseAfterEvent(resp *mapping.Response, latency *time.Duration) *ahp.Event {
 	ev := x.newEvent(ahp.EventModelResponseAfter)
 	if x.responseAfterID != "" {
@@ -574,7 +574,7 @@ func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out req
 
 // afterDelivery dispatches what is observed once the client has the response: the
 // response-side observations of a streamed-through response, model.error, and turn.end.
-// Nothing is started once the client went away (interruption, SPEC-DIGEST §8.2).
+// Nothing is started once the client went away (interruption, AHP spec, base/composition.md "Observers").
 func (x *exchange) afterDelivery() {
 	if x.ctx.Err() != nil {
 		return
@@ -763,7 +763,7 @@ func joinLines(lines []string) string {
 	return b.String()
 }
 
-// attemptUsage completes provider usage as attempt usage (SPEC-DIGEST §3.1). Missing
+// attemptUsage completes provider usage as attempt usage (AHP spec, execution-payloads.md). Missing
 // counts stay missing: unknown is not zero.
 func attemptUsage(u *ahp.Usage) *ahp.Usage {
 	if u == nil {

@@ -271,7 +271,7 @@ func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *
 
 // observe delivers an observe-only event and records it. Delivery runs concurrently so
 // that a slow observer never delays the response it describes; the request still owns it
-// and waits for it before completing (SPEC-DIGEST §8.2). ev must not change afterwards.
+// and waits for it before completing (AHP spec, base/composition.md "Observers"). ev must not change afterwards.
 func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
 	x.s.traceObserved(x.ctx, ev)
 	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })

@@ -70,7 +70,7 @@ var _ MCPHandlerFactory = NewMCPHandler
 
 // connectionURL is tool.mcp.connection.url: the upstream without userinfo, query or
 // fragment. A query may carry an API key, and the descriptor must never hold credentials
-// (SPEC-DIGEST §3.1).
+// (AHP spec, execution-payloads.md).
 func connectionURL(up *url.URL) string {
 	u := *up
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""

@@ -108,7 +108,7 @@ type Effect struct {
 }
 
 // Capabilities is the per-request advertisement of what the harness can enforce for this
-// interception (SPEC-DIGEST §6.1). Effects is never nil when encoded.
+// interception (AHP spec, capability-auth.md "Discovery and honest capabilities"). Effects is never nil when encoded.
 type Capabilities struct {
 	Effects     []string             `json:"effects"`
 	Modify      map[string]ModifyOps `json:"modify,omitempty"`
@@ -213,7 +213,7 @@ func NoEffects() *InterceptResult {
 }
 
 // EventBound is the per-event capability bound of capabilities.schema.json#/$defs
-// (SPEC-DIGEST §6.4): which effects, which modify target and which flow operations an
+// (AHP spec, capability-auth.md "Event-semantic capability bounds"): which effects, which modify target and which flow operations an
 // advertisement for that event may contain at most.
 type EventBound struct {
 	Effects []string

@@ -8,7 +8,7 @@ import (
 
 // Secret reference schemes hookproxy resolves at delivery (tokenRef, clientSecretRef).
 // A reference names where a deployment keeps the secret, never the secret itself
-// (SPEC-DIGEST §11.3); anything else — vault:, k8s:, a bare word — is a deployment's own
+// (AHP-AUTH-001); anything else — vault:, k8s:, a bare word — is a deployment's own
 // secret provider, which hookproxy does not have, so validation refuses it rather than
 // letting every delivery fail as "credentials".
 const (

@@ -117,7 +117,7 @@ func (t *stdioTransport) Intercept(ctx context.Context, id string, params *ahp.I
 }
 
 // Observe writes the hooks/observe notification and never waits for a reply: the binding
-// has none (SPEC-DIGEST §11.4).
+// has none (AHP spec, base/transports/stdio.md "Persistent lifecycle").
 func (t *stdioTransport) Observe(ctx context.Context, params *ahp.ObserveParams) error {
 	if ctx.Err() != nil {
 		return ctxFailure(ctx, "before sending")
