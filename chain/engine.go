@@ -104,7 +104,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 			params.Extensions = textRedactionOffer(target)
 		}
 		if called > 0 {
-			// Later interceptors learn the settled decision so far (SPEC-DIGEST §2.5).
+			// Later interceptors learn the settled decision so far (params.state).
 			snap := state
 			params.State = &snap
 		}

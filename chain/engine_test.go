@@ -91,7 +91,7 @@ func TestSubscribed(t *testing.T) {
 }
 
 // TestDecisions covers precedence and short-circuit rules across a chain of three
-// interceptors A, B, C on tool.before (SPEC-DIGEST §5.4, §7.4, §8.1).
+// interceptors A, B, C on tool.before (AHP-COMP-001, AHP-EDIT-001).
 func TestDecisions(t *testing.T) {
 	const (
 		deny        = `{"type":"deny","reason":"Force pushes are prohibited.","code":"com.example.force_push"}`

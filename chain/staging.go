@@ -42,7 +42,7 @@ type Staged struct {
 	State    ahp.State
 	Messages []string
 	// Changed reports whether an accepted modification changed an effective value; a
-	// change drops an earlier allow and candidate (SPEC-DIGEST §5.4).
+	// change drops an earlier allow and candidate, since they approved the unmodified value.
 	Changed bool
 	// Extensions is the result's extensions object (reverse-DNS keys; AHP-EXT-001). The
 	// chain interprets only hookproxy.redact_text, and only where the host offered it

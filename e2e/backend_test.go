@@ -277,8 +277,8 @@ func eventsOf(frames [][]byte) []string {
 
 // assertFrames checks what a backend received: every intercept request validates against
 // the draft schema, every notification against the observe schema, the JSON-RPC id is the
-// event id, and no frame carries a client credential (DESIGN §3: credentials never appear
-// in hook events).
+// event id, and no frame carries a client credential (credentials never appear in hook
+// events).
 func assertFrames(t *testing.T, b ahpBackend, credentials ...string) [][]byte {
 	t.Helper()
 	frames := b.Frames(t)

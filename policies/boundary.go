@@ -27,7 +27,7 @@ const (
 
 // boundary is the policy view of one event type.
 type boundary struct {
-	target string // modify target (SPEC-DIGEST §5.3)
+	target string // modify target
 	dir    direction
 	list   bool // target is a canonical message list (items); else the tool.input object
 }

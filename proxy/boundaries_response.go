@@ -19,7 +19,7 @@ import (
 	"github.com/hookproxy/hookproxy/state"
 )
 
-// Response side of a model boundary (DESIGN §2, SPEC-DIGEST §15.3 B): model.response.after,
+// Response side of a model boundary: model.response.after,
 // then tool.before for every tool call in order, then turn.finish.before when no tool call
 // remains; turn.end and model.error are observed.
 
@@ -320,7 +320,7 @@ func (x *exchange) turnFinishEvent(items []ahp.Message) *ahp.Event {
 }
 
 // toolBefores settles tool.before for each tool call of items, in response order
-// (SPEC-DIGEST §15.3 B.3, §15.7: sequential, deterministic).
+// (sequential and deterministic, as AHP-COMP-001 asks of interceptors).
 func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ []ahp.Message, _ string, changed, stopped bool, _ error) {
 	calls := mapping.ToolCalls(items)
 	if len(calls) == 0 {
@@ -443,7 +443,7 @@ func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall,
 }
 
 // observeResolved reports a call hookproxy removed: tool.after with outcome denied or
-// cancelled, execution skipped by policy, no output (SPEC-DIGEST §8.4, §15.3 B.3).
+// cancelled, execution skipped by policy, no output.
 func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail string) {
 	if !x.subs.any(ahp.EventToolAfter) {
 		return
@@ -537,7 +537,7 @@ func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out req
 	}
 	if out.kind == outcomeSupplied {
 		// A supplied result skips only the provider call; the response-side controls
-		// still run, with execution skipped/supplied_result (SPEC-DIGEST §5.2 return).
+		// still run, with execution skipped/supplied_result.
 		resp, err := x.tr.DecodeResponse(body)
 		if err != nil || resp == nil {
 			x.s.writeError(w, r, x.rt, x.rt.internalError(fmt.Errorf("decode synthesized response: %w", err)))
@@ -642,7 +642,7 @@ func (x *exchange) observeTapped() {
 	x.responseSide(resp, &latency)
 }
 
-// observeModelError observes an upstream error as model.error (SPEC-DIGEST §15.3 A.4).
+// observeModelError observes an upstream error as model.error.
 func (x *exchange) observeModelError(ue *mapping.UpstreamError, latency time.Duration) {
 	if ue == nil || !x.subs.any(ahp.EventModelError) {
 		return

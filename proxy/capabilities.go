@@ -46,7 +46,7 @@ func capsTurnStart() ahp.Capabilities {
 
 // capsModelRequest: a whole-list replace is not offered when the canonical list is known
 // to be incomplete (gaps such as provider-held history): replacing what the subscriber
-// cannot see is not authority the proxy can grant (SPEC-DIGEST §5.3, §15.4).
+// cannot see is not authority the proxy can grant.
 func capsModelRequest(hasGaps bool) ahp.Capabilities {
 	return ahp.Capabilities{
 		Effects: []string{ahp.EffectDeny, ahp.EffectModify, ahp.EffectInject, ahp.EffectReturn, ahp.EffectFlow},

@@ -262,7 +262,7 @@ func capsMCPToolAfter() ahp.Capabilities {
 	}
 }
 
-// toolBefore settles and enforces tool.before of one call (SPEC-DIGEST §15.3 C).
+// toolBefore settles and enforces tool.before of one call.
 func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	c := e.call
 	if !x.subs.before {
@@ -327,7 +327,7 @@ func (x *mcpExchange) refuseCall(e *mcpEntry, ev *ahp.Event, st *chain.Settlemen
 }
 
 // supplied answers a call from a return effect: the server is not called, and the
-// supplied result still passes tool.after (SPEC-DIGEST §5.2).
+// supplied result still passes tool.after.
 func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement) error {
 	c := e.call
 	res, err := mcp.ParseSupplied(st.Candidate.Value)
@@ -432,7 +432,7 @@ func (x *mcpExchange) readsResponse() bool {
 
 // scrub removes the client's credentials and session id, and anything shaped like an API
 // key, from server-supplied text before it enters an event: a server may echo them in an
-// error message, and hook events never carry credentials (DESIGN §3).
+// error message, and hook events never carry credentials.
 func (x *mcpExchange) scrub(s string) string {
 	for _, sec := range x.secrets {
 		if len(sec) >= 8 {

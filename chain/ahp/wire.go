@@ -30,7 +30,7 @@ type RPCError struct {
 }
 
 // InterceptParams are the params of hooks/intercept. State is omitted for the first
-// interceptor of a chain and carried to every later one (SPEC-DIGEST §2.5).
+// interceptor of a chain and carried to every later one.
 type InterceptParams struct {
 	ProtocolVersion string                     `json:"protocolVersion"`
 	Event           *Event                     `json:"event"`
@@ -53,7 +53,7 @@ type InterceptResult struct {
 	Extensions      map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
-// Effect type names (the eight core effects of the draft; SPEC-DIGEST §5.1).
+// Effect type names (the eight core effects of the draft; AHP spec, capability-auth.md "Event-semantic capability bounds").
 const (
 	EffectDeny    = "deny"
 	EffectAllow   = "allow"
@@ -65,7 +65,7 @@ const (
 	EffectInject  = "inject"
 )
 
-// Modification targets (SPEC-DIGEST §5.3).
+// Modification targets (AHP spec, capability-auth.md "Event-semantic capability bounds").
 const (
 	TargetInput        = "input"
 	TargetOutput       = "output"
@@ -173,7 +173,7 @@ const (
 	FlowContinue = "continue"
 )
 
-// State is the settled decision so far, sent to later interceptors (SPEC-DIGEST §2.5).
+// State is the settled decision so far, sent to later interceptors as params.state.
 // Candidate is always encoded (null when unset).
 type State struct {
 	Permission   string     `json:"permission"`

@@ -58,7 +58,7 @@ func encodeFrame(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// observeFrame encodes the hooks/observe notification (no id; SPEC-DIGEST §2.6).
+// observeFrame encodes the hooks/observe notification (a JSON-RPC notification: no id, no reply).
 func observeFrame(params *ahp.ObserveParams) ([]byte, error) {
 	frame, err := encodeFrame(ahp.Request{JSONRPC: "2.0", Method: ahp.MethodObserve, Params: params})
 	if err != nil {

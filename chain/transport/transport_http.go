@@ -120,7 +120,7 @@ func (t *httpTransport) Intercept(ctx context.Context, id string, params *ahp.In
 		return nil, fail(KindOversized, "reply of %d bytes exceeds the %d-byte limit", resp.ContentLength, t.maxReply)
 	}
 	// Read one byte past the limit so an oversized reply fails explicitly instead of being
-	// truncated into something that might parse (SPEC-DIGEST §11.5).
+	// truncated into something that might parse: a limit is never met by truncation.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxReply+1))
 	if err != nil {
 		if ctx.Err() != nil {

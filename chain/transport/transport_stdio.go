@@ -283,7 +283,7 @@ func (t *stdioTransport) readReplies(p *stdioProc) {
 		case err == nil:
 			p.route(line, t.log)
 		case errors.Is(err, errLineTooLong):
-			// Never truncate (SPEC-DIGEST §11.5): the call fails, the rest of the line is
+			// Never truncate: the call fails, the rest of the line is
 			// skipped so the reader stays on a frame boundary until the process is replaced.
 			if !p.deliver(callResult{err: fail(KindOversized, "reply line exceeds the %d-byte limit", t.maxLine)}) {
 				t.log.Debug("dropped an oversized stdout line while no call was in flight")
