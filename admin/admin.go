@@ -40,7 +40,7 @@ const maxRPCBytes = 64 << 10
 //	GET  /healthz        200 "ok" while the process is alive
 //	GET  /readyz         200 "ok" when Ready returns nil, else 503 with the reason
 //	GET  /metrics        Prometheus exposition (when Options.Metrics is set)
-//	POST /  and  /ahp    JSON-RPC hooks/capabilities (AHP spec, capability-auth.md "Discovery and honest capabilities")
+//	POST /  and  /ahp    JSON-RPC hooks/capabilities (capability discovery)
 //	GET  /ahp/manifest   the same manifest, pretty-printed for people
 func New(opts Options) http.Handler {
 	log := opts.Logger

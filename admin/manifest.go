@@ -2,12 +2,12 @@ package admin
 
 import "github.com/hookproxy/hookproxy/chain/ahp"
 
-// CapabilityManifest is hookproxy's AHP capability manifest (AHP spec, capability-auth.md "Discovery and honest capabilities"): the static upper
-// bound of what it can enforce, served by hooks/capabilities. All nine members are
-// required and always encoded. Per-request advertisements (params.capabilities) narrow
-// it to the boundary, tool path and subscriber at hand; they may never widen it, which is
-// why this document lives in its own file: the proxy's advertisements are checked against
-// it.
+// CapabilityManifest is hookproxy's AHP capability manifest (AHP spec, capability-auth.md
+// "Discovery and honest capabilities"): the static upper bound of what it can enforce, served
+// by hooks/capabilities. All nine members are required and always encoded. Per-request
+// advertisements (params.capabilities) narrow it to the boundary, tool path and subscriber at
+// hand; they may never widen it, which is why this document lives in its own file: the proxy's
+// advertisements are checked against it.
 type CapabilityManifest struct {
 	Events                    []ManifestEvent `json:"events"`
 	Gaps                      []Gap           `json:"gaps"`

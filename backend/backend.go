@@ -119,9 +119,9 @@ type outcome struct {
 }
 
 // respond classifies one message and answers it. The order of the checks decides the
-// error code (AHP spec, base/errors.md "JSON-RPC errors"): unreadable JSON -32700; not a JSON-RPC request -32600;
-// unknown method -32601; wrong protocolVersion -32001; an event this backend does not
-// serve -32002; any other schema violation of the params -32602.
+// error code (AHP spec, base/errors.md "JSON-RPC errors"): unreadable JSON -32700; not a
+// JSON-RPC request -32600; unknown method -32601; wrong protocolVersion -32001; an event this
+// backend does not serve -32002; any other schema violation of the params -32602.
 func (s *Server) respond(ctx context.Context, frame []byte) outcome {
 	if !utf8.Valid(frame) {
 		return replyError(nil, ahp.CodeParseError, "Parse error: the message is not valid UTF-8", nil)

@@ -93,7 +93,8 @@ type Denial struct {
 }
 
 // Settlement is the single result of one boundary's interceptor chain: what the host must
-// enforce (AHP-DEC-002: a denied operation is not executed). Event is the effective event (accepted modifications applied).
+// enforce (AHP-DEC-002: a denied operation is not executed). Event is the effective event
+// (accepted modifications applied).
 type Settlement struct {
 	Event      *ahp.Event
 	Permission string // ahp.Permission*

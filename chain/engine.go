@@ -28,7 +28,8 @@ func invalidReplyReason(backendID string) string {
 	return fmt.Sprintf("Required policy backend %s sent a reply that violates the hook protocol; it was refused.", backendID)
 }
 
-// hookFailure is one operational failure to report through hook.failure (AHP spec, interaction-payloads.md).
+// hookFailure is one operational failure to report through hook.failure (AHP spec,
+// interaction-payloads.md).
 type hookFailure struct {
 	backendID string
 	kind      transport.Kind
@@ -81,7 +82,8 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		}
 		if settled {
 			// After deny, stop or fail-closed the remaining interceptors receive the settled
-			// boundary by hooks/observe, with their own content selection (AHP spec, base/composition.md "Observers").
+			// boundary by hooks/observe, with their own content selection (AHP spec,
+			// base/composition.md "Observers").
 			pending = append(pending, s)
 			downgraded = append(downgraded, true)
 			continue
@@ -213,7 +215,8 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 	}
 	if interrupted {
 		// Interruption MUST NOT start further best-effort observations — not even
-		// hook.failure reports of failures that happened before it (AHP spec, base/composition.md "Observers").
+		// hook.failure reports of failures that happened before it (AHP spec,
+		// base/composition.md "Observers").
 		return st
 	}
 
@@ -248,7 +251,7 @@ func (c *Chain) exchange(ctx context.Context, s *subscription, eff *ahp.Event, l
 		return nil, err
 	}
 	if late != nil {
-		// A reply that arrives after the deadline MUST be ignored (AHP spec, base/failure.md "Failure classes").
+		// A reply that arrives after the deadline MUST be ignored (AHP-FAIL-002).
 		if errors.Is(late, context.DeadlineExceeded) {
 			return nil, &transport.Error{Kind: transport.KindTimeout, Err: errors.New("reply arrived after the deadline")}
 		}

@@ -67,7 +67,8 @@ func (c *Chain) dispatch(ctx context.Context, ds []delivery) func() {
 func (c *Chain) deliver(ctx context.Context, d delivery) {
 	octx, cancel := context.WithTimeout(ctx, c.opts.ObserveTimeout)
 	defer cancel()
-	// Each observer sees the event through its own content selection (AHP spec, base/composition.md "Observers").
+	// Each observer sees the event through its own content selection (AHP spec,
+	// base/composition.md "Observers").
 	view, _ := project(d.ev, &d.sub.sel)
 	params := &ahp.ObserveParams{ProtocolVersion: ahp.ProtocolVersion, Event: view}
 	if err := d.sub.backend.tr.Observe(octx, params); err != nil {

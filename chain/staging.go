@@ -110,8 +110,9 @@ func initialState() ahp.State {
 	return ahp.State{Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
 }
 
-// fullBoundCaps is the widest advertisement the event's bound admits (AHP spec, capability-auth.md "Event-semantic capability bounds").
-// The continuation allowance is left unset, meaning not limited.
+// fullBoundCaps is the widest advertisement the event's bound admits (AHP spec,
+// capability-auth.md "Event-semantic capability bounds"). The continuation allowance is left
+// unset, meaning not limited.
 func fullBoundCaps(eventType string) *ahp.Capabilities {
 	b, ok := ahp.EventBounds[eventType]
 	if !ok {

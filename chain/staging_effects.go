@@ -60,7 +60,8 @@ func (s *stager) allowed(t string) error {
 		return fmt.Errorf("effect %q was not advertised", t)
 	}
 	if isElicitation(s.eventType) && (t == ahp.EffectDeny || t == ahp.EffectReturn || t == ahp.EffectModify) {
-		// Elicitation control needs the event's mode advertised (AHP spec, capability-auth.md "Discovery and honest capabilities").
+		// Elicitation control needs the event's mode advertised (AHP spec, capability-auth.md
+		// "Discovery and honest capabilities").
 		e := s.caps.Elicitation
 		if e == nil || (s.elicitMode != "form" || e.Form == nil) && (s.elicitMode != "url" || e.URL == nil) {
 			return fmt.Errorf("effect %q needs elicitation mode %q advertised", t, s.elicitMode)

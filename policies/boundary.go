@@ -1,9 +1,10 @@
 package policies
 
 // What a policy may do at each boundary: the modify target of the event, its direction,
-// and helpers that read the per-request capability advertisement (AHP spec, capability-auth.md "Discovery and honest capabilities"). A
-// policy returns only what the request advertises — an unadvertised effect would make the
-// chain reject the whole reply — so every decision goes through these helpers.
+// and helpers that read the per-request capability advertisement (AHP spec, capability-auth.md
+// "Discovery and honest capabilities"). A policy returns only what the request advertises — an
+// unadvertised effect would make the chain reject the whole reply — so every decision goes
+// through these helpers.
 
 import (
 	"context"

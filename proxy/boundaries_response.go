@@ -269,7 +269,8 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 }
 
 // responseAfterEvent builds the model.response.after event of resp without its items.
-// latency is nil for a supplied result (no fabricated usage or latency, AHP spec, execution-payloads.md).
+// latency is nil for a supplied result (no fabricated usage or latency, AHP spec,
+// execution-payloads.md).
 func (x *exchange) responseAfterEvent(resp *mapping.Response, latency *time.Duration) *ahp.Event {
 	ev := x.newEvent(ahp.EventModelResponseAfter)
 	if x.responseAfterID != "" {
@@ -574,7 +575,8 @@ func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out req
 
 // afterDelivery dispatches what is observed once the client has the response: the
 // response-side observations of a streamed-through response, model.error, and turn.end.
-// Nothing is started once the client went away (interruption, AHP spec, base/composition.md "Observers").
+// Nothing is started once the client went away (interruption, AHP spec,
+// base/failure.md "Deadlines").
 func (x *exchange) afterDelivery() {
 	if x.ctx.Err() != nil {
 		return

@@ -3,9 +3,9 @@ package proxy
 import "github.com/hookproxy/hookproxy/chain/ahp"
 
 // Per-boundary advertisements (AHP spec, capability-auth.md "Discovery and honest
-// capabilities"). Each lists only what this proxy really enforces at that boundary on a model route (AHP-CAP-001); no
-// advertisement, and no empty effect list, ever grants what the agent's own permissions,
-// approval or sandbox would refuse (AHP-SEC-001):
+// capabilities"). Each lists only what this proxy really enforces at that boundary on a model
+// route (AHP-CAP-001); no advertisement, and no empty effect list, ever grants what the agent's
+// own permissions, approval or sandbox would refuse (AHP-SEC-001):
 //   - never allow/ask: the harness's permission prompt is invisible to a proxy;
 //   - never message: there is no user channel;
 //   - never return at tool.before: the proxy cannot hand the harness a tool result;

@@ -243,8 +243,7 @@ func querySecrets(q url.Values, secrets []string) []string {
 var keyLike = regexp.MustCompile(`\b(?:sk|pk|rk|key)-[A-Za-z0-9_*\-]{4,}`)
 
 // scrub removes the client's credentials, and anything shaped like an API key, from
-// provider error text before it enters an event (credentials never appear in
-// hook events).
+// provider error text before it enters an event (credentials never appear in hook events).
 func (x *exchange) scrub(s string) string {
 	for _, sec := range x.secrets {
 		if len(sec) >= 8 {
@@ -271,7 +270,8 @@ func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *
 
 // observe delivers an observe-only event and records it. Delivery runs concurrently so
 // that a slow observer never delays the response it describes; the request still owns it
-// and waits for it before completing (AHP spec, base/composition.md "Observers"). ev must not change afterwards.
+// and waits for it before completing (AHP spec, base/composition.md "Observers"). ev must not
+// change afterwards.
 func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
 	x.s.traceObserved(x.ctx, ev)
 	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })

@@ -42,7 +42,8 @@ type mcpExchange struct {
 	// modifyInput is false when the request mirrors arguments in Mcp-Param-* headers
 	// (MCP 2026-07-28): hookproxy cannot re-derive those headers from edited arguments, and
 	// a server checks that they agree, so an edit would not be enforceable as the policy
-	// meant it. It is then not advertised (AHP spec, capability-auth.md "Discovery and honest capabilities").
+	// meant it. It is then not advertised (AHP spec, capability-auth.md "Discovery and honest
+	// capabilities").
 	modifyInput bool
 
 	outBody  []byte        // what goes upstream

@@ -226,7 +226,8 @@ func (v *validator) injectCaps(path string, x any) {
 	}
 }
 
-// ValidateManifest validates a harness manifest (AHP spec, capability-auth.md "Discovery and honest capabilities").
+// ValidateManifest validates a harness manifest (AHP spec, capability-auth.md "Discovery and
+// honest capabilities").
 func ValidateManifest(manifest json.RawMessage) error {
 	_, err := validate(manifest, "", func(v *validator, x any) { v.manifest("$", x) })
 	return err

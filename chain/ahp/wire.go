@@ -53,7 +53,8 @@ type InterceptResult struct {
 	Extensions      map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
-// Effect type names (the eight core effects of the draft; AHP spec, capability-auth.md "Event-semantic capability bounds").
+// Effect type names (the eight core effects of the draft; AHP spec, capability-auth.md
+// "Event-semantic capability bounds").
 const (
 	EffectDeny    = "deny"
 	EffectAllow   = "allow"
@@ -108,7 +109,8 @@ type Effect struct {
 }
 
 // Capabilities is the per-request advertisement of what the harness can enforce for this
-// interception (AHP spec, capability-auth.md "Discovery and honest capabilities"). Effects is never nil when encoded.
+// interception (AHP spec, capability-auth.md "Discovery and honest capabilities"). Effects is
+// never nil when encoded.
 type Capabilities struct {
 	Effects     []string             `json:"effects"`
 	Modify      map[string]ModifyOps `json:"modify,omitempty"`
@@ -213,8 +215,8 @@ func NoEffects() *InterceptResult {
 }
 
 // EventBound is the per-event capability bound of capabilities.schema.json#/$defs
-// (AHP spec, capability-auth.md "Event-semantic capability bounds"): which effects, which modify target and which flow operations an
-// advertisement for that event may contain at most.
+// (AHP spec, capability-auth.md "Event-semantic capability bounds"): which effects, which
+// modify target and which flow operations an advertisement for that event may contain at most.
 type EventBound struct {
 	Effects []string
 	Target  string   // "" when the event has no modify target

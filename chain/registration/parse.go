@@ -66,10 +66,11 @@ func Load(path string, opts Options) (*Document, []Problem, error) {
 }
 
 // Parse validates a registration document against every rule of the draft (AHP-REG-001,
-// AHP-REG-002; AHP spec, capability-auth.md "Registration") plus hookproxy's in_process transport, and decodes it. problems holds every
-// finding, warnings included, in document order. err is an *Error when at least one
-// problem is an error; the document is then nil, because an invalid interceptor
-// configuration must be rejected as a whole rather than partly used (AHP-REG-001).
+// AHP-REG-002; AHP spec, capability-auth.md "Registration") plus hookproxy's in_process
+// transport, and decodes it. problems holds every finding, warnings included, in document
+// order. err is an *Error when at least one problem is an error; the document is then nil,
+// because an invalid interceptor configuration must be rejected as a whole rather than partly
+// used (AHP-REG-001).
 //
 // Validation runs on a generic decoding first, so that a missing member, a zero value and
 // a foreign key stay distinguishable; only a valid document is decoded into Document.

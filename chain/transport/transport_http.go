@@ -173,7 +173,8 @@ func (t *httpTransport) post(ctx context.Context, frame []byte) (*http.Response,
 		}
 		// A 401 is an authentication rejection: a cached OAuth token is dropped, and the
 		// delivery is re-sent once with a fresh one, inside the same deadline (AHP spec,
-		// capability-auth.md "Failure and timing"). A bearer secret is never swapped for another in answer to a 401.
+		// capability-auth.md "Failure and timing"). A bearer secret is never swapped for
+		// another in answer to a 401.
 		t.creds.rejected(ctx)
 		if !cached || attempt > 0 {
 			return resp, nil
