@@ -3,7 +3,7 @@
 // effects and the accumulated chain state. It knows no provider JSON and performs no I/O.
 //
 // Field names here are the protocol's own. Comments cite the protocol by requirement id
-// (AHP-EDIT-001) or as (AHP spec, DOC "SECTION"): the document DOC under spec/draft of the
+// (AHP-AREA-NNN) or as (AHP spec, DOC "SECTION"): the document DOC under spec/draft of the
 // public specification repository agenthooksprotocol/agent-hooks-protocol, and the heading
 // SECTION in it.
 package ahp
