@@ -40,7 +40,7 @@ const maxRPCBytes = 64 << 10
 //	GET  /healthz        200 "ok" while the process is alive
 //	GET  /readyz         200 "ok" when Ready returns nil, else 503 with the reason
 //	GET  /metrics        Prometheus exposition (when Options.Metrics is set)
-//	POST /  and  /ahp    JSON-RPC hooks/capabilities (SPEC-DIGEST §2.7)
+//	POST /  and  /ahp    JSON-RPC hooks/capabilities (capability discovery)
 //	GET  /ahp/manifest   the same manifest, pretty-printed for people
 func New(opts Options) http.Handler {
 	log := opts.Logger

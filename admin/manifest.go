@@ -2,12 +2,12 @@ package admin
 
 import "github.com/hookproxy/hookproxy/chain/ahp"
 
-// CapabilityManifest is hookproxy's AHP capability manifest (SPEC-DIGEST §6.5): the static upper
-// bound of what it can enforce, served by hooks/capabilities. All nine members are
-// required and always encoded. Per-request advertisements (params.capabilities) narrow
-// it to the boundary, tool path and subscriber at hand; they may never widen it, which is
-// why this document lives in its own file: the proxy's advertisements are checked against
-// it.
+// CapabilityManifest is hookproxy's AHP capability manifest (AHP spec, capability-auth.md
+// "Discovery and honest capabilities"): the static upper bound of what it can enforce, served
+// by hooks/capabilities. All nine members are required and always encoded. Per-request
+// advertisements (params.capabilities) narrow it to the boundary, tool path and subscriber at
+// hand; they may never widen it, which is why this document lives in its own file: the proxy's
+// advertisements are checked against it.
 type CapabilityManifest struct {
 	Events                    []ManifestEvent `json:"events"`
 	Gaps                      []Gap           `json:"gaps"`
@@ -75,8 +75,8 @@ const (
 // Manifest returns hookproxy's manifest. Each call builds a fresh value, so a caller may
 // narrow its copy without affecting anyone else's.
 //
-// It is derived from what the proxy really enforces at each boundary (DESIGN.md §2,
-// SPEC-DIGEST §15.3 and §15.6):
+// It is derived from what the proxy really enforces at each boundary it sits on (honest
+// capabilities: AHP spec, capability-auth.md "Discovery and honest capabilities"):
 //   - turn.start: deny refuses the request; modify(prompt) rewrites the new user
 //     messages; inject adds context now or after the next user prompt; flow stop answers
 //     without calling the model.

@@ -64,7 +64,7 @@ func TestSchemaCheckIsNotVacuous(t *testing.T) {
 }
 
 // TestManifestIsHonest checks the manifest against what hookproxy can enforce, beyond the
-// schema: the SPEC-DIGEST §15.6 subset, no effect a proxy cannot carry out, and every
+// schema: the honest subset a proxy can enforce, no effect a proxy cannot carry out, and every
 // uncovered event explained.
 func TestManifestIsHonest(t *testing.T) {
 	m := Manifest()

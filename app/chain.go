@@ -25,7 +25,7 @@ func RegistrationPath(cfg *config.Config) string {
 
 // BuildChain loads the registration document of cfg (its file, or the inline default
 // document of a configuration without a registration key) and builds the chain. With
-// `registration: none` it returns nil: nothing is intercepted (DESIGN §3). An invalid
+// `registration: none` it returns nil: nothing is intercepted. An invalid
 // document is an error listing every problem; warnings are logged.
 func BuildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.Chain, error) {
 	ch, _, err := buildChain(cfg, source, logger)

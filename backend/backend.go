@@ -22,7 +22,7 @@ import (
 )
 
 // DefaultMaxFrameBytes caps one incoming message (HTTP body or stdio line). It matches the
-// Go SDK's frame limit (SPEC-DIGEST §11.5); a larger message is refused, never truncated.
+// AHP Go SDK's frame limit; a larger message is refused, never truncated.
 const DefaultMaxFrameBytes int64 = 4 << 20
 
 // defaultObserveTimeout bounds the delivery of one observation to the policies. It is
@@ -119,9 +119,9 @@ type outcome struct {
 }
 
 // respond classifies one message and answers it. The order of the checks decides the
-// error code (SPEC-DIGEST §12): unreadable JSON -32700; not a JSON-RPC request -32600;
-// unknown method -32601; wrong protocolVersion -32001; an event this backend does not
-// serve -32002; any other schema violation of the params -32602.
+// error code (AHP spec, base/errors.md "JSON-RPC errors"): unreadable JSON -32700; not a
+// JSON-RPC request -32600; unknown method -32601; wrong protocolVersion -32001; an event this
+// backend does not serve -32002; any other schema violation of the params -32602.
 func (s *Server) respond(ctx context.Context, frame []byte) outcome {
 	if !utf8.Valid(frame) {
 		return replyError(nil, ahp.CodeParseError, "Parse error: the message is not valid UTF-8", nil)
@@ -169,7 +169,8 @@ func (s *Server) respond(ctx context.Context, frame []byte) outcome {
 	case ahp.MethodObserve:
 		return replyError(id, ahp.CodeInvalidRequest, "Invalid Request: hooks/observe is a notification and carries no id", nil)
 	case ahp.MethodCapabilities:
-		// hooks/capabilities returns the harness manifest (SPEC-DIGEST §1.2, §6.5): it is
+		// hooks/capabilities returns the harness manifest (AHP spec,
+		// capability-auth.md "Discovery and honest capabilities"): it is
 		// asked of the harness, and a backend owns no manifest to return.
 		// The backend's own conformance claim (AHP-CORE-001) rides in error.data, under
 		// its reverse-DNS key, so a caller learns what it reached without mistaking it
@@ -199,7 +200,8 @@ func (s *Server) intercept(ctx context.Context, frame []byte, id json.RawMessage
 	if ev, ok := params["event"].(map[string]any); ok {
 		if typ, ok := ev["type"].(string); ok && !s.isServed[typ] {
 			// Checked before the schema: an unknown or observe-only type is also
-			// schema-invalid, but the protocol wants the defined error for it (§12).
+			// schema-invalid, but the protocol wants the defined error for it
+			// (unsupported_event, AHP spec, base/errors.md "JSON-RPC errors").
 			return replyError(id, ahp.CodeUnsupportedEvent, "Unsupported event: this backend does not intercept "+truncate(typ, 64),
 				map[string]any{"supported": s.served})
 		}

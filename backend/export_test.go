@@ -16,7 +16,7 @@ func WithMaxFrameBytes(n int64) Option {
 }
 
 // Respond handles one JSON-RPC message and returns the response frame to send, or nil when
-// the message is a notification (which is never answered, SPEC-DIGEST §2.6). It is the
+// the message is a notification (which JSON-RPC never answers). It is the
 // binding-independent core of Handler and ServeStdio.
 func (s *Server) Respond(ctx context.Context, frame []byte) []byte {
 	return s.respond(ctx, frame).reply

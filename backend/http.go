@@ -19,7 +19,7 @@ import (
 //   - a Content-Type other than application/json (charset utf-8 allowed), several of them,
 //     or any Content-Encoding: 415;
 //   - a body over the frame limit (DefaultMaxFrameBytes): 413; an unreadable body: 400;
-//   - a request: 200 with one JSON-RPC response, errors included (SPEC-DIGEST §11.1);
+//   - a request: 200 with one JSON-RPC response, errors included (AHP-HTTP-001);
 //   - a notification (hooks/observe): 204 with no body once delivered; one that fails
 //     validation gets 400, still without a JSON-RPC body.
 func (s *Server) Handler() http.Handler {

@@ -80,7 +80,7 @@ func TestHTTPHandWrittenInterceptRemovesSecret(t *testing.T) {
 }
 
 // TestErrorCodes refuses malformed or unsupported messages with the protocol's codes
-// (SPEC-DIGEST §12), inside an HTTP 200 (§11.1).
+// (AHP spec, base/errors.md "JSON-RPC errors"), inside an HTTP 200 (AHP-HTTP-001).
 func TestErrorCodes(t *testing.T) {
 	srv := httptest.NewServer(newDefaultServer(t).Handler())
 	defer srv.Close()

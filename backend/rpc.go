@@ -24,7 +24,7 @@ type rpcError struct {
 var nullID = json.RawMessage("null")
 
 // replyError answers with a JSON-RPC error. data must never carry secrets or event
-// content (SPEC-DIGEST §2.8).
+// content (AHP spec, base/errors.md "JSON-RPC errors").
 func replyError(id json.RawMessage, code int, message string, data any) outcome {
 	if id == nil {
 		id = nullID

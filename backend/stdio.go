@@ -13,8 +13,8 @@ import (
 )
 
 // stdioConcurrency bounds the messages handled at once. A harness keeps at most one
-// intercept outstanding per persistent backend (SPEC-DIGEST §11.4), but observations may
-// arrive meanwhile and must not queue behind it.
+// intercept outstanding per persistent backend (AHP spec, base/transports/stdio.md "Persistent
+// lifecycle"), but observations may arrive meanwhile and must not queue behind it.
 const stdioConcurrency = 16
 
 // ServeStdio is the stdio binding of the backend (AHP-STDIO-001): it reads one JSON-RPC

@@ -49,7 +49,7 @@ func (o Outcome) MarshalText() ([]byte, error) {
 	return []byte(o), nil
 }
 
-// Denial codes of settlements (DESIGN §3): an explicit deny without its own code gets
+// Denial codes of settlements: an explicit deny without its own code gets
 // CodeDenied; a fail-closed operational failure is a synthetic denial with CodeFailClosed,
 // except when the backend did answer and its reply was refused for a protocol reason
 // (unadvertised effect, schema violation, wrong id): that is CodeBackendInvalidReply, so an
@@ -93,7 +93,8 @@ type Denial struct {
 }
 
 // Settlement is the single result of one boundary's interceptor chain: what the host must
-// enforce (SPEC-DIGEST §8.4). Event is the effective event (accepted modifications applied).
+// enforce (AHP-DEC-002: a denied operation is not executed). Event is the effective event
+// (accepted modifications applied).
 type Settlement struct {
 	Event      *ahp.Event
 	Permission string // ahp.Permission*

@@ -1,8 +1,9 @@
 package chain
 
-// Honest per-request capabilities (AHP-CAP-001, SPEC-DIGEST §6.3): each subscription is
-// offered only what the host can enforce at this boundary, within the event's bound,
-// for this subscriber's view and with the remaining continuation allowance.
+// Honest per-request capabilities (AHP-CAP-001, AHP spec, capability-auth.md "Discovery and
+// honest capabilities"): each subscription is offered only what the host can enforce at this
+// boundary, within the event's bound, for this subscriber's view and with the remaining
+// continuation allowance.
 
 import (
 	"slices"
@@ -161,8 +162,8 @@ func narrowFlow(host *ahp.FlowCaps, boundOps []string, ev *ahp.Event) *ahp.FlowC
 		if op == ahp.OpContinue {
 			// An exhausted allowance (0) is still advertised, with its count: the backend
 			// learns there is none left, and a continue is then rejected whole unless an
-			// earlier response of this chain already asked for one (SPEC-DIGEST §5.4; the
-			// interop scenario flow-exhausted-allowance-rejects-message).
+			// earlier response of this chain already asked for one (the interop scenario
+			// flow-exhausted-allowance-rejects-message).
 			rem := host.RemainingContinuations
 			if rem == nil {
 				continue

@@ -1,11 +1,11 @@
 package chain
 
-// Strict decoding of backend replies (SPEC-DIGEST §7.1). Effect objects are closed on the
-// wire, so they are decoded through maps: a struct decode would match keys
-// case-insensitively and silently drop unknown members, which is exactly what
-// AHP-CORE-003 forbids inside effects. The envelope is read by an allocation-free scanner,
-// because every reply of the hot path goes through it. Canonical content (messages and
-// parts) is validated and decoded by chain/ahp, its single owner.
+// Strict decoding of backend replies (AHP spec, base/failure.md "Failure classes"). Effect
+// objects are closed on the wire, so they are decoded through maps: a struct decode would match
+// keys case-insensitively and silently drop unknown members, which is exactly what AHP-CORE-003
+// forbids inside effects. The envelope is read by an allocation-free scanner, because every
+// reply of the hot path goes through it. Canonical content (messages and parts) is validated
+// and decoded by chain/ahp, its single owner.
 
 import (
 	"bytes"

@@ -28,7 +28,8 @@ func invalidReplyReason(backendID string) string {
 	return fmt.Sprintf("Required policy backend %s sent a reply that violates the hook protocol; it was refused.", backendID)
 }
 
-// hookFailure is one operational failure to report through hook.failure (SPEC-DIGEST §9.6).
+// hookFailure is one operational failure to report through hook.failure (AHP spec,
+// interaction-payloads.md).
 type hookFailure struct {
 	backendID string
 	kind      transport.Kind
@@ -81,7 +82,8 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		}
 		if settled {
 			// After deny, stop or fail-closed the remaining interceptors receive the settled
-			// boundary by hooks/observe, with their own content selection (SPEC-DIGEST §8.2).
+			// boundary by hooks/observe, with their own content selection (AHP spec,
+			// base/composition.md "Observers").
 			pending = append(pending, s)
 			downgraded = append(downgraded, true)
 			continue
@@ -104,7 +106,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 			params.Extensions = textRedactionOffer(target)
 		}
 		if called > 0 {
-			// Later interceptors learn the settled decision so far (SPEC-DIGEST §2.5).
+			// Later interceptors learn the settled decision so far (params.state).
 			snap := state
 			params.State = &snap
 		}
@@ -114,7 +116,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 		staged, err := c.exchange(ctx, s, eff, loc, target, params, state, &rec)
 		if ctx.Err() != nil {
 			// A cancelled exchange is an interruption, not a policy failure: nothing from it
-			// is accepted and no failure policy applies (SPEC-DIGEST §7.4).
+			// is accepted and no failure policy applies (AHP-EDIT-001).
 			interrupted = true
 			rec.Outcome, rec.FailureKind, rec.Policy = OutcomeFailed, transport.KindCancelled, ""
 			st.Records = append(st.Records, rec)
@@ -187,7 +189,7 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 	if interrupted {
 		// An interrupted outcome keeps accepted modifications, injections, deny and stop,
 		// but not what would let the operation proceed on its own: allow, a supplied
-		// result, or a continuation (SPEC-DIGEST §7.4).
+		// result, or a continuation (AHP-EDIT-001).
 		if state.Permission == ahp.PermissionAllow {
 			state.Permission = ahp.PermissionNone
 		}
@@ -213,7 +215,8 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 	}
 	if interrupted {
 		// Interruption MUST NOT start further best-effort observations — not even
-		// hook.failure reports of failures that happened before it (seed "Observers").
+		// hook.failure reports of failures that happened before it (AHP spec,
+		// base/composition.md "Observers").
 		return st
 	}
 
@@ -248,7 +251,7 @@ func (c *Chain) exchange(ctx context.Context, s *subscription, eff *ahp.Event, l
 		return nil, err
 	}
 	if late != nil {
-		// A reply that arrives after the deadline MUST be ignored (SPEC-DIGEST §9.1).
+		// A reply that arrives after the deadline MUST be ignored (AHP-FAIL-002).
 		if errors.Is(late, context.DeadlineExceeded) {
 			return nil, &transport.Error{Kind: transport.KindTimeout, Err: errors.New("reply arrived after the deadline")}
 		}

@@ -91,7 +91,7 @@ func TestSubscribed(t *testing.T) {
 }
 
 // TestDecisions covers precedence and short-circuit rules across a chain of three
-// interceptors A, B, C on tool.before (SPEC-DIGEST §5.4, §7.4, §8.1).
+// interceptors A, B, C on tool.before (AHP-COMP-001, AHP-EDIT-001).
 func TestDecisions(t *testing.T) {
 	const (
 		deny        = `{"type":"deny","reason":"Force pushes are prohibited.","code":"com.example.force_push"}`
@@ -291,7 +291,7 @@ func TestDecisions(t *testing.T) {
 }
 
 // TestModificationChaining: each interceptor receives the accepted effective value of the
-// previous ones, never the original (AHP-EDIT-001, SPEC-DIGEST §7.3).
+// previous ones, never the original (AHP-EDIT-001).
 func TestModificationChaining(t *testing.T) {
 	appendMsg := func(text string) func(context.Context, int, string, *ahp.InterceptParams) ([]byte, error) {
 		m, _ := json.Marshal([]ahp.Message{textMsg("add_"+text, ahp.RoleUser, text)})

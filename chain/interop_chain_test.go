@@ -434,7 +434,7 @@ func checkChainProof(sc *interopScenario, names []string, bySub map[string][]cha
 }
 
 // generic decodes a frame for comparison. A hooks/intercept's state is normalized to the
-// meaning the digest gives it: an absent state is the initial one (SPEC-DIGEST §2.5: SDKs
+// meaning the protocol gives it: an absent state is the initial one (the AHP SDKs
 // omit it on the first interceptor; the vectors spell it out), and flow "none" or empty
 // instructions/injections say nothing.
 func generic(raw []byte) any {

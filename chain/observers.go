@@ -1,6 +1,7 @@
 package chain
 
-// Observation delivery (seed "Observers", SPEC-DIGEST §8.2, §9.6).
+// Observation delivery (AHP spec, base/composition.md "Observers"), including the
+// hook.failure audit event.
 //
 // Observations never take part in decisions and never delay settlement: they are started
 // only after decision-making ends. The hook call owns them: Settlement.Wait (and Observe)
@@ -66,7 +67,8 @@ func (c *Chain) dispatch(ctx context.Context, ds []delivery) func() {
 func (c *Chain) deliver(ctx context.Context, d delivery) {
 	octx, cancel := context.WithTimeout(ctx, c.opts.ObserveTimeout)
 	defer cancel()
-	// Each observer sees the event through its own content selection (SPEC-DIGEST §8.2).
+	// Each observer sees the event through its own content selection (AHP spec,
+	// base/composition.md "Observers").
 	view, _ := project(d.ev, &d.sub.sel)
 	params := &ahp.ObserveParams{ProtocolVersion: ahp.ProtocolVersion, Event: view}
 	if err := d.sub.backend.tr.Observe(octx, params); err != nil {

@@ -13,7 +13,7 @@ import (
 
 // TestSlowObserverDoesNotDelaySettlement: Intercept returns while an observer is still
 // blocked; Wait returns only after that observer finished, and then no goroutine of the
-// call is left (seed "Observers").
+// call is left (AHP spec, base/composition.md "Observers").
 func TestSlowObserverDoesNotDelaySettlement(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	release := make(chan struct{})

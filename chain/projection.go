@@ -1,7 +1,7 @@
 package chain
 
 // Per-subscription projection of an event through its content selection
-// (SPEC-DIGEST §4.3). The projection is a delivery view only: validation, staging and
+// (AHP-CONTENT-002). The projection is a delivery view only: validation, staging and
 // composition always run against the full effective event.
 
 import (
@@ -117,10 +117,11 @@ func project(ev *ahp.Event, sel *selection) (*ahp.Event, withheld) {
 		if m.BarePart != nil {
 			bp, _ := m.AsPart()
 			// A bare part of a generic slot (tool.before's items, ...): the same selection
-			// as a message part (AHP-CONTENT-002: selection applies to every copy), except that an omitted one is left out of the list
-			// entirely (SPEC-DIGEST §4.2: "Omission can also be expressed by leaving the
-			// part out entirely"), as the protocol's observation-chain vectors expect; a
-			// message keeps an omit variant so that its part positions stay.
+			// as a message part (AHP-CONTENT-002: selection applies to every copy), except
+			// that an omitted one is left out of the list entirely (omission may also be
+			// expressed by leaving the part out), as the protocol's observation-chain
+			// vectors expect; a message keeps an omit variant so that its part positions
+			// stay.
 			want := sel.of(&bp)
 			if rank(want) <= rank(bp.Selection) {
 				w.note(&bp)

@@ -1,7 +1,7 @@
 package chain
 
 // Whole-response validation and atomic staging of hooks/intercept replies
-// (SPEC-DIGEST §7.1–§7.3, seed "Atomic effect acceptance").
+// (AHP-EDIT-001; AHP spec, base/failure.md "Failure classes").
 //
 // AHP-EDIT-001: result.effects is parsed, validated and staged as a whole before anything
 // is published. Any problem — an unknown effect, an unknown member inside an effect, an
@@ -42,7 +42,7 @@ type Staged struct {
 	State    ahp.State
 	Messages []string
 	// Changed reports whether an accepted modification changed an effective value; a
-	// change drops an earlier allow and candidate (SPEC-DIGEST §5.4).
+	// change drops an earlier allow and candidate, since they approved the unmodified value.
 	Changed bool
 	// Extensions is the result's extensions object (reverse-DNS keys; AHP-EXT-001). The
 	// chain interprets only hookproxy.redact_text, and only where the host offered it
@@ -110,8 +110,9 @@ func initialState() ahp.State {
 	return ahp.State{Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
 }
 
-// fullBoundCaps is the widest advertisement the event's bound admits (SPEC-DIGEST §6.4).
-// The continuation allowance is left unset, meaning not limited.
+// fullBoundCaps is the widest advertisement the event's bound admits (AHP spec,
+// capability-auth.md "Event-semantic capability bounds"). The continuation allowance is left
+// unset, meaning not limited.
 func fullBoundCaps(eventType string) *ahp.Capabilities {
 	b, ok := ahp.EventBounds[eventType]
 	if !ok {

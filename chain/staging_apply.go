@@ -13,7 +13,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 )
 
-// valueKind is the value type of a modification target (SPEC-DIGEST §5.3).
+// valueKind is the value type of a modification target.
 type valueKind int
 
 const (
@@ -107,7 +107,7 @@ func decodeValue(raw []byte, k valueKind, role string) (*value, error) {
 }
 
 // apply stages the validated effects: modifications first, in order, then the decision
-// effects in order over the new state (SPEC-DIGEST §7.4 validateAndStage).
+// effects in order over the new state (AHP-EDIT-001).
 func (s *stager) apply(parsed []parsedEffect) (*Staged, error) {
 	st := &Staged{State: s.state}
 	for i := range parsed {

@@ -48,7 +48,7 @@ type parsedEffect struct {
 }
 
 // allowed checks that effect type t is inside the event bound and advertised in this
-// request's capabilities (AHP-CAP-001, SPEC-DIGEST §6.2).
+// request's capabilities (AHP-CAP-001).
 func (s *stager) allowed(t string) error {
 	if !s.contextual {
 		return nil
@@ -60,7 +60,8 @@ func (s *stager) allowed(t string) error {
 		return fmt.Errorf("effect %q was not advertised", t)
 	}
 	if isElicitation(s.eventType) && (t == ahp.EffectDeny || t == ahp.EffectReturn || t == ahp.EffectModify) {
-		// Elicitation control needs the event's mode advertised (SPEC-DIGEST §6.1).
+		// Elicitation control needs the event's mode advertised (AHP spec, capability-auth.md
+		// "Discovery and honest capabilities").
 		e := s.caps.Elicitation
 		if e == nil || (s.elicitMode != "form" || e.Form == nil) && (s.elicitMode != "url" || e.URL == nil) {
 			return fmt.Errorf("effect %q needs elicitation mode %q advertised", t, s.elicitMode)
@@ -80,7 +81,8 @@ func (s *stager) roleFor(target string) string {
 	return ""
 }
 
-// effect strictly decodes and validates one effect (SPEC-DIGEST §5.1, §7.1).
+// effect strictly decodes and validates one effect (AHP spec, base/failure.md "Failure
+// classes": a malformed or unknown effect is an operational failure).
 func (s *stager) effect(raw json.RawMessage) (parsedEffect, error) {
 	var pe parsedEffect
 	o, err := decodeObject(raw)
@@ -207,7 +209,7 @@ func (s *stager) effect(raw json.RawMessage) (parsedEffect, error) {
 		pe.eff.Value = rawVal
 	default:
 		// Only the eight core effects exist in this draft; no per-event bound admits an
-		// extension effect (SPEC-DIGEST §5.1).
+		// extension effect (AHP spec, capability-auth.md "Event-semantic capability bounds").
 		return pe, &effectViolation{transport.ViolationUnknownEffect, fmt.Errorf("unsupported effect type %q", t)}
 	}
 	if err := s.allowed(t); err != nil {
@@ -258,7 +260,8 @@ func (s *stager) checkInject(e *ahp.Effect) error {
 	return nil
 }
 
-// checkReturn validates a supplied result against the active boundary (SPEC-DIGEST §5.5).
+// checkReturn validates a supplied result against the active boundary (AHP spec,
+// capability-auth.md "Event-semantic capability bounds").
 func (s *stager) checkReturn(e *ahp.Effect) error {
 	if !s.contextual {
 		return nil

@@ -12,7 +12,7 @@ const (
 )
 
 // Config is the whole configuration file. The keys listen, admin, registration, audit
-// and routes are the fixed contract of DESIGN.md §3; the others are hookproxy additions.
+// and routes are the fixed configuration contract; the others are hookproxy additions.
 type Config struct {
 	Listen string `yaml:"listen" json:"listen"`
 	Admin  string `yaml:"admin" json:"admin"`

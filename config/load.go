@@ -245,8 +245,8 @@ func (l *loader) decodeError(err error) {
 }
 
 // applyRegistration gives a configuration without a registration key the built-in default
-// chain, and turns `registration: none` into no registration at all (DESIGN §3: the
-// default cannot be lost by copying a configuration that leaves the key out).
+// chain, and turns `registration: none` into no registration at all (the default cannot
+// be lost by copying a configuration that leaves the key out).
 func applyRegistration(cfg *Config) {
 	switch cfg.Registration {
 	case "":

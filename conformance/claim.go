@@ -6,7 +6,7 @@ import "github.com/hookproxy/hookproxy/chain/ahp"
 // travels in hooks/capabilities answers. No core behaviour depends on it.
 const ExtensionKey = "dev.hookproxy.conformance"
 
-// Roles of a claim (SPEC-DIGEST §14: harness, backend or both).
+// Roles of a claim (AHP spec, base/index.md "Conformance profiles": harness, backend or both).
 const (
 	RoleHarness = "harness"
 	RoleBackend = "backend"

@@ -41,7 +41,7 @@ type effect map[string]any
 // backend and, unchanged, in the stdio child process.
 type script func(ev gjson.Result) []effect
 
-// textMessage is a canonical message with one text part (SPEC-DIGEST §4.1).
+// textMessage is a canonical message with one text part (AHP-CONTENT-001).
 func textMessage(id, role, text string) map[string]any {
 	return map[string]any{"id": id, "role": role, "parts": []any{map[string]any{
 		"id": id + ".0", "kind": "text", "mediaType": "text/plain", "selection": "body", "text": text}}}
@@ -277,8 +277,8 @@ func eventsOf(frames [][]byte) []string {
 
 // assertFrames checks what a backend received: every intercept request validates against
 // the draft schema, every notification against the observe schema, the JSON-RPC id is the
-// event id, and no frame carries a client credential (DESIGN §3: credentials never appear
-// in hook events).
+// event id, and no frame carries a client credential (credentials never appear in hook
+// events).
 func assertFrames(t *testing.T, b ahpBackend, credentials ...string) [][]byte {
 	t.Helper()
 	frames := b.Frames(t)

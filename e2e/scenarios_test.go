@@ -121,7 +121,7 @@ func TestDenyAtModelRequestBefore(t *testing.T) {
 	}
 }
 
-// assertDenied checks a refusal in the provider's own error format (DESIGN §3).
+// assertDenied checks a refusal in the provider's own error format.
 func assertDenied(t *testing.T, p provider, e apiError, reason, code string) {
 	t.Helper()
 	if e.Status != http.StatusForbidden {

@@ -8,8 +8,8 @@ import (
 
 // Error-type names that hookproxy puts into the error bodies it answers with. They are
 // the providers' own names, so unmodified SDKs raise their usual exception for each case
-// (DESIGN.md §3 fixes the two refusal formats). Unknown providers get the OpenAI names,
-// which most OpenAI-compatible SDKs understand.
+// (a refusal is always answered in the provider's own error format). Unknown providers get
+// the OpenAI names, which most OpenAI-compatible SDKs understand.
 
 // DeniedType is the error type of a policy refusal (HTTP 403).
 func DeniedType(provider string) string {

@@ -5,9 +5,9 @@ import (
 	"encoding/hex"
 )
 
-// HashID derives an id from content (SPEC-DIGEST §15.4): prefix followed by the first n
-// bytes, in hex, of the SHA-256 of parts joined by NUL bytes, so that ("ab", "c") and
-// ("a", "bc") differ. Any replica derives the same id from the same request, which is what
+// HashID derives an id from content, since native messages often have none: prefix followed by
+// the first n bytes, in hex, of the SHA-256 of parts joined by NUL bytes, so that ("ab", "c")
+// and ("a", "bc") differ. Any replica derives the same id from the same request, which is what
 // lets a later request reproduce it. n is at most 32.
 //
 // The hash stays a local of concrete type, so the compiler keeps it and the parts' bytes

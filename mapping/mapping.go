@@ -125,8 +125,9 @@ type HostedCall struct {
 	IsError bool
 }
 
-// ToolCall is the decoded text of a tool_call part: the convention of SPEC-DIGEST §4.4,
-// a serialized {"id","name","input"} object in a text part with category "tool_call".
+// ToolCall is the decoded text of a tool_call part, hookproxy's convention for structure
+// serialized into text (AHP-CONTENT-001): a serialized {"id","name","input"} object in a
+// text part with category "tool_call".
 type ToolCall struct {
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`

@@ -1,9 +1,10 @@
 package policies
 
 // What a policy may do at each boundary: the modify target of the event, its direction,
-// and helpers that read the per-request capability advertisement (SPEC-DIGEST §6.1). A
-// policy returns only what the request advertises — an unadvertised effect would make the
-// chain reject the whole reply — so every decision goes through these helpers.
+// and helpers that read the per-request capability advertisement (AHP spec, capability-auth.md
+// "Discovery and honest capabilities"). A policy returns only what the request advertises — an
+// unadvertised effect would make the chain reject the whole reply — so every decision goes
+// through these helpers.
 
 import (
 	"context"
@@ -27,7 +28,7 @@ const (
 
 // boundary is the policy view of one event type.
 type boundary struct {
-	target string // modify target (SPEC-DIGEST §5.3)
+	target string // modify target
 	dir    direction
 	list   bool // target is a canonical message list (items); else the tool.input object
 }

@@ -17,17 +17,17 @@
 //
 // A policy reads only what the event carries: with a projected event, text withheld by
 // metadata or omit selection is simply not there. It returns only effects the request's
-// capabilities advertise (SPEC-DIGEST §6.1), since one unadvertised effect makes the chain
-// reject the whole reply. Modify targets by event: model.request.before → request,
-// turn.start → prompt, tool.after → output, model.response.after and turn.finish.before →
-// response, tool.before → input. A message-list modify is always a replace of the whole
-// list that keeps every message and part (ids, order, roles, categories, attachments) and
-// changes only the detected substrings; it is used only when replace is advertised for
-// that target and every text part of the list is visible. A tool.before modify replaces
-// the input object with the strings rewritten recursively, or merges only the changed
-// top-level members when just merge is advertised. Regular expressions are compiled once,
-// at construction; the request path uses no reflection and allocates nothing when there is
-// nothing to report.
+// capabilities advertise (AHP spec, capability-auth.md "Discovery and honest capabilities"),
+// since one unadvertised effect makes the chain reject the whole reply. Modify targets by
+// event: model.request.before → request, turn.start → prompt, tool.after → output,
+// model.response.after and turn.finish.before → response, tool.before → input. A message-list
+// modify is always a replace of the whole list that keeps every message and part (ids, order,
+// roles, categories, attachments) and changes only the detected substrings; it is used only
+// when replace is advertised for that target and every text part of the list is visible. A
+// tool.before modify replaces the input object with the strings rewritten recursively, or
+// merges only the changed top-level members when just merge is advertised. Regular expressions
+// are compiled once, at construction; the request path uses no reflection and allocates nothing
+// when there is nothing to report.
 //
 // # secrets
 //

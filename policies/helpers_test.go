@@ -72,7 +72,7 @@ func (b *capsBuilder) build() *ahp.Capabilities {
 }
 
 // proxyCaps is what hookproxy advertises at each boundary when the subscriber sees all
-// text (SPEC-DIGEST §15.6).
+// text (its honest subset of the effects).
 func proxyCaps(eventType string) *ahp.Capabilities {
 	switch eventType {
 	case ahp.EventModelRequestBefore:

@@ -38,7 +38,7 @@ type listScan struct {
 	hits []partHit
 	// withheld is true when some text part of the list is not visible to this policy
 	// (metadata or omit selection, or a gap). A whole-list replace would then have to
-	// carry text the policy never saw, so it is not used (SPEC-DIGEST §5.3).
+	// carry text the policy never saw, so it is not used.
 	withheld bool
 	// split lists the kinds of findings that only the joined text of adjacent parts of
 	// one message shows (a key cut in two parts): no per-part edit can redact them.

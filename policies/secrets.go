@@ -39,7 +39,8 @@ const (
 // inputs, tool outputs and (when subscribed) model responses, and redacts them or refuses
 // the operation.
 //
-// Effects, by what the request advertises (SPEC-DIGEST §6.1):
+// Effects, by what the request advertises (AHP spec, capability-auth.md "Discovery and honest
+// capabilities"):
 //   - redact at a message-list boundary (model.request.before → request, turn.start →
 //     prompt, tool.after → output, model.response.after / turn.finish.before → response):
 //     modify replace of the whole list, every message and part id kept, only the secret

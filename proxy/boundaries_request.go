@@ -14,7 +14,7 @@ import (
 	"github.com/hookproxy/hookproxy/state"
 )
 
-// Request side of a model boundary (DESIGN §2, SPEC-DIGEST §15.3 A): tool.after for each
+// Request side of a model boundary: tool.after for each
 // new tool result, turn.start for a new prompt, then model.request.before with the whole
 // effective list. Each settlement is enforced before the next boundary is built.
 
@@ -185,17 +185,17 @@ func (x *exchange) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, cal
 	case st.Interrupted || x.ctx.Err() != nil:
 		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, callID, tool)
 		return requestOutcome{kind: outcomeInterrupted}, true
-	case st.Refused(): // SPEC-DIGEST §8.4: do not execute; report the denial
+	case st.Refused(): // AHP-DEC-002: do not execute; report the denial
 		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, callID, tool)
 		return requestOutcome{kind: outcomeRefused, err: x.rt.refusal(st.Denial)}, true
-	case st.Stopped(): // §8.4: no further model work
+	case st.Stopped(): // flow stop: no further model work
 		x.audit(ev, st, DeliveryIntercept, enforcement.Stopped, callID, tool)
 		return requestOutcome{kind: outcomeStopped, stopReason: st.StopReason}, true
 	}
 	return requestOutcome{}, false
 }
 
-// toolAfter builds and settles the tool.after of one tool result (SPEC-DIGEST §15.3 A.2).
+// toolAfter builds and settles the tool.after of one tool result.
 func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestOutcome, bool) {
 	idx := x.rw.at(r.ItemIndex) // r indexes the client's list
 	orig := x.items[idx]
@@ -304,7 +304,7 @@ func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome
 }
 
 // modelRequestBefore builds and settles model.request.before over the whole effective
-// list and enforces it (SPEC-DIGEST §15.3 A.3).
+// list and enforces it.
 func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	ev := x.newEvent(ahp.EventModelRequestBefore)
 	model, attempt := x.model, x.attempt
@@ -331,7 +331,7 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 	}
 	if st.Candidate != nil {
 		// return: answer with the supplied result; the upstream is not called
-		// (SPEC-DIGEST §5.5: the value is a canonical message list).
+		// (here the value is a canonical message list).
 		var msgs []ahp.Message
 		if err := json.Unmarshal(st.Candidate.Value, &msgs); err != nil {
 			x.audit(ev, st, DeliveryIntercept, enforcement.Refused, "", "")

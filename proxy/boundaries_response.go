@@ -19,7 +19,7 @@ import (
 	"github.com/hookproxy/hookproxy/state"
 )
 
-// Response side of a model boundary (DESIGN §2, SPEC-DIGEST §15.3 B): model.response.after,
+// Response side of a model boundary: model.response.after,
 // then tool.before for every tool call in order, then turn.finish.before when no tool call
 // remains; turn.end and model.error are observed.
 
@@ -172,7 +172,7 @@ type responseResult struct {
 }
 
 // responseSide settles the response-side boundaries over a decoded response. latency is
-// nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
+// nil for a supplied result (no fabricated usage or latency, AHP spec, execution-payloads.md).
 func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
 	x.observeHosted(resp.HostedCalls)
 	items := cloneMessages(resp.Items)
@@ -201,7 +201,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 			action = enforcement.Rewritten
 		}
 		if st.Stopped() {
-			// flow stop: strip every pending tool call; terminal finish reason (§15.3 B.2).
+			// flow stop: strip every pending tool call; terminal finish reason.
 			calls := mapping.ToolCalls(items)
 			if len(calls) > 0 {
 				items = x.removeCalls(items, calls, allCalls(len(calls)),
@@ -269,7 +269,8 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 }
 
 // responseAfterEvent builds the model.response.after event of resp without its items.
-// latency is nil for a supplied result (no fabricated usage or latency, SPEC-DIGEST §3.2).
+// latency is nil for a supplied result (no fabricated usage or latency, AHP spec,
+// execution-payloads.md).
 func (x *exchange) responseAfterEvent(resp *mapping.Response, latency *time.Duration) *ahp.Event {
 	ev := x.newEvent(ahp.EventModelResponseAfter)
 	if x.responseAfterID != "" {
@@ -320,7 +321,7 @@ func (x *exchange) turnFinishEvent(items []ahp.Message) *ahp.Event {
 }
 
 // toolBefores settles tool.before for each tool call of items, in response order
-// (SPEC-DIGEST §15.3 B.3, §15.7: sequential, deterministic).
+// (sequential and deterministic, as AHP-COMP-001 asks of interceptors).
 func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ []ahp.Message, _ string, changed, stopped bool, _ error) {
 	calls := mapping.ToolCalls(items)
 	if len(calls) == 0 {
@@ -443,7 +444,7 @@ func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall,
 }
 
 // observeResolved reports a call hookproxy removed: tool.after with outcome denied or
-// cancelled, execution skipped by policy, no output (SPEC-DIGEST §8.4, §15.3 B.3).
+// cancelled, execution skipped by policy, no output.
 func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail string) {
 	if !x.subs.any(ahp.EventToolAfter) {
 		return
@@ -537,7 +538,7 @@ func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out req
 	}
 	if out.kind == outcomeSupplied {
 		// A supplied result skips only the provider call; the response-side controls
-		// still run, with execution skipped/supplied_result (SPEC-DIGEST §5.2 return).
+		// still run, with execution skipped/supplied_result.
 		resp, err := x.tr.DecodeResponse(body)
 		if err != nil || resp == nil {
 			x.s.writeError(w, r, x.rt, x.rt.internalError(fmt.Errorf("decode synthesized response: %w", err)))
@@ -574,7 +575,8 @@ func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out req
 
 // afterDelivery dispatches what is observed once the client has the response: the
 // response-side observations of a streamed-through response, model.error, and turn.end.
-// Nothing is started once the client went away (interruption, SPEC-DIGEST §8.2).
+// Nothing is started once the client went away (interruption, AHP spec,
+// base/failure.md "Deadlines").
 func (x *exchange) afterDelivery() {
 	if x.ctx.Err() != nil {
 		return
@@ -642,7 +644,7 @@ func (x *exchange) observeTapped() {
 	x.responseSide(resp, &latency)
 }
 
-// observeModelError observes an upstream error as model.error (SPEC-DIGEST §15.3 A.4).
+// observeModelError observes an upstream error as model.error.
 func (x *exchange) observeModelError(ue *mapping.UpstreamError, latency time.Duration) {
 	if ue == nil || !x.subs.any(ahp.EventModelError) {
 		return
@@ -763,7 +765,7 @@ func joinLines(lines []string) string {
 	return b.String()
 }
 
-// attemptUsage completes provider usage as attempt usage (SPEC-DIGEST §3.1). Missing
+// attemptUsage completes provider usage as attempt usage (AHP spec, execution-payloads.md). Missing
 // counts stay missing: unknown is not zero.
 func attemptUsage(u *ahp.Usage) *ahp.Usage {
 	if u == nil {

@@ -2,10 +2,10 @@ package proxy
 
 import "github.com/hookproxy/hookproxy/chain/ahp"
 
-// Per-boundary advertisements (SPEC-DIGEST §6.1, §6.3, §15.3, §15.6). Each lists only what
-// this proxy really enforces at that boundary on a model route (AHP-CAP-001); no
-// advertisement, and no empty effect list, ever grants what the agent's own permissions,
-// approval or sandbox would refuse (AHP-SEC-001):
+// Per-boundary advertisements (AHP spec, capability-auth.md "Discovery and honest
+// capabilities"). Each lists only what this proxy really enforces at that boundary on a model
+// route (AHP-CAP-001); no advertisement, and no empty effect list, ever grants what the agent's
+// own permissions, approval or sandbox would refuse (AHP-SEC-001):
 //   - never allow/ask: the harness's permission prompt is invisible to a proxy;
 //   - never message: there is no user channel;
 //   - never return at tool.before: the proxy cannot hand the harness a tool result;
@@ -46,7 +46,7 @@ func capsTurnStart() ahp.Capabilities {
 
 // capsModelRequest: a whole-list replace is not offered when the canonical list is known
 // to be incomplete (gaps such as provider-held history): replacing what the subscriber
-// cannot see is not authority the proxy can grant (SPEC-DIGEST §5.3, §15.4).
+// cannot see is not authority the proxy can grant.
 func capsModelRequest(hasGaps bool) ahp.Capabilities {
 	return ahp.Capabilities{
 		Effects: []string{ahp.EffectDeny, ahp.EffectModify, ahp.EffectInject, ahp.EffectReturn, ahp.EffectFlow},

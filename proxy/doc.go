@@ -2,7 +2,7 @@
 // transport, streaming, and the enforcement of settled AHP decisions as native HTTP
 // (forward, rewrite, refuse, answer with a supplied result). It builds canonical events
 // through the mapping translators and settles them through the chain; it never parses AHP
-// replies or knows effect rules itself (DESIGN §1). What it reads it reads as the other
+// replies or knows effect rules itself (the chain owns them). What it reads it reads as the other
 // side decodes it: content codings are undone first (content_coding.go), and input that
 // could reach an upstream outside the examined shapes — a body on a read method, JSON
 // under another media type — is examined or refused (request_input.go).

@@ -106,8 +106,8 @@ func (rt *route) internalError(cause error) *httpError {
 		mapping.UpstreamFailureType(rt.provider()), "", "hookproxy internal error")}
 }
 
-// refusal renders a settled denial as HTTP 403 in the provider's own format (DESIGN §3,
-// SPEC-DIGEST §15.5). A fail-closed (synthetic) denial names the backend and never
+// refusal renders a settled denial as HTTP 403 in the provider's own format, so the
+// client's SDK raises its usual error. A fail-closed (synthetic) denial names the backend and never
 // carries backend error text (AHP-FAIL-001).
 func (rt *route) refusal(d *chain.Denial) *httpError {
 	reason, code := denialText(d)

@@ -74,7 +74,7 @@ type finalResponse struct {
 	stopped      bool
 }
 
-// serveBoundaries is the boundary pipeline of one translated request (DESIGN §2).
+// serveBoundaries is the boundary pipeline of one translated request.
 func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
 	x, err := rt.newExchange(r, ep.tr, subs, ep.pathModel)
 	if err != nil {
@@ -243,8 +243,7 @@ func querySecrets(q url.Values, secrets []string) []string {
 var keyLike = regexp.MustCompile(`\b(?:sk|pk|rk|key)-[A-Za-z0-9_*\-]{4,}`)
 
 // scrub removes the client's credentials, and anything shaped like an API key, from
-// provider error text before it enters an event (DESIGN §3: credentials never appear in
-// hook events).
+// provider error text before it enters an event (credentials never appear in hook events).
 func (x *exchange) scrub(s string) string {
 	for _, sec := range x.secrets {
 		if len(sec) >= 8 {
@@ -271,7 +270,8 @@ func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *
 
 // observe delivers an observe-only event and records it. Delivery runs concurrently so
 // that a slow observer never delays the response it describes; the request still owns it
-// and waits for it before completing (SPEC-DIGEST §8.2). ev must not change afterwards.
+// and waits for it before completing (AHP spec, base/composition.md "Observers"). ev must not
+// change afterwards.
 func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
 	x.s.traceObserved(x.ctx, ev)
 	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })
@@ -318,7 +318,7 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, a
 }
 
 // injections turns a settlement's accepted inject effects into messages with fresh
-// identities ("new injected items get new identities", SPEC-DIGEST §5.2), split by
+// identities (new injected items get new identities), split by
 // delivery time. Fresh ids also keep an injected item from being mistaken for an
 // existing native message when the request is re-rendered.
 func (x *exchange) injections(st *chain.Settlement, eventID string) (now, nextTurn []ahp.Message) {
@@ -372,7 +372,7 @@ func (x *exchange) readsResponse() bool {
 }
 
 // holdsResponse reports whether the response must be held until its chains settle
-// (SPEC-DIGEST §15.3 B.1, §15.7: a tool call must be decided before the harness sees it).
+// (a tool call must be decided before the harness sees it).
 func (x *exchange) holdsResponse() bool {
 	return x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventToolBefore) ||
 		x.subs.intercepted(ahp.EventTurnFinishBefore)

@@ -13,7 +13,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Identity rules (DESIGN §2 "stateless by design", SPEC-DIGEST §15.4): every id that a
+// Identity rules (the proxy is stateless by design): every id that a
 // later request must reproduce is derived from content with sha256, so any replica can
 // serve any request; only ids of one-off occurrences are random.
 
@@ -36,7 +36,7 @@ func eventTime() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 // (sent as session_id, which Go keeps as "Session_id", or session-id).
 var agentSessionHeaders = []string{"X-Claude-Code-Session-Id", "Session_id", "Session-Id"}
 
-// sessionFor returns session.id: the X-Hookproxy-Session header (DESIGN §3), else a known
+// sessionFor returns session.id: the X-Hookproxy-Session header, else a known
 // agent's own session id header, else a synthesized id derived from the translator's
 // native session hint, else from the ids of the conversation's opening system and user
 // messages (stable for the conversation's lifetime because message ids are themselves

@@ -70,7 +70,7 @@ var _ MCPHandlerFactory = NewMCPHandler
 
 // connectionURL is tool.mcp.connection.url: the upstream without userinfo, query or
 // fragment. A query may carry an API key, and the descriptor must never hold credentials
-// (SPEC-DIGEST §3.1).
+// (AHP spec, execution-payloads.md).
 func connectionURL(up *url.URL) string {
 	u := *up
 	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
@@ -109,7 +109,7 @@ func (h *mcpHandler) subscriptions() mcpSubs {
 
 // ServeHTTP relays every request untouched, except POSTs while a tool event is subscribed:
 // those go through serveCalls, which relays them untouched too unless they hold a
-// tools/call. With no subscription nothing is even parsed (DESIGN §1 fast path).
+// tools/call. With no subscription nothing is even parsed (the fast path).
 func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:

@@ -42,7 +42,8 @@ type mcpExchange struct {
 	// modifyInput is false when the request mirrors arguments in Mcp-Param-* headers
 	// (MCP 2026-07-28): hookproxy cannot re-derive those headers from edited arguments, and
 	// a server checks that they agree, so an edit would not be enforceable as the policy
-	// meant it. It is then not advertised (SPEC-DIGEST §6.3).
+	// meant it. It is then not advertised (AHP spec, capability-auth.md "Discovery and honest
+	// capabilities").
 	modifyInput bool
 
 	outBody  []byte        // what goes upstream
@@ -262,7 +263,7 @@ func capsMCPToolAfter() ahp.Capabilities {
 	}
 }
 
-// toolBefore settles and enforces tool.before of one call (SPEC-DIGEST §15.3 C).
+// toolBefore settles and enforces tool.before of one call.
 func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	c := e.call
 	if !x.subs.before {
@@ -327,7 +328,7 @@ func (x *mcpExchange) refuseCall(e *mcpEntry, ev *ahp.Event, st *chain.Settlemen
 }
 
 // supplied answers a call from a return effect: the server is not called, and the
-// supplied result still passes tool.after (SPEC-DIGEST §5.2).
+// supplied result still passes tool.after.
 func (x *mcpExchange) supplied(e *mcpEntry, ev *ahp.Event, st *chain.Settlement) error {
 	c := e.call
 	res, err := mcp.ParseSupplied(st.Candidate.Value)
@@ -432,7 +433,7 @@ func (x *mcpExchange) readsResponse() bool {
 
 // scrub removes the client's credentials and session id, and anything shaped like an API
 // key, from server-supplied text before it enters an event: a server may echo them in an
-// error message, and hook events never carry credentials (DESIGN §3).
+// error message, and hook events never carry credentials.
 func (x *mcpExchange) scrub(s string) string {
 	for _, sec := range x.secrets {
 		if len(sec) >= 8 {

@@ -236,7 +236,7 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if tr != nil && r.Method == http.MethodPost {
 			// AHP-COMP-001: if no subscription matches, AHP adds no decision step — and
-			// hookproxy adds no decoding either (DESIGN §1 fast path).
+			// hookproxy adds no decoding either (the fast path).
 			subs := rt.s.subscriptions()
 			if ep.requestOnly {
 				subs = subs.requestOnly()

@@ -187,7 +187,7 @@ func (s *Server) Routes() []RouteSummary {
 func (s *Server) Source() string { return s.source }
 
 // notFound answers requests outside every route. Nothing is forwarded: the proxy only
-// ever talks to the upstreams the configuration names (DESIGN §3).
+// ever talks to the upstreams the configuration names.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	b, _ := json.Marshal(map[string]any{"error": map[string]any{
 		"message": "hookproxy has no route for this path", "type": "not_found_error", "code": nil}})

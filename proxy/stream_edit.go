@@ -17,7 +17,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Incremental stream enforcement (SPEC-DIGEST §15.3 B.3, §15.7). When tool.before
+// Incremental stream enforcement. When tool.before
 // is the only response-side boundary that intercepts, a streamed response is not held
 // whole: its head and every event without a tool call go to the client as they arrive,
 // and the translator's StreamEditor holds each tool call until its tool.before settles.

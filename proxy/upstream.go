@@ -21,7 +21,7 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 )
 
-// SessionHeader optionally sets session.id (DESIGN §3). It is consumed by hookproxy and
+// SessionHeader optionally sets session.id. It is consumed by hookproxy and
 // never forwarded upstream.
 const SessionHeader = "X-Hookproxy-Session"
 
@@ -200,8 +200,8 @@ func (rt *route) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	rt.s.writeError(w, r, rt, err)
 }
 
-// strip removes the route prefix from the request path (DESIGN §3: the prefix is
-// stripped before forwarding). chi routed the request here, so the prefix is present.
+// strip removes the route prefix from the request path (the prefix is stripped before
+// forwarding). chi routed the request here, so the prefix is present.
 func (rt *route) strip(u *url.URL) (path, raw string) {
 	path = strings.TrimPrefix(u.Path, rt.prefix)
 	if u.RawPath != "" {

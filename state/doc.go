@@ -1,4 +1,4 @@
-// Package state is hookproxy's conversation state across requests (DESIGN §2): the
+// Package state is hookproxy's conversation state across requests: the
 // settlement records of tool results and prompts, and the injections whose delivery is
 // deferred to a later model call. It knows canonical messages but no provider JSON and no
 // HTTP. Two stores implement it: Memory (one process, the default) and Redis (shared by

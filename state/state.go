@@ -71,9 +71,9 @@ type Store interface {
 	// Load returns scope's records of the messages whose ids are in ids (the request's
 	// messages: what a request reads is bounded by what it carries) and takes the
 	// injections pending under each of take, in one round trip. The take is atomic: an
-	// injection is returned by exactly one Load (AHP inject deliverAt, SPEC-DIGEST §5.2:
-	// delivered once). Load counts as a use: the time bound of the scope's state runs
-	// from its last use.
+	// injection is returned by exactly one Load (an injection
+	// with a later deliverAt is delivered once). Load counts as a use: the time bound of the
+	// scope's state runs from its last use.
 	Load(ctx context.Context, scope Scope, ids []string, take ...Deferral) (Snapshot, error)
 	// Record stores recs; a record replaces any earlier one with the same ID (the latest
 	// settled decision about a message wins). A record too large for the store is not

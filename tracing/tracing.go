@@ -21,7 +21,7 @@ import (
 )
 
 // ExtensionKey is the AHP event extension that carries the W3C trace context
-// (SPEC-DIGEST §2.2).
+// (AHP spec, execution-payloads.md).
 const ExtensionKey = "org.w3c.trace_context"
 
 // InstrumentationName names hookproxy's tracer.

@@ -1,6 +1,6 @@
 package ahp
 
-// Roles of canonical messages (SPEC-DIGEST §4.1). Provider role names are normalized to these.
+// Roles of canonical messages (AHP-CONTENT-001). Provider role names are normalized to these.
 const (
 	RoleSystem    = "system"
 	RoleDeveloper = "developer"
@@ -9,7 +9,7 @@ const (
 	RoleTool      = "tool"
 )
 
-// Part kinds and selections (SPEC-DIGEST §4.2).
+// Part kinds and selections (AHP-CONTENT-001).
 const (
 	KindText       = "text"
 	KindAttachment = "attachment"
@@ -22,8 +22,8 @@ const (
 )
 
 // Part categories used by hookproxy. Reasoning is the protocol's own; tool_call and
-// tool_result are the conventions of SPEC-DIGEST §4.4 and §15.4 for structure serialized
-// into text.
+// tool_result are hookproxy's conventions for structure serialized into text
+// (AHP-CONTENT-001: there is no JSON part).
 const (
 	CategoryReasoning  = "reasoning"
 	CategoryToolCall   = "tool_call"
@@ -32,7 +32,7 @@ const (
 
 // Message is one item of an event's items: a canonical model-visible message (a closed
 // object on the wire), or — in the generic slots, the items of tool.before and the other
-// events whose items are not model-visible (SPEC-DIGEST §4.1) — a bare content part with
+// events whose items are not model-visible (AHP-CONTENT-001) — a bare content part with
 // no role invented, which BarePart then holds. Both forms share one Go type so that the
 // member "items" keeps one static JSON encoding: a message list encodes exactly as before,
 // with no marshaler and no extra allocation, and a part list round-trips exactly.

@@ -2,8 +2,10 @@
 // JSON-RPC envelopes, the event envelope, canonical messages and parts, capabilities,
 // effects and the accumulated chain state. It knows no provider JSON and performs no I/O.
 //
-// The protocol text lives in ../shared/ahp/SPEC-DIGEST.md and seed-composition.txt; field
-// names here are the protocol's own.
+// Field names here are the protocol's own. Comments cite the protocol by requirement id
+// (AHP-AREA-NNN) or as (AHP spec, DOC "SECTION"): the document DOC under spec/draft of the
+// public specification repository agenthooksprotocol/agent-hooks-protocol, and the heading
+// SECTION in it.
 package ahp
 
 // ProtocolVersion is the only snapshot this implementation speaks (AHP-VER-001).
@@ -16,7 +18,7 @@ const (
 	MethodCapabilities = "hooks/capabilities"
 )
 
-// AHP-reserved and standard JSON-RPC error codes (SPEC-DIGEST §12).
+// AHP-reserved and standard JSON-RPC error codes (AHP spec, base/errors.md "JSON-RPC errors").
 const (
 	CodeParseError                 = -32700
 	CodeInvalidRequest             = -32600

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 )
 
-// Event types hookproxy emits or routes (SPEC-DIGEST §3). The full catalogue of 32 names
-// is EventTypes.
+// Event types hookproxy emits or routes (AHP spec, execution-payloads.md). The full catalogue
+// of 32 names is EventTypes.
 const (
 	EventSessionStart          = "session.start"
 	EventSessionEnd            = "session.end"
@@ -103,7 +103,7 @@ type Attempt struct {
 	Synthesized bool   `json:"synthesized,omitempty"`
 }
 
-// Execution statuses and skip reasons (SPEC-DIGEST §3.1).
+// Execution statuses and skip reasons (AHP spec, execution-payloads.md).
 const (
 	ExecutionExecuted = "executed"
 	ExecutionSkipped  = "skipped"
@@ -205,7 +205,8 @@ type Failure struct {
 	Policy    string `json:"policy"` // fail-open | fail-closed
 }
 
-// EventTypes is the full catalogue of the draft (SPEC-DIGEST §3), in catalogue order.
+// EventTypes is the full catalogue of the draft (AHP spec, execution-payloads.md), in catalogue
+// order.
 var EventTypes = []string{
 	"session.start", "session.end", "config.change.before", "config.change.after",
 	"turn.start", "turn.finish.before", "turn.end", "turn.progress",

@@ -4,7 +4,7 @@ import "regexp"
 
 // ExtRedactParams is hookproxy's one declared result extension (AHP-EXT-001: reverse-DNS,
 // and core behaviour depends on it only where the host says so). AHP has no modify
-// target for an event's opaque params (SPEC-DIGEST §15.4: tool descriptions, metadata,
+// target for an event's opaque params (tool descriptions, metadata,
 // user, prompt variables, ...), yet the model reads those strings. A reply to
 // model.request.before may carry
 //

@@ -1,10 +1,11 @@
 package ahp
 
 // Validation of AHP messages as a harness or backend receives them. The rules are those of
-// the draft JSON Schemas (../shared/ahp/schema/draft) and the cross-field rules of
-// SPEC-DIGEST §2-§4, restated in Go: the schemas themselves are never copied into the
-// repository. Every check works on a generic decoding (json.Number, maps) so that a missing
-// member, a null and a zero value stay distinguishable, and never panics on input.
+// the draft JSON Schemas of the AHP spec (schema/draft) and the cross-field rules of its
+// event, capability and content documents, restated in Go: the schemas themselves are never
+// copied into the repository. Every check works on a generic decoding (json.Number, maps) so
+// that a missing member, a null and a zero value stay distinguishable, and never panics on
+// input.
 
 import (
 	"bytes"

@@ -8,7 +8,8 @@ import (
 	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
-// Capabilities and the manifest (SPEC-DIGEST §6; AHP-CAP-001, AHP-CAP-002).
+// Capabilities and the manifest (AHP-CAP-001, AHP-CAP-002; AHP spec, capability-auth.md
+// "Discovery and honest capabilities").
 
 var (
 	coreEffects   = []string{EffectDeny, EffectAllow, EffectAsk, EffectModify, EffectMessage, EffectReturn, EffectFlow, EffectInject}
@@ -225,7 +226,8 @@ func (v *validator) injectCaps(path string, x any) {
 	}
 }
 
-// ValidateManifest validates a harness manifest (SPEC-DIGEST §6.5).
+// ValidateManifest validates a harness manifest (AHP spec, capability-auth.md "Discovery and
+// honest capabilities").
 func ValidateManifest(manifest json.RawMessage) error {
 	_, err := validate(manifest, "", func(v *validator, x any) { v.manifest("$", x) })
 	return err

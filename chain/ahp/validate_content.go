@@ -10,7 +10,7 @@ import (
 	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
-// Canonical content (SPEC-DIGEST §4; AHP-CONTENT-001, AHP-CONTENT-002): model-visible slots
+// Canonical content (AHP-CONTENT-001, AHP-CONTENT-002): model-visible slots
 // hold closed messages {id, role, parts, synthesized?}; generic slots hold bare parts; a
 // part is one of eight closed variants chosen by kind × selection (× gap).
 

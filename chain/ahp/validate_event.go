@@ -8,7 +8,7 @@ import (
 	"github.com/hookproxy/hookproxy/internal/jsonpath"
 )
 
-// Event validation (SPEC-DIGEST §2.2, §3, §3.1, §3.2). The envelope is open — unknown
+// Event validation (AHP spec, execution-payloads.md). The envelope is open — unknown
 // top-level members are ignored (AHP-CORE-003) — but every nested protocol object is closed,
 // and each event type has its own required, forbidden and cross-field rules.
 

@@ -191,7 +191,7 @@ func (v *validator) interceptParams(path string, params map[string]any) string {
 	return id
 }
 
-// state checks the accumulated chain state (SPEC-DIGEST §2.5). It is informational for the
+// state checks the accumulated chain state (params.state). It is informational for the
 // backend, never an authorization claim, but its shape is fixed.
 func (v *validator) state(path string, x any) {
 	s, ok := v.object(path, x)

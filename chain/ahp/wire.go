@@ -30,7 +30,7 @@ type RPCError struct {
 }
 
 // InterceptParams are the params of hooks/intercept. State is omitted for the first
-// interceptor of a chain and carried to every later one (SPEC-DIGEST §2.5).
+// interceptor of a chain and carried to every later one.
 type InterceptParams struct {
 	ProtocolVersion string                     `json:"protocolVersion"`
 	Event           *Event                     `json:"event"`
@@ -53,7 +53,8 @@ type InterceptResult struct {
 	Extensions      map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
-// Effect type names (the eight core effects of the draft; SPEC-DIGEST §5.1).
+// Effect type names (the eight core effects of the draft; AHP spec, capability-auth.md
+// "Event-semantic capability bounds").
 const (
 	EffectDeny    = "deny"
 	EffectAllow   = "allow"
@@ -65,7 +66,7 @@ const (
 	EffectInject  = "inject"
 )
 
-// Modification targets (SPEC-DIGEST §5.3).
+// Modification targets (AHP spec, capability-auth.md "Event-semantic capability bounds").
 const (
 	TargetInput        = "input"
 	TargetOutput       = "output"
@@ -108,7 +109,8 @@ type Effect struct {
 }
 
 // Capabilities is the per-request advertisement of what the harness can enforce for this
-// interception (SPEC-DIGEST §6.1). Effects is never nil when encoded.
+// interception (AHP spec, capability-auth.md "Discovery and honest capabilities"). Effects is
+// never nil when encoded.
 type Capabilities struct {
 	Effects     []string             `json:"effects"`
 	Modify      map[string]ModifyOps `json:"modify,omitempty"`
@@ -173,7 +175,7 @@ const (
 	FlowContinue = "continue"
 )
 
-// State is the settled decision so far, sent to later interceptors (SPEC-DIGEST §2.5).
+// State is the settled decision so far, sent to later interceptors as params.state.
 // Candidate is always encoded (null when unset).
 type State struct {
 	Permission   string     `json:"permission"`
@@ -213,8 +215,8 @@ func NoEffects() *InterceptResult {
 }
 
 // EventBound is the per-event capability bound of capabilities.schema.json#/$defs
-// (SPEC-DIGEST §6.4): which effects, which modify target and which flow operations an
-// advertisement for that event may contain at most.
+// (AHP spec, capability-auth.md "Event-semantic capability bounds"): which effects, which
+// modify target and which flow operations an advertisement for that event may contain at most.
 type EventBound struct {
 	Effects []string
 	Target  string   // "" when the event has no modify target

@@ -26,7 +26,7 @@ var (
 	wildcard = regexp.MustCompile(`^(?:\*|[a-z][a-z0-9]*\.\*)$`)
 )
 
-// Selections of the content policy (SPEC-DIGEST §4.3).
+// Selections of the content policy (AHP-CONTENT-002).
 var selections = map[string]bool{ahp.SelectionBody: true, ahp.SelectionMetadata: true, ahp.SelectionOmit: true}
 
 type checker struct {
@@ -687,7 +687,7 @@ func (c *checker) subscription(path string, v any) {
 		}
 	}
 	if disPresent && !dis && !c.opts.NoEnvironmentChecks {
-		// SPEC-DIGEST §10.3 rule 8: mandatory policy that the harness does not honour is
+		// Mandatory policy that the harness does not honour is
 		// rejected, never degraded. hookproxy's manifest advertises managedPolicy scopes
 		// user and project with disableable true (admin.Manifest), so a non-disableable
 		// (managed) subscription cannot be honoured as such.
@@ -803,7 +803,7 @@ func Select(entry string) []string {
 	return nil
 }
 
-// content checks a content selection (SPEC-DIGEST §4.3; AHP-CONTENT-002): an object with a
+// content checks a content selection (AHP-CONTENT-002): an object with a
 // required "default" and every value body, metadata or omit.
 func (c *checker) content(path string, v any) {
 	m, ok := c.object(path, v)
@@ -829,7 +829,7 @@ func describeValue(v any) string {
 	return jsonpath.TypeName(v)
 }
 
-// upload checks the binary upload binding of a subscription (SPEC-DIGEST §11.6).
+// upload checks the binary upload binding of a subscription (AHP spec, content-upload.md).
 func (c *checker) upload(path string, v any) {
 	u, ok := c.object(path, v)
 	if !ok {

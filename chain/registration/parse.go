@@ -36,7 +36,7 @@ type Options struct {
 }
 
 // Emitted is the set of events hookproxy itself produces: the six boundaries it can
-// intercept and the three it only observes (DESIGN.md §2). A registration may still name
+// intercept and the three it only observes. A registration may still name
 // other events — they are valid AHP — but a subscription to them is never called.
 var Emitted = map[string]bool{
 	ahp.EventTurnStart:          true,
@@ -65,11 +65,12 @@ func Load(path string, opts Options) (*Document, []Problem, error) {
 	return doc, problems, err
 }
 
-// Parse validates a registration document against every rule of the draft (SPEC-DIGEST
-// §10.1, §10.3) plus hookproxy's in_process transport, and decodes it. problems holds every
-// finding, warnings included, in document order. err is an *Error when at least one
-// problem is an error; the document is then nil, because an invalid interceptor
-// configuration must be rejected as a whole rather than partly used (AHP-REG-001).
+// Parse validates a registration document against every rule of the draft (AHP-REG-001,
+// AHP-REG-002; AHP spec, capability-auth.md "Registration") plus hookproxy's in_process
+// transport, and decodes it. problems holds every finding, warnings included, in document
+// order. err is an *Error when at least one problem is an error; the document is then nil,
+// because an invalid interceptor configuration must be rejected as a whole rather than partly
+// used (AHP-REG-001).
 //
 // Validation runs on a generic decoding first, so that a missing member, a zero value and
 // a foreign key stay distinguishable; only a valid document is decoded into Document.

@@ -8,9 +8,9 @@ import (
 
 // Secret reference schemes hookproxy resolves at delivery (tokenRef, clientSecretRef).
 // A reference names where a deployment keeps the secret, never the secret itself
-// (SPEC-DIGEST §11.3); anything else — vault:, k8s:, a bare word — is a deployment's own
-// secret provider, which hookproxy does not have, so validation refuses it rather than
-// letting every delivery fail as "credentials".
+// (AHP spec, capability-auth.md "Authentication bindings"); anything else — vault:, k8s:, a
+// bare word — is a deployment's own secret provider, which hookproxy does not have, so
+// validation refuses it rather than letting every delivery fail as "credentials".
 const (
 	SecretRefEnv  = "env"  // env:NAME — an environment variable of the hookproxy process
 	SecretRefFile = "file" // file:/ABSOLUTE/PATH — a file such as a mounted secret, re-read at every delivery

@@ -1,6 +1,6 @@
 package transport
 
-// Endpoint credentials of HTTP backends (SPEC-DIGEST §11.3, AHP-AUTH-001): explicit
+// Endpoint credentials of HTTP backends (AHP-AUTH-001): explicit
 // bearer (tokenEnv, tokenRef) and oauth client credentials. Everything is resolved at
 // delivery, inside the subscription deadline; a binding that cannot be resolved is a
 // KindCredentials failure and the request is never sent unauthenticated or with another

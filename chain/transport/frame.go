@@ -33,7 +33,7 @@ func ctxFailure(ctx context.Context, during string) *Error {
 
 // interceptFrame encodes the hooks/intercept request once. The same bytes are used for
 // every retry, so a retry is byte-equivalent to the first attempt (AHP-CORE-004), and the
-// JSON-RPC id is the event id (SPEC-DIGEST §2.1).
+// JSON-RPC id is the event id (AHP spec, execution-payloads.md).
 func interceptFrame(id string, params *ahp.InterceptParams) ([]byte, error) {
 	rawID, err := json.Marshal(id)
 	if err != nil {
@@ -58,7 +58,7 @@ func encodeFrame(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// observeFrame encodes the hooks/observe notification (no id; SPEC-DIGEST §2.6).
+// observeFrame encodes the hooks/observe notification (a JSON-RPC notification: no id, no reply).
 func observeFrame(params *ahp.ObserveParams) ([]byte, error) {
 	frame, err := encodeFrame(ahp.Request{JSONRPC: "2.0", Method: ahp.MethodObserve, Params: params})
 	if err != nil {
@@ -68,8 +68,8 @@ func observeFrame(params *ahp.ObserveParams) ([]byte, error) {
 }
 
 // checkReplyFrame checks the framing of a reply: valid UTF-8 and exactly one JSON object
-// (a batch, a scalar or trailing data is a framing error; SPEC-DIGEST §1.2, §9.1). The
-// JSON-RPC and AHP content of the object is validated by the chain.
+// (a batch, a scalar or trailing data is a framing error; AHP spec, base/failure.md
+// "Failure classes"). The JSON-RPC and AHP content of the object is validated by the chain.
 func checkReplyFrame(frame []byte) error {
 	if !utf8.Valid(frame) {
 		return fail(KindMalformed, "reply is not valid UTF-8")

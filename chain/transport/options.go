@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultMaxReplyBytes caps one reply frame (HTTP body or stdio line) when Options leaves
-// MaxReplyBytes unset. It matches the Go SDK's frame limit (SPEC-DIGEST §11.5).
+// MaxReplyBytes unset. It matches the AHP Go SDK's frame limit.
 const DefaultMaxReplyBytes int64 = 4 << 20
 
 // Options configure the transports built by New. Zero values take the documented defaults.
@@ -37,7 +37,8 @@ type Readier interface {
 
 // New builds the transport of one registered backend. It only prepares the transport:
 // connections are opened and processes started at first delivery, and credentials are
-// resolved at every delivery, never here (SPEC-DIGEST §10.3 rule 12).
+// resolved at every delivery, never here (AHP spec, capability-auth.md "Explicit endpoint
+// bindings": if resolution fails, the request is not sent).
 func New(b registration.Backend, opts Options) (Transport, error) {
 	if opts.MaxReplyBytes <= 0 {
 		opts.MaxReplyBytes = DefaultMaxReplyBytes

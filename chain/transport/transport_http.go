@@ -52,7 +52,7 @@ func newHTTP(b registration.Backend, opts Options, log *zap.Logger) (*httpTransp
 		return nil, fmt.Errorf("backend %s: transport url must be an absolute http(s) URL", b.ID)
 	}
 	// TLS verification stays on (platform trust); plain http is confined to loopback by
-	// registration validation (SPEC-DIGEST §11.2).
+	// registration validation (AHP spec, base/transports/http.md "TLS").
 	rt := cleanhttp.DefaultPooledTransport()
 	// cleanhttp keeps GOMAXPROCS+1 idle connections per host: on a proxy pinned to one core
 	// that is two, so 16 requests in flight opened and closed a connection to the backend
@@ -74,7 +74,7 @@ func newHTTP(b registration.Backend, opts Options, log *zap.Logger) (*httpTransp
 	t.client = &retryablehttp.Client{
 		HTTPClient: &http.Client{
 			Transport: rt,
-			// Redirects are never followed (SPEC-DIGEST §11.1): the 3xx itself is the answer,
+			// Redirects are never followed (AHP-HTTP-001): the 3xx itself is the answer,
 			// and the bearer token never travels to another location.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
@@ -120,7 +120,7 @@ func (t *httpTransport) Intercept(ctx context.Context, id string, params *ahp.In
 		return nil, fail(KindOversized, "reply of %d bytes exceeds the %d-byte limit", resp.ContentLength, t.maxReply)
 	}
 	// Read one byte past the limit so an oversized reply fails explicitly instead of being
-	// truncated into something that might parse (SPEC-DIGEST §11.5).
+	// truncated into something that might parse: a limit is never met by truncation.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, t.maxReply+1))
 	if err != nil {
 		if ctx.Err() != nil {
@@ -172,8 +172,9 @@ func (t *httpTransport) post(ctx context.Context, frame []byte) (*http.Response,
 			return resp, err
 		}
 		// A 401 is an authentication rejection: a cached OAuth token is dropped, and the
-		// delivery is re-sent once with a fresh one, inside the same deadline (SPEC-DIGEST
-		// §11.3 "Retries"). A bearer secret is never swapped for another in answer to a 401.
+		// delivery is re-sent once with a fresh one, inside the same deadline (AHP spec,
+		// capability-auth.md "Failure and timing"). A bearer secret is never swapped for
+		// another in answer to a 401.
 		t.creds.rejected(ctx)
 		if !cached || attempt > 0 {
 			return resp, nil
@@ -276,7 +277,7 @@ func jitterBackoff(lo, hi time.Duration, attempt int, _ *http.Response) time.Dur
 func isRedirect(code int) bool { return code >= 300 && code <= 399 }
 
 // checkJSONContentType requires exactly one application/json media type; a charset, when
-// given, must be UTF-8 (SPEC-DIGEST §11.1).
+// given, must be UTF-8 (AHP-HTTP-001).
 func checkJSONContentType(values []string) error {
 	if len(values) != 1 {
 		return fail(KindMalformed, "reply has %d Content-Type headers, want one application/json", len(values))

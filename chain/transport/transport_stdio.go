@@ -117,7 +117,7 @@ func (t *stdioTransport) Intercept(ctx context.Context, id string, params *ahp.I
 }
 
 // Observe writes the hooks/observe notification and never waits for a reply: the binding
-// has none (SPEC-DIGEST §11.4).
+// has none (AHP spec, base/transports/stdio.md "Persistent lifecycle").
 func (t *stdioTransport) Observe(ctx context.Context, params *ahp.ObserveParams) error {
 	if ctx.Err() != nil {
 		return ctxFailure(ctx, "before sending")
@@ -283,7 +283,7 @@ func (t *stdioTransport) readReplies(p *stdioProc) {
 		case err == nil:
 			p.route(line, t.log)
 		case errors.Is(err, errLineTooLong):
-			// Never truncate (SPEC-DIGEST §11.5): the call fails, the rest of the line is
+			// Never truncate: the call fails, the rest of the line is
 			// skipped so the reader stays on a frame boundary until the process is replaced.
 			if !p.deliver(callResult{err: fail(KindOversized, "reply line exceeds the %d-byte limit", t.maxLine)}) {
 				t.log.Debug("dropped an oversized stdout line while no call was in flight")

@@ -144,7 +144,7 @@ func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decoded
 		d.part = r.textPart(id, s)
 		d.part.Category = ahp.CategoryReasoning
 	case blockRedactedThinking:
-		// Encrypted reasoning: classified, never given invented text (SPEC-DIGEST §15.4).
+		// Encrypted reasoning: classified, never given invented text.
 		d.part = ahp.Part{ID: id, Kind: ahp.KindText, MediaType: ahp.MediaTypeText,
 			Selection: ahp.SelectionMetadata, Category: ahp.CategoryReasoning}
 		d.fingerprint = f[bData].String()
@@ -182,7 +182,7 @@ func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decoded
 		r.arena.Pick(f[bSource], sourceFieldNames[:], src[:])
 		switch src[sType].String() {
 		case "text":
-			// Plain-text documents are text: attachments may not be text/* (SPEC-DIGEST §4.2).
+			// Plain-text documents are text: attachments may not be text/* (AHP-CONTENT-001).
 			s, err := stringValue(src[sData], "data")
 			if err != nil {
 				return d, fmt.Errorf("document source: %w", err)
@@ -326,7 +326,7 @@ func sourceAttachment(id string, src *[numSourceFields]gjson.Result, defaultMedi
 	return p
 }
 
-// validAttachmentType rejects media types an attachment may not have (SPEC-DIGEST §4.2).
+// validAttachmentType rejects media types an attachment may not have (AHP-CONTENT-001).
 func validAttachmentType(mt string) bool {
 	l := strings.ToLower(mt)
 	if strings.HasPrefix(l, "text/") {

@@ -140,7 +140,7 @@ func badRequest(format string, args ...any) error {
 	return &mapping.BadRequest{Reason: fmt.Sprintf(format, args...)}
 }
 
-// DecodeRequest parses a Messages request into canonical items (SPEC-DIGEST §15.4).
+// DecodeRequest parses a Messages request into canonical items (AHP-CONTENT-001).
 func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	// Every raw value below aliases the body, which nobody writes to after this call.
 	s := mapping.BytesString(body)
@@ -584,11 +584,11 @@ func (d *requestDecoder) addRun(i, run int, role string, stringContent bool) {
 }
 
 // toolResult adds the role-tool message of one tool_result block b, whose members f holds
-// (SPEC-DIGEST §15.4): first one text part (category tool_result) with the content string
-// or its text blocks joined by "\n", then the other content blocks in order (images and
-// PDFs as attachments). The text part is always present and always first, so tool.after's
-// modify(output) always has its target; a changed result renders its text block first.
-// It uses d.run and d.raws, which the caller has emptied.
+// (structure serialized into text, AHP-CONTENT-001): first one text part (category tool_result)
+// with the content string or its text blocks joined by "\n", then the other content blocks in
+// order (images and PDFs as attachments). The text part is always present and always first, so
+// tool.after's modify(output) always has its target; a changed result renders its text block
+// first. It uses d.run and d.raws, which the caller has emptied.
 func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) error {
 	callID, err := stringValue(f[bToolUseID], "tool_use_id")
 	if err != nil {

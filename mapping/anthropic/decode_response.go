@@ -84,7 +84,7 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 	resp.Native = st
 
 	// A response hookproxy synthesized carries zero usage only for SDK parsing; events
-	// must never report invented usage (SPEC-DIGEST §15.2).
+	// must never report invented usage (a compatibility adapter fabricates no native data).
 	if !strings.HasPrefix(resp.ID, SynthesizedIDPrefix) {
 		resp.Usage = usage(root.Get("usage"))
 	}

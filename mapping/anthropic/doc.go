@@ -1,5 +1,5 @@
 // Package anthropic translates the Anthropic Messages API (POST /v1/messages) to canonical
-// AHP content and back (SPEC-DIGEST §4, §15.3–15.5).
+// AHP content and back (AHP-CONTENT-001).
 //
 // Request side: the top-level system prompt becomes one system message; each native user or
 // assistant message becomes a canonical message, except that every tool_result block is

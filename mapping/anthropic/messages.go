@@ -8,7 +8,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Provider and tool path of this API (SPEC-DIGEST §15.6 toolPaths).
+// Provider and tool path of this API (the manifest's toolPaths name them).
 const (
 	ProviderName = "anthropic"
 	ToolPath     = "hookproxy.anthropic.messages"

@@ -39,7 +39,7 @@ func badRequest(format string, args ...any) error {
 }
 
 // DecodeRequest parses a generateContent (or countTokens) body into canonical items
-// (SPEC-DIGEST §15.4).
+// (AHP-CONTENT-001).
 func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if err := strictJSON.Check(body); err != nil {
 		return nil, badRequest("%v", err)
@@ -101,7 +101,7 @@ func (t *Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if cc, _, _ := field(obj, "cachedContent"); cc.Type == gjson.String && cc.Str != "" {
 		// The model also reads context the provider holds (a cached content resource):
 		// only the request's own contents are in items, as with a Responses
-		// previous_response_id (SPEC-DIGEST §15.4), so no whole-list replace is offered.
+		// previous_response_id, so no whole-list replace is offered.
 		req.Gaps = append(req.Gaps, ahp.Gap{Path: "items", Reason: "earlier context held by provider (cachedContent)"})
 	}
 	contents := obj.Get("contents")

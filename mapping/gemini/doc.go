@@ -1,6 +1,6 @@
 // Package gemini translates the Google Gemini API (generateContent, streamGenerateContent
 // and countTokens, in its v1 and v1beta versions, and the same calls on Vertex AI) to
-// canonical AHP content and back (SPEC-DIGEST §4, §15.3–15.5).
+// canonical AHP content and back (AHP-CONTENT-001).
 //
 // Gemini names the model and the call in the path
 // (/v1beta/models/{model}:streamGenerateContent), not in the body, so a translator is

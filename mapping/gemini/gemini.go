@@ -9,7 +9,7 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// Provider and tool path of this API (SPEC-DIGEST §15.6 toolPaths).
+// Provider and tool path of this API (the manifest's toolPaths name them).
 const (
 	ProviderName = "gemini"
 	ToolPath     = "hookproxy.gemini.generate_content"
@@ -149,7 +149,7 @@ var statusNames = map[int]string{
 	http.StatusGatewayTimeout:        "DEADLINE_EXCEEDED",
 }
 
-// ErrorBody renders an error as Gemini does (DESIGN §3):
+// ErrorBody renders an error as Gemini does, so a refusal reads like Gemini's own:
 // {"error":{"code":403,"message":"...","status":"PERMISSION_DENIED"}}. Gemini's status is
 // the google.rpc code name of the HTTP status; errType does not fit there, so a non-empty
 // code travels in an ErrorInfo detail, where Google's own errors put their reason.

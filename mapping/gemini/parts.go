@@ -345,7 +345,7 @@ func quoteOr(s, empty string) string {
 }
 
 // validAttachmentType reports whether mt may be an attachment's media type (not text/*
-// and not JSON, SPEC-DIGEST §4.2) and looks like a media type at all.
+// and not JSON, AHP-CONTENT-001) and looks like a media type at all.
 func validAttachmentType(mt string) bool {
 	l := strings.ToLower(mt)
 	if i := strings.IndexByte(l, ';'); i >= 0 {

@@ -38,6 +38,6 @@
 //     dropped.
 //   - Refusals. A refused tools/call is answered with a CallToolResult
 //     {"content":[{"type":"text","text":REASON}],"isError":true}, so the agent's model sees
-//     the reason and can adapt (DESIGN §3). The JSON-RPC error form (DenialError) uses code
+//     the reason and can adapt. The JSON-RPC error form (DenialError) uses code
 //     CodePolicyDenied with data {"code": CODE}.
 package mcp

@@ -226,7 +226,7 @@ func itemPart(id string, it gjson.Result) (ahp.Part, partOrigin) {
 		return attachment(id, res.Get("mimeType").Str, res.Get("blob").Str), partOrigin{attachment: true}
 	}
 	// resource_link and unknown types: the protocol has no JSON part kind, so the item is
-	// serialized into text (SPEC-DIGEST §4.2).
+	// serialized into text (AHP-CONTENT-001).
 	return toolText(id, it.Raw), partOrigin{text: it.Raw}
 }
 

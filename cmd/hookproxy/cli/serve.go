@@ -13,7 +13,7 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 )
 
-// envConfig names the configuration file when --config is not given (DESIGN §3).
+// envConfig names the configuration file when --config is not given.
 const envConfig = "HOOKPROXY_CONFIG"
 
 // runServe is `hookproxy serve`: load the configuration and its registration document,

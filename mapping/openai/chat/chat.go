@@ -32,7 +32,7 @@ func (*Chat) ToolPath() string { return ChatToolPath }
 func (*Chat) TerminalFinishReason() string { return "stop" }
 
 // ErrorBody implements mapping.Translator with OpenAI's error envelope, so an unmodified
-// SDK raises its usual API error (DESIGN §3: refusals are 403 with type "policy_denied").
+// SDK raises its usual API error (refusals are 403 with type "policy_denied").
 func (*Chat) ErrorBody(status int, errType, code, message string) []byte {
 	return oaiwire.ErrorBody(errType, code, message)
 }

@@ -20,7 +20,7 @@ import (
 
 // messageID derives the id of a native message that has none: position, native role and
 // content, so the same message at the same position keeps its id while the conversation
-// grows (SPEC-DIGEST §15.4). Whitespace outside strings does not count. The id is held in
+// grows. Whitespace outside strings does not count. The id is held in
 // a, or allocated when a is nil.
 func messageID(a *mapping.Arena, index int, role, raw string) string {
 	ih := idHashes.Get().(*idHash)

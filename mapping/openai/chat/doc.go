@@ -11,7 +11,7 @@
 // parsers the last, which would let a policy inspect one value while the model gets the
 // other).
 //
-// Decisions a reader should know about (SPEC-DIGEST §15.4):
+// Decisions a reader should know about (canonical content: AHP-CONTENT-001):
 //
 //   - Message ids. Chat Completions has no message ids, so a request message gets
 //     "m" + 16 hex digits of sha256(position, native role, whitespace-free raw JSON), marked

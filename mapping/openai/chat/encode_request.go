@@ -165,7 +165,7 @@ func (st *chatRequest) renderTool(m *ahp.Message, orig *nativeMessage, items []a
 
 // AttachmentData returns the bytes of an attachment part of a decoded request when the
 // request carries them inline (a data URL or base64). It is an optional capability beside
-// mapping.Translator, for the content upload binding (SPEC-DIGEST §11.6).
+// mapping.Translator, for the content upload binding (AHP spec, content-upload.md).
 func (c *Chat) AttachmentData(req *mapping.Request, partID string) (mediaType string, data []byte, ok bool) {
 	st, isChat := req.Native.(*chatRequest)
 	if !isChat {

@@ -6,8 +6,8 @@ import (
 	"github.com/hookproxy/hookproxy/mapping/openai/internal/oaiwire"
 )
 
-// Gap reasons of the Responses API alone; the first is the digest's own wording for
-// server-held history (§15.4). The shared ones are in oaiwire.
+// Gap reasons of the Responses API alone; the first is the usual wording for
+// server-held history. The shared ones are in oaiwire.
 const (
 	gapServerHistory = "earlier context held by provider"
 	gapServerPrompt  = "prompt template held by provider"

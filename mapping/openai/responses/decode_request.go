@@ -55,7 +55,7 @@ func (*Translator) DecodeRequest(body []byte) (*mapping.Request, error) {
 	st := &requestState{natives: newNatives(), byID: map[string]int{}}
 	d := &requestDecoder{decoder: decoder{n: &st.natives}, st: st, req: req, used: map[string]bool{}, open: -1}
 
-	// Server-held context: the visible items are only a delta (SPEC-DIGEST §15.4). The
+	// Server-held context: the visible items are only a delta. The
 	// proxy does not advertise whole-list replace while Request.Gaps is non-empty.
 	prev := root.Get("previous_response_id")
 	conv := root.Get("conversation")

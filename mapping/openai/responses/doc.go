@@ -3,7 +3,7 @@
 // member it does not understand, and every item a hook left unchanged, survives byte for
 // byte.
 //
-// Decisions a reader should know about (SPEC-DIGEST §4, §15.3, §15.4):
+// Decisions a reader should know about (canonical content: AHP-CONTENT-001):
 //
 //   - instructions is a system message, first in Items. It is written back as
 //     "instructions" (never moved into input): patched when the message's text changed,

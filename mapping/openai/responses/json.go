@@ -24,7 +24,7 @@ func hashID(prefix string, fields ...string) string {
 
 // itemID derives the id of a native input item that has none, from its position, its
 // kind and its JSON: the same item at the same position keeps its id while the
-// conversation grows (SPEC-DIGEST §15.4).
+// conversation grows.
 func itemID(index int, kind, raw string) string {
 	return hashID("m", strconv.Itoa(index), kind, raw)
 }

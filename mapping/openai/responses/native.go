@@ -241,7 +241,7 @@ func (d *decoder) call(it gjson.Result, typ, id string, item int, fallbackID, wh
 
 // reasoning decodes a reasoning item: each summary and content text becomes a reasoning
 // part; encrypted content becomes a metadata reasoning part, so that its presence is
-// known without inventing text for it (SPEC-DIGEST §15.4).
+// known without inventing text for it.
 func (d *decoder) reasoning(it gjson.Result, msgID string, parts []ahp.Part, item int, where string) ([]ahp.Part, error) {
 	for _, f := range [...]struct {
 		field string

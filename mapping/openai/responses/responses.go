@@ -34,8 +34,8 @@ func (*Translator) ToolPath() string { return ToolPath }
 func (*Translator) TerminalFinishReason() string { return "completed" }
 
 // ErrorBody implements mapping.Translator with OpenAI's error envelope (the same as Chat
-// Completions), so an unmodified SDK raises its usual API error (DESIGN §3: refusals are
-// 403 with type "policy_denied").
+// Completions), so an unmodified SDK raises its usual API error (refusals are 403 with
+// type "policy_denied").
 func (*Translator) ErrorBody(status int, errType, code, message string) []byte {
 	return oaiwire.ErrorBody(errType, code, message)
 }

@@ -198,7 +198,7 @@ func GapAttachment(id, mediaType, reason string) ahp.Part {
 // FileData decodes the file_data of a file entry (a data URL or bare base64); nameType is
 // the media type guessed from the entry's file name, used when the data names none. A text
 // file becomes a text part and textType is its media type, because the protocol carries
-// text inline and never as an attachment (SPEC-DIGEST §4.2); anything else is a metadata
+// text inline and never as an attachment (AHP-CONTENT-001); anything else is a metadata
 // attachment whose bytes are d.
 func FileData(id, data, nameType string) (p ahp.Part, d DataURL, textType string) {
 	d, _ = InlineData(data)

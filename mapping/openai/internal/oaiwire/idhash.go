@@ -8,7 +8,7 @@ import (
 )
 
 // HashCompact writes raw JSON to h without insignificant whitespace, so that ids derived
-// from an item do not change when a client re-indents its history (SPEC-DIGEST §15.4).
+// from an item do not change when a client re-indents its history.
 //
 // It is on the path of every message of every request, so it is written for speed: runs
 // without whitespace go to the hash in one Write, straight from raw's memory (hash.Hash has

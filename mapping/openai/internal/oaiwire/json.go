@@ -47,9 +47,9 @@ func CheckClientJSON(raw []byte) error {
 func NormalizeJSON(s string) string { return mapping.UnescapeHTML(mapping.CompactJSON(s)) }
 
 // ParseArguments turns a native arguments string into a tool input object. ok is false when
-// the string is not a JSON object; the input is then {} (SPEC-DIGEST §15.3 B.3). An empty
-// string means a call without arguments, which some OpenAI-compatible servers send. A JSON
-// object nested deeper than jsontext.MaxInputNesting is an error: a client still parses
+// the string is not a JSON object; the input is then {}, since tool.before needs an object. An
+// empty string means a call without arguments, which some OpenAI-compatible servers send. A
+// JSON object nested deeper than jsontext.MaxInputNesting is an error: a client still parses
 // and runs it, while nothing deeper can be carried to the policies whole.
 func ParseArguments(args gjson.Result) (input string, ok bool, err error) {
 	switch {
