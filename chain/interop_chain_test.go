@@ -124,8 +124,8 @@ func chainBackendID(name string) string { return "org.ahp.interop.chain." + name
 // interceptors receive after an accepted allow.
 const reasonAllowNotCarried = "contradicts the protocol's own normative texts, which hookproxy follows: its chainProof sends " +
 	"state.permission \"none\" to the interceptors after one whose accepted reply was modify and allow, while the staging of " +
-	"SPEC-DIGEST §7.4 (modifications first, then allow: permission \"allow\", bound to the modified input) and §2.5 (\"send the " +
-	"updated state to every later interceptor\") give them \"allow\"; everything else of the scenario (called, failures, " +
+	"AHP-EDIT-001 (modifications first, then allow: permission \"allow\", bound to the modified input) and the chain state " +
+	"(params.state: the updated state goes to every later interceptor) give them \"allow\"; everything else of the scenario (called, failures, " +
 	"observations, input and every other frame) is checked and passes"
 
 // runChainOnce runs one chain scenario over one transport. It returns the problems ("" =

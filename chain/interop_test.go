@@ -188,7 +188,7 @@ const (
 		"caller's context ending, after which no new delivery or observation starts (seed: \"it MUST NOT initiate further best-effort observations\")"
 	reasonUpload = "uses the content-upload binding, which hookproxy does not implement (attachments reach backends as metadata; " +
 		"docs/limitations.md)"
-	reasonMissingCredential = "SPEC-DIGEST §10.3 rule 12 lets a harness either reject an unresolvable credential at load or fail the delivery " +
+	reasonMissingCredential = "the AHP spec (capability-auth.md \"Explicit endpoint bindings\") lets a harness either reject an unresolvable credential at load or fail the delivery " +
 		"under the failure policy; hookproxy accepts with a warning at the credential's path (checked) and fails each delivery as credentials, " +
 		"so a registration loaded before its secret exists still starts"
 	reasonHookFailureEmitted = "expects a host that does not emit hook.failure; hookproxy emits it for observation (checked against the " +
