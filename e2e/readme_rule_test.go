@@ -28,7 +28,7 @@ func readmeRecursiveDeleteRule(t *testing.T) json.RawMessage {
 	first, _, _ := strings.Cut(string(b), "\n## ")
 	for _, line := range strings.Split(first, "\n") {
 		start, end := strings.Index(line, "`{"), strings.LastIndex(line, "}`")
-		if start < 0 || end < start || !strings.Contains(line, `"command": "rm"`) {
+		if start < 0 || end < start || !strings.Contains(line, `"effect": "recursive-delete"`) {
 			continue
 		}
 		rule := json.RawMessage(line[start+1 : end+1])
@@ -42,9 +42,10 @@ func readmeRecursiveDeleteRule(t *testing.T) json.RawMessage {
 }
 
 // TestReadmeFirstScreenToolsClaims: what the README's first screen says of the default
-// `tools` list holds through the real proxy — `rm -rf /` is refused, `rm -rf some/dir`
-// passes — and the one-line rule it gives, added to the default registration's deny list,
-// refuses `rm -rf some/dir` (and `rm -r -f`, and the command behind `&&`), not `ls -R`.
+// `tools` list holds through the real proxy — `rm -rf /` is refused however spelled,
+// `rm -rf some/dir` passes — and the one-line rule it gives, added to the default
+// registration's deny list, refuses every recursive delete of some/dir however spelled, not
+// `ls -R` or the delete of one file.
 func TestReadmeFirstScreenToolsClaims(t *testing.T) {
 	rule := readmeRecursiveDeleteRule(t)
 	withRule, err := sjson.SetRawBytes(config.DefaultRegistration, "hooks.0.transport.config.deny", append(append([]byte("["), rule...), ']'))
@@ -67,10 +68,18 @@ func TestReadmeFirstScreenToolsClaims(t *testing.T) {
 		refused   bool
 	}{
 		{"default list: rm -rf /", "rm -rf /", config.DefaultRegistration, true},
+		{"default list: sudo bash -c rm -rf /", `sudo -u root bash -c -- '\rm -rf /'`, config.DefaultRegistration, true},
+		{"default list: find . -delete", "find . -delete", config.DefaultRegistration, true},
+		{"default list: git clean -fdx", "git clean -fdx", config.DefaultRegistration, true},
+		{"default list: unanalysable rm -rf $DIR", `rm -rf "$DIR"`, config.DefaultRegistration, true},
 		{"default list: rm -rf some/dir passes", "rm -rf some/dir", config.DefaultRegistration, false},
+		{"default list: find some/dir -delete passes", "find some/dir -name '*.o' -delete", config.DefaultRegistration, false},
 		{"with the rule: rm -rf some/dir", "rm -rf some/dir", withRule, true},
 		{"with the rule: rm -r -f behind &&", "cd /srv && rm -r -f old", withRule, true},
 		{"with the rule: rm --recursive", "rm --recursive build", withRule, true},
+		{"with the rule: find -delete", "find some/dir -delete", withRule, true},
+		{"with the rule: find -exec rm", "find some/dir -exec rm -rf {} +", withRule, true},
+		{"with the rule: bash -c", `bash -c 'r""m -R some/dir'`, withRule, true},
 		{"with the rule: ls -R passes", "ls -R some/dir", withRule, false},
 		{"with the rule: rm of one file passes", "rm notes.txt", withRule, false},
 	} {
