@@ -19,6 +19,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -148,7 +149,7 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	}
 	// The in-process policies share one work budget over every boundary of the exchange
 	// (limits.maxPolicyScanBytes).
-	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(rt.s.limits.MaxPolicyScanBytes))
+	ctx := withPolicyBudget(r.Context(), rt.s.limits)
 	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req}
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
@@ -441,3 +442,9 @@ func isJSONObject(raw json.RawMessage) bool {
 
 // jsonStatus encodes an HTTP status for error.status.
 func jsonStatus(code int) json.RawMessage { return json.RawMessage(strconv.Itoa(code)) }
+
+// withPolicyBudget gives one request's in-process policies their shared work budget
+// (limits.maxPolicyScanBytes), over every boundary the request settles.
+func withPolicyBudget(ctx context.Context, l config.Limits) context.Context {
+	return transport.WithWorkBudget(ctx, transport.NewWorkBudget(l.MaxPolicyScanBytes))
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
-	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping/mcp"
@@ -104,7 +103,7 @@ func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcp
 		h.writeRPCError(w, http.StatusBadRequest, nil, code, "hookproxy: "+msg)
 		return
 	}
-	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(h.env.Limits.MaxPolicyScanBytes)) // limits.maxPolicyScanBytes
+	ctx := withPolicyBudget(r.Context(), h.env.Limits)
 	x := &mcpExchange{h: h, ctx: ctx, subs: subs, body: body, modifyInput: true}
 	// A hook call owns the observations it dispatched: they finish within the request.
 	defer x.wait()

@@ -9,7 +9,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
-	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -76,7 +75,7 @@ func (rt *route) retrieveExchange(r *http.Request, tr mapping.Translator, subs s
 	req := &mapping.Request{PromptStart: -1, SessionHint: "response:" + id, Items: nil,
 		Stream: strings.EqualFold(r.URL.Query().Get("stream"), "true")}
 	// A read-back's policy work is bounded like a fresh answer's (limits.maxPolicyScanBytes).
-	ctx := transport.WithWorkBudget(r.Context(), transport.NewWorkBudget(rt.s.limits.MaxPolicyScanBytes))
+	ctx := withPolicyBudget(r.Context(), rt.s.limits)
 	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req, retrieve: true}
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, nil)
