@@ -26,7 +26,7 @@ import (
 // onUpstreamResponse runs as the reverse proxy's ModifyResponse: it holds the response
 // when an interceptor must decide on it, taps it when only observers want it, and
 // otherwise lets it stream through untouched.
-func (x *exchange) onUpstreamResponse(resp *http.Response) error {
+func (x *lifecycle) onUpstreamResponse(resp *http.Response) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// Upstream errors reach the client unchanged; their head is kept for model.error.
 		if x.subs.any(ahp.EventModelError) {
@@ -68,14 +68,14 @@ const maxErrorBodyTap = 64 << 10
 // value holds no event an SSE reader dispatches (no line of it can begin with "data:"),
 // and an event stream is no JSON value, so whichever way the client parses it, only the
 // reading judged here can give it anything. It goes out labelled as what it is.
-func (x *exchange) holdResponse(resp *http.Response, streaming, mislabelled bool) error {
+func (x *lifecycle) holdResponse(resp *http.Response, streaming, mislabelled bool) error {
 	// The bytes are counted in limits.maxHeldBytes as they arrive, not once the whole body
 	// is in memory: concurrent large answers meet the server's limit while they are read.
 	hr := &heldReader{s: x.s, r: resp.Body}
 	raw, err := readAllLimited(hr, x.s.limits.MaxResponseBytes, resp.ContentLength)
 	resp.Body.Close()
 	latency := time.Since(x.upstreamStart)
-	x.heldResponse = hr.reserved // released when the exchange ends
+	x.heldResponse = hr.reserved // released when the lifecycle ends
 	switch {
 	case errors.Is(err, errHeldFull):
 		return x.rt.overloaded("bytes held in memory (limits.maxHeldBytes)")
@@ -173,7 +173,7 @@ type responseResult struct {
 
 // responseSide settles the response-side boundaries over a decoded response. latency is
 // nil for a supplied result (no fabricated usage or latency, AHP spec, execution-payloads.md).
-func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
+func (x *lifecycle) responseSide(resp *mapping.Response, latency *time.Duration) responseResult {
 	x.observeHosted(resp.HostedCalls)
 	items := cloneMessages(resp.Items)
 	finish := resp.FinishReason
@@ -271,7 +271,7 @@ func (x *exchange) responseSide(resp *mapping.Response, latency *time.Duration) 
 // responseAfterEvent builds the model.response.after event of resp without its items.
 // latency is nil for a supplied result (no fabricated usage or latency, AHP spec,
 // execution-payloads.md).
-func (x *exchange) responseAfterEvent(resp *mapping.Response, latency *time.Duration) *ahp.Event {
+func (x *lifecycle) responseAfterEvent(resp *mapping.Response, latency *time.Duration) *ahp.Event {
 	ev := x.newEvent(ahp.EventModelResponseAfter)
 	if x.responseAfterID != "" {
 		ev.ID = x.responseAfterID // announced as the parent of streamed tool.before events
@@ -300,7 +300,7 @@ func (x *exchange) responseAfterEvent(resp *mapping.Response, latency *time.Dura
 // observeResponseAfter delivers model.response.after of a stream whose tool calls were
 // settled as they arrived: only observers subscribe then, and they get the upstream's
 // assembled message once the stream has ended.
-func (x *exchange) observeResponseAfter(resp *mapping.Response, latency time.Duration) {
+func (x *lifecycle) observeResponseAfter(resp *mapping.Response, latency time.Duration) {
 	ev := x.responseAfterEvent(resp, &latency)
 	ev.Items = cloneMessages(resp.Items)
 	st := x.settle(ev, capsModelResponse())
@@ -308,7 +308,7 @@ func (x *exchange) observeResponseAfter(resp *mapping.Response, latency time.Dur
 }
 
 // turnFinishEvent builds turn.finish.before over a final answer.
-func (x *exchange) turnFinishEvent(items []ahp.Message) *ahp.Event {
+func (x *lifecycle) turnFinishEvent(items []ahp.Message) *ahp.Event {
 	ev := x.newEvent(ahp.EventTurnFinishBefore)
 	ev.Outcome = "completed"
 	zero := 0
@@ -322,7 +322,7 @@ func (x *exchange) turnFinishEvent(items []ahp.Message) *ahp.Event {
 
 // toolBefores settles tool.before for each tool call of items, in response order
 // (sequential and deterministic, as AHP-COMP-001 asks of interceptors).
-func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ []ahp.Message, _ string, changed, stopped bool, _ error) {
+func (x *lifecycle) toolBefores(items []ahp.Message, finish, parentID string) (_ []ahp.Message, _ string, changed, stopped bool, _ error) {
 	calls := mapping.ToolCalls(items)
 	if len(calls) == 0 {
 		return items, finish, false, false, nil
@@ -381,7 +381,7 @@ func (x *exchange) toolBefores(items []ahp.Message, finish, parentID string) (_ 
 // enforced: removed (deny, fail-closed, flow stop) with the note the agent is told, given
 // effective arguments (modify(input)), or passed on. Both the held path and the stream
 // editor's decider use it, so a call is judged the same way whichever path carries it.
-func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ahp.Batch) (mapping.CallVerdict, error) {
+func (x *lifecycle) settleToolCall(c mapping.ToolCall, parentID string, batch *ahp.Batch) (mapping.CallVerdict, error) {
 	ev := x.newEvent(ahp.EventToolBefore)
 	ev.ID = toolEventID(x.s.source, ahp.EventToolBefore, x.session.ID, c)
 	ev.ParentEventID = parentID
@@ -439,13 +439,13 @@ func (x *exchange) settleToolCall(c mapping.ToolCall, parentID string, batch *ah
 }
 
 // removeCalls deletes the removed calls and appends the note (mapping.RemoveCalls).
-func (x *exchange) removeCalls(items []ahp.Message, calls []mapping.LocatedCall, removed map[int]bool, note string) []ahp.Message {
+func (x *lifecycle) removeCalls(items []ahp.Message, calls []mapping.LocatedCall, removed map[int]bool, note string) []ahp.Message {
 	return mapping.RemoveCalls(items, calls, removed, note, derive("msg_", x.attempt.ID, "note"))
 }
 
 // observeResolved reports a call hookproxy removed: tool.after with outcome denied or
 // cancelled, execution skipped by policy, no output.
-func (x *exchange) observeResolved(c mapping.ToolCall, parentID, outcome, detail string) {
+func (x *lifecycle) observeResolved(c mapping.ToolCall, parentID, outcome, detail string) {
 	if !x.subs.any(ahp.EventToolAfter) {
 		return
 	}
@@ -480,7 +480,7 @@ func rawArguments(in json.RawMessage) bool {
 // a code interpreter, a provider-side MCP call): tool.after observations with their
 // results. They ran before the response existed, so no tool.before can prevent them;
 // an observer still sees what was run and what came back.
-func (x *exchange) observeHosted(calls []mapping.HostedCall) {
+func (x *lifecycle) observeHosted(calls []mapping.HostedCall) {
 	if len(calls) == 0 || !x.subs.any(ahp.EventToolAfter) {
 		return
 	}
@@ -517,7 +517,7 @@ func (x *exchange) observeHosted(calls []mapping.HostedCall) {
 
 // answerLocally answers a request the upstream never saw: a supplied result (return) or
 // a synthetic final answer after flow stop, as JSON or as the provider's SSE stream.
-func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out requestOutcome) {
+func (x *lifecycle) answerLocally(w http.ResponseWriter, r *http.Request, out requestOutcome) {
 	terminal := x.tr.TerminalFinishReason()
 	var msgs []ahp.Message
 	if out.kind == outcomeSupplied {
@@ -577,7 +577,7 @@ func (x *exchange) answerLocally(w http.ResponseWriter, r *http.Request, out req
 // response-side observations of a streamed-through response, model.error, and turn.end.
 // Nothing is started once the client went away (interruption, AHP spec,
 // base/failure.md "Deadlines").
-func (x *exchange) afterDelivery() {
+func (x *lifecycle) afterDelivery() {
 	if x.ctx.Err() != nil {
 		return
 	}
@@ -608,7 +608,7 @@ func (x *exchange) afterDelivery() {
 
 // observeTapped decodes a streamed-through response and runs the response-side
 // boundaries for their observers (no interceptor matched, so nothing can change).
-func (x *exchange) observeTapped() {
+func (x *lifecycle) observeTapped() {
 	t := x.tap
 	if !t.eof || t.overflow {
 		if t.overflow {
@@ -645,7 +645,7 @@ func (x *exchange) observeTapped() {
 }
 
 // observeModelError observes an upstream error as model.error.
-func (x *exchange) observeModelError(ue *mapping.UpstreamError, latency time.Duration) {
+func (x *lifecycle) observeModelError(ue *mapping.UpstreamError, latency time.Duration) {
 	if ue == nil || !x.subs.any(ahp.EventModelError) {
 		return
 	}
@@ -669,7 +669,7 @@ func (x *exchange) observeModelError(ue *mapping.UpstreamError, latency time.Dur
 }
 
 // onForwardError observes a failed upstream call (no HTTP answer) as model.error.
-func (x *exchange) onForwardError(err error) {
+func (x *lifecycle) onForwardError(err error) {
 	var he *httpError
 	if errors.As(err, &he) || errors.Is(err, errInterrupted) || x.ctx.Err() != nil {
 		return

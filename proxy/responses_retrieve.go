@@ -48,7 +48,7 @@ func isResponseRetrieve(key string) bool {
 
 // serveRetrieve reads back a response the provider holds through the response side.
 func (rt *route) serveRetrieve(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
-	x := rt.retrieveExchange(r, ep.retrieve, subs)
+	x := rt.retrieveLifecycle(r, ep.retrieve, subs)
 	if !x.readsResponse() {
 		rt.forward(w, r) // nothing subscribed reads an answer
 		return
@@ -66,17 +66,17 @@ func (rt *route) serveRetrieve(w http.ResponseWriter, r *http.Request, ep endpoi
 	x.afterDelivery()
 }
 
-// retrieveExchange is the exchange of a read-back: no request body, no request-side
+// retrieveLifecycle is the lifecycle of a read-back: no request body, no request-side
 // boundaries. Without a session header the session is derived from the response id, so
 // every read of one response shares it; the model is the one the response names.
-func (rt *route) retrieveExchange(r *http.Request, tr mapping.Translator, subs subscriptions) *exchange {
+func (rt *route) retrieveLifecycle(r *http.Request, tr mapping.Translator, subs subscriptions) *lifecycle {
 	rest, _ := rt.strip(r.URL)
 	id := rest[strings.LastIndexByte(rest, '/')+1:]
 	req := &mapping.Request{PromptStart: -1, SessionHint: "response:" + id, Items: nil,
 		Stream: strings.EqualFold(r.URL.Query().Get("stream"), "true")}
 	// A read-back's policy work is bounded like a fresh answer's (limits.maxPolicyScanBytes).
 	ctx := withPolicyBudget(r.Context(), rt.s.limits)
-	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req, retrieve: true}
+	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req, retrieve: true}
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, nil)
 	x.model = ahp.Model{ID: "unknown", Provider: tr.Provider()} // the response names its model

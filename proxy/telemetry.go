@@ -312,7 +312,7 @@ func (s *Server) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabili
 	return traceIntercept(ctx, s.tracer, s.chain, ev, caps, ext...)
 }
 
-// settledOrNone is the settlement of ev the exchanges record: st, naming ev when the engine
+// settledOrNone is the settlement of ev the lifecycles record: st, naming ev when the engine
 // left its Event unset, or, defensively, one that decided nothing when the engine settled
 // nothing.
 func settledOrNone(st *chain.Settlement, ev *ahp.Event) *chain.Settlement {
@@ -426,7 +426,7 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	mb := &meteredBody{rc: resp.Body, metrics: t.metrics, route: sc.route, start: start}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && isEventStream(resp.Header.Get("Content-Type")) {
 		mode := enforcement.StreamPassthrough
-		if x := exchangeFrom(req.Context()); x != nil && x.holdsResponse() {
+		if x := lifecycleFrom(req.Context()); x != nil && x.holdsResponse() {
 			mode = enforcement.StreamHeld
 			if _, ok := x.editsStream(true); ok {
 				mode = enforcement.StreamToolCalls

@@ -96,7 +96,7 @@ func setOutboundBody(out *http.Request, body []byte, readsAnswer bool) {
 }
 
 // newReverseProxy builds the route's forwarding engine. Plain and fast-path requests go
-// through it untouched; boundary requests go through it with the exchange in the request
+// through it untouched; boundary requests go through it with the lifecycle in the request
 // context, which supplies the rendered body (rewrite) and holds or taps the response
 // (modifyResponse).
 func (rt *route) newReverseProxy() *httputil.ReverseProxy {
@@ -148,7 +148,7 @@ func (rt *route) modifyResponse(resp *http.Response) error {
 	if err := rt.checkRedirect(resp); err != nil {
 		return err
 	}
-	if x := exchangeFrom(resp.Request.Context()); x != nil {
+	if x := lifecycleFrom(resp.Request.Context()); x != nil {
 		if x.readsResponse() {
 			// What the chain reads must be what the client decodes (content_coding.go).
 			if err := decodeResponseBody(resp); err != nil {
@@ -182,7 +182,7 @@ func (rt *route) checkRedirect(resp *http.Response) error {
 }
 
 // proxyError is the reverse proxy's error path: transport failures, a request body over
-// the limit, and the errors the exchange returns from modifyResponse.
+// the limit, and the errors the lifecycle returns from modifyResponse.
 func (rt *route) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateFrom(r.Context())
 	if st != nil && st.body != nil && st.body.exceeded.Load() {
@@ -354,7 +354,7 @@ func readAllGrowing(r io.Reader, prefix []byte, limit int64) ([]byte, error) {
 type requestState struct {
 	body  *limitedBody // fast path
 	small []byte       // fast path: a small body read whole, sent from memory
-	x     *exchange    // boundary path
+	x     *lifecycle   // boundary path
 }
 
 type stateKey struct{}
@@ -368,7 +368,7 @@ func stateFrom(ctx context.Context) *requestState {
 	return st
 }
 
-func exchangeFrom(ctx context.Context) *exchange {
+func lifecycleFrom(ctx context.Context) *lifecycle {
 	if st := stateFrom(ctx); st != nil {
 		return st.x
 	}

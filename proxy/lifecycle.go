@@ -24,10 +24,10 @@ import (
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// exchange is the per-request scope of one boundary request: the decoded native request,
+// lifecycle is the per-request scope of one boundary request: the decoded native request,
 // the canonical identities derived from it, the effective message list as boundaries edit
 // it, and what the response side needs later. It lives for one HTTP request.
-type exchange struct {
+type lifecycle struct {
 	rt   *route
 	s    *Server
 	tr   mapping.Translator
@@ -77,13 +77,13 @@ type finalResponse struct {
 
 // serveBoundaries is the boundary pipeline of one translated request.
 func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
-	x, err := rt.newExchange(r, ep.tr, subs, ep.pathModel)
+	x, err := rt.newLifecycle(r, ep.tr, subs, ep.pathModel)
 	if err != nil {
 		rt.s.writeError(w, r, rt, err)
 		return
 	}
 	x.requestOnly = ep.requestOnly
-	// The decoded request is held until the exchange ends: it counts against the
+	// The decoded request is held until the lifecycle ends: it counts against the
 	// server-wide budget.
 	n := int64(len(x.req.Original))
 	if !rt.s.hold(n) {
@@ -111,7 +111,7 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 
 // pathModel is the model the path names (an Azure deployment): it is model.id, and the
 // request's model when the body names none.
-func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*exchange, error) {
+func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*lifecycle, error) {
 	limit := rt.s.limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		return nil, rt.tooLarge(limit)
@@ -147,10 +147,10 @@ func (rt *route) newExchange(r *http.Request, tr mapping.Translator, subs subscr
 	if req.Original == nil {
 		req.Original = body
 	}
-	// The in-process policies share one work budget over every boundary of the exchange
+	// The in-process policies share one work budget over every boundary of the lifecycle
 	// (limits.maxPolicyScanBytes).
 	ctx := withPolicyBudget(r.Context(), rt.s.limits)
-	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req}
+	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req}
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
@@ -245,7 +245,7 @@ var keyLike = regexp.MustCompile(`\b(?:sk|pk|rk|key)-[A-Za-z0-9_*\-]{4,}`)
 
 // scrub removes the client's credentials, and anything shaped like an API key, from
 // provider error text before it enters an event (credentials never appear in hook events).
-func (x *exchange) scrub(s string) string {
+func (x *lifecycle) scrub(s string) string {
 	for _, sec := range x.secrets {
 		if len(sec) >= 8 {
 			s = strings.ReplaceAll(s, sec, "[redacted]")
@@ -254,8 +254,8 @@ func (x *exchange) scrub(s string) string {
 	return keyLike.ReplaceAllString(s, "[redacted]")
 }
 
-// newEvent starts an event of this exchange with a fresh identity.
-func (x *exchange) newEvent(typ string) *ahp.Event {
+// newEvent starts an event of this lifecycle with a fresh identity.
+func (x *lifecycle) newEvent(typ string) *ahp.Event {
 	sess, turn := x.session, x.turn
 	return &ahp.Event{ID: ahp.NewEventID(), Source: x.s.source, Type: typ, Time: eventTime(),
 		Session: &sess, Turn: &turn}
@@ -263,7 +263,7 @@ func (x *exchange) newEvent(typ string) *ahp.Event {
 
 // settle runs one interceptable boundary through the chain. With only observers
 // subscribed the chain settles at once and dispatches the observations.
-func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
+func (x *lifecycle) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
 	st := settledOrNone(x.s.intercept(x.ctx, ev, caps, ext...), ev)
 	x.settlements = append(x.settlements, st)
 	return st
@@ -273,7 +273,7 @@ func (x *exchange) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *
 // that a slow observer never delays the response it describes; the request still owns it
 // and waits for it before completing (AHP spec, base/composition.md "Observers"). ev must not
 // change afterwards.
-func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
+func (x *lifecycle) observe(ev *ahp.Event, callID, toolName string) {
 	x.s.traceObserved(x.ctx, ev)
 	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })
 	x.audit(ev, nil, DeliveryObserve, enforcement.Forwarded, callID, toolName)
@@ -281,7 +281,7 @@ func (x *exchange) observe(ev *ahp.Event, callID, toolName string) {
 
 // waitObservers returns once every observation this request started has completed or
 // reached its bounded deadline: no delivery outlives the request.
-func (x *exchange) waitObservers() {
+func (x *lifecycle) waitObservers() {
 	for _, st := range x.settlements {
 		st.Wait()
 	}
@@ -289,7 +289,7 @@ func (x *exchange) waitObservers() {
 }
 
 // audit hands the enforced boundary to the Auditor.
-func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, action enforcement.Action, callID, toolName string) {
+func (x *lifecycle) audit(ev *ahp.Event, st *chain.Settlement, delivery string, action enforcement.Action, callID, toolName string) {
 	if x.s.auditor == nil {
 		return
 	}
@@ -322,7 +322,7 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, a
 // identities (new injected items get new identities), split by
 // delivery time. Fresh ids also keep an injected item from being mistaken for an
 // existing native message when the request is re-rendered.
-func (x *exchange) injections(st *chain.Settlement, eventID string) (now, nextTurn []ahp.Message) {
+func (x *lifecycle) injections(st *chain.Settlement, eventID string) (now, nextTurn []ahp.Message) {
 	for i, eff := range st.Injections {
 		var msgs []ahp.Message
 		if err := json.Unmarshal(eff.Value, &msgs); err != nil {
@@ -349,7 +349,7 @@ func (x *exchange) injections(st *chain.Settlement, eventID string) (now, nextTu
 }
 
 // prepareOutbound sets the rendered body on the upstream request (reverse proxy Rewrite).
-func (x *exchange) prepareOutbound(out *http.Request) {
+func (x *lifecycle) prepareOutbound(out *http.Request) {
 	if x.retrieve && len(x.outBody) == 0 {
 		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
 		out.Header.Del("Content-Length")
@@ -362,7 +362,7 @@ func (x *exchange) prepareOutbound(out *http.Request) {
 }
 
 // readsResponse reports whether any subscription needs the response content.
-func (x *exchange) readsResponse() bool {
+func (x *lifecycle) readsResponse() bool {
 	for _, t := range [...]string{ahp.EventModelResponseAfter, ahp.EventToolBefore,
 		ahp.EventTurnFinishBefore, ahp.EventTurnEnd, ahp.EventModelError} {
 		if x.subs.any(t) {
@@ -374,7 +374,7 @@ func (x *exchange) readsResponse() bool {
 
 // holdsResponse reports whether the response must be held until its chains settle
 // (a tool call must be decided before the harness sees it).
-func (x *exchange) holdsResponse() bool {
+func (x *lifecycle) holdsResponse() bool {
 	return x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventToolBefore) ||
 		x.subs.intercepted(ahp.EventTurnFinishBefore)
 }
@@ -383,21 +383,21 @@ func (x *exchange) holdsResponse() bool {
 // subscription selects, so that a response without a tool call builds no event at all
 // (hosted tools are reported as tool.after, a final answer as turn.finish.before and
 // turn.end).
-func (x *exchange) onlyCallsMatter() bool {
+func (x *lifecycle) onlyCallsMatter() bool {
 	return !x.subs.any(ahp.EventModelResponseAfter) && !x.subs.any(ahp.EventTurnFinishBefore) &&
 		!x.subs.any(ahp.EventTurnEnd) && !x.subs.any(ahp.EventToolAfter)
 }
 
 // observesResponse reports whether a streamed-through response must be tapped for
 // observers.
-func (x *exchange) observesResponse() bool {
+func (x *lifecycle) observesResponse() bool {
 	return x.subs.any(ahp.EventModelResponseAfter) || x.subs.any(ahp.EventToolBefore) ||
 		x.subs.any(ahp.EventTurnFinishBefore) || x.subs.any(ahp.EventTurnEnd) ||
 		x.subs.any(ahp.EventToolAfter) // the provider's hosted tools are reported as tool.after
 }
 
 // cloneMessages copies messages and their part lists, so that events handed to the chain
-// never alias the exchange's working list.
+// never alias the lifecycle's working list.
 func cloneMessages(in []ahp.Message) []ahp.Message {
 	n := 0
 	for i := range in {
