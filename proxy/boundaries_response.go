@@ -27,33 +27,24 @@ import (
 // when an interceptor must decide on it, taps it when only observers want it, and
 // otherwise lets it stream through untouched.
 func (x *lifecycle) onUpstreamResponse(resp *http.Response) error {
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		// Upstream errors reach the client unchanged; their head is kept for model.error.
-		if x.subs.any(ahp.EventModelError) {
+	streaming := isEventStream(resp.Header.Get("Content-Type"))
+	switch x.modeFor(resp) {
+	case modeStreamedWithHolds:
+		if x.subs.any(ahp.EventModelResponseAfter) {
+			x.responseAfterID = ahp.NewEventID()
+		}
+		se, _ := x.tr.(mapping.StreamEditing)
+		x.editStream(resp, se)
+	case modeHeld:
+		return x.holdResponse(resp, streaming, x.mislabelled(streaming))
+	case modeTapped:
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			// An upstream error reaches the client unchanged; its head is kept for model.error.
 			x.errTap = &bodyTap{rc: resp.Body, limit: maxErrorBodyTap, status: resp.StatusCode, start: x.upstreamStart}
 			resp.Body = x.errTap
-		}
-		return nil
-	}
-	streaming := isEventStream(resp.Header.Get("Content-Type"))
-	// The SDKs parse an answer as the request asked (a stream or not), whatever its
-	// Content-Type; other clients go by the Content-Type. When the two disagree the body is
-	// held whole and judged as what it is (holdResponse).
-	mislabelled := x.req != nil && streaming != x.req.Stream
-	switch {
-	case x.holdsResponse():
-		if se, ok := x.editsStream(streaming); ok && !mislabelled {
-			if x.subs.any(ahp.EventModelResponseAfter) {
-				x.responseAfterID = ahp.NewEventID()
-			}
-			x.editStream(resp, se)
 			return nil
 		}
-		x.held = enforcement.HeldWhole
-		return x.holdResponse(resp, streaming, mislabelled)
-	case x.observesResponse() || streaming && x.subs.any(ahp.EventModelError):
 		// Observers only: stream through untouched, keep a copy, observe at the end.
-		x.held = enforcement.HeldNone
 		x.tap = &bodyTap{rc: resp.Body, limit: x.s.limits.MaxResponseBytes, streaming: streaming, start: x.upstreamStart}
 		resp.Body = x.tap
 	}

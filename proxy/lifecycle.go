@@ -53,19 +53,19 @@ type lifecycle struct {
 	observing   sync.WaitGroup // observe-only deliveries started by this request
 
 	// response side
+	mode             responseMode // chosen once, when the upstream's answer arrives (response_mode.go)
 	upstreamStart    time.Time
 	tap              *bodyTap // copy of a streamed-through body, for observers
 	errTap           *bodyTap // head of an upstream error body, for model.error
 	streamErr        *mapping.UpstreamError
 	streamErrLatency time.Duration
-	final            *finalResponse   // what the client received, for turn.end
-	held             enforcement.Held // for the audit record
-	responseAfterID  string           // model.response.after's id when it is observed after a stream
-	streamStopped    bool             // a streamed tool call stopped the flow
-	heldResponse     int64            // bytes of a held response counted in the server's budget
-	streamHeld       int64            // bytes a stream editor holds, counted likewise (holdStream)
-	requestOnly      bool             // count_tokens, embeddings, legacy completions: model.request.before only
-	retrieve         bool             // a GET that reads back a held response: outBody is its checked parameters body, or nil
+	final            *finalResponse // what the client received, for turn.end
+	responseAfterID  string         // model.response.after's id when it is observed after a stream
+	streamStopped    bool           // a streamed tool call stopped the flow
+	heldResponse     int64          // bytes of a held response counted in the server's budget
+	streamHeld       int64          // bytes a stream editor holds, counted likewise (holdStream)
+	requestOnly      bool           // count_tokens, embeddings, legacy completions: model.request.before only
+	retrieve         bool           // a GET that reads back a held response: outBody is its checked parameters body, or nil
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -309,10 +309,7 @@ func (x *lifecycle) audit(ev *ahp.Event, st *chain.Settlement, delivery string, 
 	case ahp.EventToolAfter, ahp.EventTurnStart:
 		rec.Resettled = x.rw.resettling
 	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
-		rec.Held = x.held
-		if rec.Held == "" {
-			rec.Held = enforcement.HeldWhole // a JSON answer, or a supplied one, is decided before it is sent
-		}
+		rec.Held = x.mode.heldAs()
 	}
 	rec.settled(st)
 	x.s.auditor.OnBoundary(x.ctx, rec)
@@ -359,41 +356,6 @@ func (x *lifecycle) prepareOutbound(out *http.Request) {
 	}
 	setOutboundBody(out, x.outBody, x.readsResponse())
 	x.upstreamStart = time.Now()
-}
-
-// readsResponse reports whether any subscription needs the response content.
-func (x *lifecycle) readsResponse() bool {
-	for _, t := range [...]string{ahp.EventModelResponseAfter, ahp.EventToolBefore,
-		ahp.EventTurnFinishBefore, ahp.EventTurnEnd, ahp.EventModelError} {
-		if x.subs.any(t) {
-			return true
-		}
-	}
-	return false
-}
-
-// holdsResponse reports whether the response must be held until its chains settle
-// (a tool call must be decided before the harness sees it).
-func (x *lifecycle) holdsResponse() bool {
-	return x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventToolBefore) ||
-		x.subs.intercepted(ahp.EventTurnFinishBefore)
-}
-
-// onlyCallsMatter reports whether tool.before is the only response-side event a
-// subscription selects, so that a response without a tool call builds no event at all
-// (hosted tools are reported as tool.after, a final answer as turn.finish.before and
-// turn.end).
-func (x *lifecycle) onlyCallsMatter() bool {
-	return !x.subs.any(ahp.EventModelResponseAfter) && !x.subs.any(ahp.EventTurnFinishBefore) &&
-		!x.subs.any(ahp.EventTurnEnd) && !x.subs.any(ahp.EventToolAfter)
-}
-
-// observesResponse reports whether a streamed-through response must be tapped for
-// observers.
-func (x *lifecycle) observesResponse() bool {
-	return x.subs.any(ahp.EventModelResponseAfter) || x.subs.any(ahp.EventToolBefore) ||
-		x.subs.any(ahp.EventTurnFinishBefore) || x.subs.any(ahp.EventTurnEnd) ||
-		x.subs.any(ahp.EventToolAfter) // the provider's hosted tools are reported as tool.after
 }
 
 // cloneMessages copies messages and their part lists, so that events handed to the chain

@@ -24,18 +24,8 @@ import (
 // model.response.after and turn.finish.before interceptors can modify or deny the whole
 // response, so they still hold it whole (holdResponse).
 
-// editsStream reports whether the response to this lifecycle is enforced incrementally.
-func (x *lifecycle) editsStream(streaming bool) (mapping.StreamEditing, bool) {
-	if !streaming || x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventTurnFinishBefore) {
-		return nil, false
-	}
-	se, ok := x.tr.(mapping.StreamEditing)
-	return se, ok
-}
-
 // editStream puts an editing reader in place of the upstream's streamed body.
 func (x *lifecycle) editStream(resp *http.Response, se mapping.StreamEditing) {
-	x.held = enforcement.HeldToolCalls
 	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get(), out: editOutputs.Get().(*bytes.Buffer)}
 	d := &streamDecider{x: x}
 	b.ed = se.NewStreamEditor(b.out, d)

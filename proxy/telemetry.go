@@ -426,11 +426,8 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	mb := &meteredBody{rc: resp.Body, metrics: t.metrics, route: sc.route, start: start}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && isEventStream(resp.Header.Get("Content-Type")) {
 		mode := enforcement.StreamPassthrough
-		if x := lifecycleFrom(req.Context()); x != nil && x.holdsResponse() {
-			mode = enforcement.StreamHeld
-			if _, ok := x.editsStream(true); ok {
-				mode = enforcement.StreamToolCalls
-			}
+		if x := lifecycleFrom(req.Context()); x != nil {
+			mode = x.modeFor(resp).streamMode()
 		}
 		mb.endStream = t.metrics.StreamStarted(sc.route, mode)
 	}
