@@ -1,58 +1,85 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
-	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
-// lifecycle is the per-request scope of one boundary request: the decoded native request,
-// the canonical identities derived from it, the effective message list as boundaries edit
-// it, and what the response side needs later. It lives for one HTTP request.
+// lifecycle is one boundary request's life, from the client's bytes to the last byte
+// sent. Its walk (serve):
+//
+//  1. the body is read, decoded and its identities derived (newLifecycle), and the
+//     request-side boundaries settle: tool.after, turn.start, model.request.before
+//     (requestSide, boundaries_request.go);
+//  2. a request that needs no upstream ends there: refused (an error in the provider's
+//     form), or answered locally from a supplied result or after a flow stop
+//     (answerLocally, response_local.go);
+//  3. forward: the route's reverse proxy sends the effective body (prepareOutbound);
+//  4. the response mode is chosen once, when the answer's head arrives (modeFor,
+//     response_mode.go), and the answer is held whole and settled (response_held.go),
+//     streamed with each tool call held (stream_edit.go), or passed, tapped for
+//     observers when they want it (response_tapped.go);
+//  5. once the client has the answer, what is only observed is dispatched
+//     (afterDelivery), the request waits for its observers and releases what it held
+//     in the server's memory budget (end).
+//
+// The rest of the package are its collaborators: the routes that build it
+// (routes.go), the reverse proxy and transport that carry it (upstream.go), the
+// boundary events it settles through the chain and audits (events.go), the state store
+// of the conversation (store.go, rewrites.go), the error forms (errors.go) and the
+// telemetry around it (telemetry.go).
 type lifecycle struct {
-	rt   *route
-	s    *Server
-	tr   mapping.Translator
-	ctx  context.Context
-	subs subscriptions
+	rt   *route             // the route: upstream, reverse proxy, error forms
+	s    *Server            // the chain, the state store, the limits, the auditor, telemetry
+	tr   mapping.Translator // the provider's codec
+	ctx  context.Context    // the client's request context, with the policy work budget
+	subs subscriptions      // what the chain's subscriptions select
 
-	req       *mapping.Request
-	items     []ahp.Message         // effective request list
-	changed   bool                  // items differ from req.Items: render with EncodeRequest
-	paramReds []ahp.ParamsRedaction // settled redactions of the request's params (params_redact.go)
-	parents   map[string]string     // derived tool.before id → the event it stands for (store.go)
-	outBody   []byte                // the body sent upstream
+	identities
+	requestPart
+	responsePart
+
+	settlements []*chain.Settlement
+	observing   sync.WaitGroup // observe-only deliveries started by this request
+}
+
+// identities say who and what the request is about: the canonical session, turn, model
+// and attempt, and the client's credentials (as a hash for the store, as values only to
+// scrub provider error text).
+type identities struct {
 	session   ahp.Session
 	turn      ahp.Turn
 	model     ahp.Model
 	modelGaps []ahp.Gap
 	attempt   ahp.Attempt
-	principal string       // hash of the client's credentials; scopes store keys, never sent
-	secrets   []string     // the client's credential values, to scrub provider error text
-	rw        rewriteState // settlement records re-applied and made (rewrites.go)
+	principal string   // hash of the client's credentials; scopes store keys, never sent
+	secrets   []string // the client's credential values, to scrub provider error text
+}
 
-	settlements []*chain.Settlement
-	observing   sync.WaitGroup // observe-only deliveries started by this request
+// requestPart is the request as the request-side boundaries edit it.
+type requestPart struct {
+	req         *mapping.Request
+	items       []ahp.Message         // effective request list
+	changed     bool                  // items differ from req.Items: render with EncodeRequest
+	paramReds   []ahp.ParamsRedaction // settled redactions of the request's params (params_redact.go)
+	parents     map[string]string     // derived tool.before id → the event it stands for (store.go)
+	outBody     []byte                // the body sent upstream
+	rw          rewriteState          // settlement records re-applied and made (rewrites.go)
+	requestOnly bool                  // count_tokens, embeddings, legacy completions: model.request.before only
+	retrieve    bool                  // a GET that reads back a held response: outBody is its checked parameters body, or nil
+}
 
-	// response side
+// responsePart is what the response side needs and leaves behind.
+type responsePart struct {
 	mode             responseMode // chosen once, when the upstream's answer arrives (response_mode.go)
 	upstreamStart    time.Time
 	tap              *bodyTap // copy of a streamed-through body, for observers
@@ -64,8 +91,6 @@ type lifecycle struct {
 	streamStopped    bool           // a streamed tool call stopped the flow
 	heldResponse     int64          // bytes of a held response counted in the server's budget
 	streamHeld       int64          // bytes a stream editor holds, counted likewise (holdStream)
-	requestOnly      bool           // count_tokens, embeddings, legacy completions: model.request.before only
-	retrieve         bool           // a GET that reads back a held response: outBody is its checked parameters body, or nil
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -75,7 +100,7 @@ type finalResponse struct {
 	stopped      bool
 }
 
-// serveBoundaries is the boundary pipeline of one translated request.
+// serveBoundaries serves one translated request through its lifecycle.
 func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
 	x, err := rt.newLifecycle(r, ep.tr, subs, ep.pathModel)
 	if err != nil {
@@ -83,32 +108,52 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 		return
 	}
 	x.requestOnly = ep.requestOnly
+	x.serve(w, r)
+}
+
+// serve walks the request from its settled request side to the last byte sent.
+func (x *lifecycle) serve(w http.ResponseWriter, r *http.Request) {
 	// The decoded request is held until the lifecycle ends: it counts against the
 	// server-wide budget.
 	n := int64(len(x.req.Original))
-	if !rt.s.hold(n) {
-		rt.s.writeError(w, r, rt, rt.overloaded("bytes held in memory (limits.maxHeldBytes)"))
+	if !x.s.hold(n) {
+		x.s.writeError(w, r, x.rt, x.rt.overloaded("bytes held in memory (limits.maxHeldBytes)"))
 		return
 	}
-	defer func() { rt.s.release(n + x.heldResponse) }()
-	// A hook call owns the observations it dispatched: they finish within the request.
-	defer x.waitObservers()
+	defer x.end(n)
 
 	out := x.requestSide()
 	switch out.kind {
 	case outcomeInterrupted:
 		return
 	case outcomeRefused:
-		rt.s.writeError(w, r, rt, out.err)
+		x.s.writeError(w, r, x.rt, out.err)
 		return
 	case outcomeSupplied, outcomeStopped:
 		x.answerLocally(w, r, out)
 		return
 	}
-	rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
+	x.forward(w, r)
+}
+
+// forward hands the request to the route's reverse proxy, which calls back into the
+// lifecycle (found in the request context): prepareOutbound as its Rewrite,
+// onUpstreamResponse as its ModifyResponse, onForwardError on its error path. Then the
+// after-delivery observations run.
+func (x *lifecycle) forward(w http.ResponseWriter, r *http.Request) {
+	x.rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
 	x.afterDelivery()
 }
 
+// end closes the lifecycle: a hook call owns the observations it dispatched, so they
+// finish within the request; then the request's bytes (requestBytes) and a held
+// response's leave the server's memory budget.
+func (x *lifecycle) end(requestBytes int64) {
+	x.waitObservers()
+	x.s.release(requestBytes + x.heldResponse)
+}
+
+// newLifecycle reads and decodes the client's body and derives the request's identities.
 // pathModel is the model the path names (an Azure deployment): it is model.id, and the
 // request's model when the body names none.
 func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*lifecycle, error) {
@@ -150,7 +195,8 @@ func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subsc
 	// The in-process policies share one work budget over every boundary of the lifecycle
 	// (limits.maxPolicyScanBytes).
 	ctx := withPolicyBudget(r.Context(), rt.s.limits)
-	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req}
+	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs}
+	x.req = req
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
@@ -181,171 +227,7 @@ func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subsc
 	return x, nil
 }
 
-// credentialHeaders carry client credentials. Their values are forwarded untouched and
-// otherwise only hashed (store scoping) or used to scrub error text; never logged.
-// X-Goog-Api-Key is Gemini's (and Azure's api-key is Api-Key): they scope the store as the
-// others do, so two Gemini tenants never share remembered rewrites or injections.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key", "Proxy-Authorization"}
-
-// echoedHeaders carry values an upstream may echo in an error body and that must not
-// reach events either: cookies, OpenAI organization and project ids. They do
-// not scope the store.
-var echoedHeaders = []string{"Cookie", "Openai-Organization", "Openai-Project", "Anthropic-Admin-Key"}
-
-// credentialQueryKeys are query parameters that carry a key (?key= for Gemini).
-var credentialQueryKeys = []string{"key", "api_key", "api-key"}
-
-func credentialsOf(h http.Header) (principal string, secrets []string) {
-	parts := make([]string, 0, len(credentialHeaders))
-	addSecret := func(v string) {
-		secrets = append(secrets, v)
-		if _, tok, ok := strings.Cut(v, " "); ok && tok != "" {
-			secrets = append(secrets, strings.TrimSpace(tok))
-		}
-	}
-	for _, name := range credentialHeaders {
-		v := h.Get(name)
-		parts = append(parts, v)
-		if v != "" {
-			addSecret(v)
-		}
-	}
-	for _, name := range echoedHeaders {
-		for _, v := range h.Values(name) {
-			if name == "Cookie" {
-				for _, c := range strings.Split(v, ";") {
-					if _, val, ok := strings.Cut(c, "="); ok && strings.TrimSpace(val) != "" {
-						secrets = append(secrets, strings.TrimSpace(val))
-					}
-				}
-				continue
-			}
-			if v != "" {
-				addSecret(v)
-			}
-		}
-	}
-	return derive("", parts...), secrets
-}
-
-// querySecrets adds the credential values of a request's query to secrets.
-func querySecrets(q url.Values, secrets []string) []string {
-	for _, k := range credentialQueryKeys {
-		for _, v := range q[k] {
-			if v != "" {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	return secrets
-}
-
-// keyLike matches API-key-shaped tokens that providers echo (partly masked) in errors.
-var keyLike = regexp.MustCompile(`\b(?:sk|pk|rk|key)-[A-Za-z0-9_*\-]{4,}`)
-
-// scrub removes the client's credentials, and anything shaped like an API key, from
-// provider error text before it enters an event (credentials never appear in hook events).
-func (x *lifecycle) scrub(s string) string {
-	for _, sec := range x.secrets {
-		if len(sec) >= 8 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return keyLike.ReplaceAllString(s, "[redacted]")
-}
-
-// newEvent starts an event of this lifecycle with a fresh identity.
-func (x *lifecycle) newEvent(typ string) *ahp.Event {
-	sess, turn := x.session, x.turn
-	return &ahp.Event{ID: ahp.NewEventID(), Source: x.s.source, Type: typ, Time: eventTime(),
-		Session: &sess, Turn: &turn}
-}
-
-// settle runs one interceptable boundary through the chain. With only observers
-// subscribed the chain settles at once and dispatches the observations.
-func (x *lifecycle) settle(ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
-	st := settledOrNone(x.s.intercept(x.ctx, ev, caps, ext...), ev)
-	x.settlements = append(x.settlements, st)
-	return st
-}
-
-// observe delivers an observe-only event and records it. Delivery runs concurrently so
-// that a slow observer never delays the response it describes; the request still owns it
-// and waits for it before completing (AHP spec, base/composition.md "Observers"). ev must not
-// change afterwards.
-func (x *lifecycle) observe(ev *ahp.Event, callID, toolName string) {
-	x.s.traceObserved(x.ctx, ev)
-	x.observing.Go(func() { x.s.chain.Observe(x.ctx, ev) })
-	x.audit(ev, nil, DeliveryObserve, enforcement.Forwarded, callID, toolName)
-}
-
-// waitObservers returns once every observation this request started has completed or
-// reached its bounded deadline: no delivery outlives the request.
-func (x *lifecycle) waitObservers() {
-	for _, st := range x.settlements {
-		st.Wait()
-	}
-	x.observing.Wait()
-}
-
-// audit hands the enforced boundary to the Auditor.
-func (x *lifecycle) audit(ev *ahp.Event, st *chain.Settlement, delivery string, action enforcement.Action, callID, toolName string) {
-	if x.s.auditor == nil {
-		return
-	}
-	rec := BoundaryRecord{
-		Time: time.Now().UTC(), Route: x.rt.prefix, API: x.rt.api,
-		EventID: ev.ID, EventType: ev.Type, ParentID: ev.ParentEventID,
-		SessionID: x.session.ID, TurnID: x.turn.ID, CallID: callID, ToolName: toolName,
-		Delivery: delivery, Enforcement: action, Event: ev,
-		Permission: ahp.PermissionNone, Flow: ahp.FlowNone,
-	}
-	if ev.Model != nil {
-		rec.Model = ev.Model.ID
-	}
-	switch ev.Type {
-	case ahp.EventModelRequestBefore:
-		rec.Reapplied = x.rw.applied
-	case ahp.EventToolAfter, ahp.EventTurnStart:
-		rec.Resettled = x.rw.resettling
-	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
-		rec.Held = x.mode.heldAs()
-	}
-	rec.settled(st)
-	x.s.auditor.OnBoundary(x.ctx, rec)
-}
-
-// injections turns a settlement's accepted inject effects into messages with fresh
-// identities (new injected items get new identities), split by
-// delivery time. Fresh ids also keep an injected item from being mistaken for an
-// existing native message when the request is re-rendered.
-func (x *lifecycle) injections(st *chain.Settlement, eventID string) (now, nextTurn []ahp.Message) {
-	for i, eff := range st.Injections {
-		var msgs []ahp.Message
-		if err := json.Unmarshal(eff.Value, &msgs); err != nil {
-			// The chain validated the value; this would be an engine defect.
-			x.s.logAt(x.ctx, zapcore.ErrorLevel, "accepted inject effect is not a message list", zap.String("event", eventID), zap.Error(err))
-			continue
-		}
-		for j := range msgs {
-			m := &msgs[j]
-			m.ID = derive("inj_", eventID, strconv.Itoa(i), strconv.Itoa(j))
-			m.Synthesized = true
-			for k := range m.Parts {
-				m.Parts[k].ID = m.ID + "." + strconv.Itoa(k)
-				m.Parts[k].Synthesized = true
-			}
-		}
-		if eff.DeliverAt == ahp.DeliverNextTurn {
-			nextTurn = append(nextTurn, msgs...)
-		} else {
-			now = append(now, msgs...)
-		}
-	}
-	return now, nextTurn
-}
-
-// prepareOutbound sets the rendered body on the upstream request (reverse proxy Rewrite).
+// prepareOutbound sets the rendered body on the upstream request (the reverse proxy's Rewrite).
 func (x *lifecycle) prepareOutbound(out *http.Request) {
 	if x.retrieve && len(x.outBody) == 0 {
 		out.Body, out.GetBody, out.ContentLength = http.NoBody, nil, 0
@@ -358,52 +240,69 @@ func (x *lifecycle) prepareOutbound(out *http.Request) {
 	x.upstreamStart = time.Now()
 }
 
-// cloneMessages copies messages and their part lists, so that events handed to the chain
-// never alias the lifecycle's working list.
-func cloneMessages(in []ahp.Message) []ahp.Message {
-	n := 0
-	for i := range in {
-		n += len(in[i].Parts)
-	}
-	out := make([]ahp.Message, len(in))
-	parts := make([]ahp.Part, 0, n) // one backing array: a long conversation has many messages
-	for i, m := range in {
-		out[i] = m
-		if m.Parts != nil {
-			start := len(parts)
-			parts = append(parts, m.Parts...)
-			out[i].Parts = parts[start:len(parts):len(parts)]
+// onUpstreamResponse runs as the reverse proxy's ModifyResponse: it carries the answer in
+// the mode chosen for it: held when an interceptor must decide on it, streamed with
+// holds when only tool.before intercepts a stream, tapped when only observers want it,
+// otherwise passed untouched.
+func (x *lifecycle) onUpstreamResponse(resp *http.Response) error {
+	streaming := isEventStream(resp.Header.Get("Content-Type"))
+	switch x.modeFor(resp) {
+	case modeStreamedWithHolds:
+		if x.subs.any(ahp.EventModelResponseAfter) {
+			x.responseAfterID = ahp.NewEventID()
 		}
-	}
-	return out
-}
-
-// shareMessages copies the message list of a request-side event but shares the messages'
-// part lists, capped so that an append cannot reach past them. On the request side parts
-// are never changed in place (an edit replaces a whole message, an effect brings new
-// parts), so the event cannot be changed through the working list or the other way round,
-// and a long conversation is not copied part by part for every event. The translator
-// keeps its own copy of what it decoded, so even a part changed in place would be noticed
-// and rendered, never lost.
-func shareMessages(in []ahp.Message) []ahp.Message {
-	out := make([]ahp.Message, len(in))
-	for i, m := range in {
-		if m.Parts != nil {
-			m.Parts = m.Parts[:len(m.Parts):len(m.Parts)]
+		se, _ := x.tr.(mapping.StreamEditing)
+		x.editStream(resp, se)
+	case modeHeld:
+		return x.holdResponse(resp, streaming, x.mislabelled(streaming))
+	case modeTapped:
+		if resp.StatusCode < 200 || resp.StatusCode > 299 {
+			// An upstream error reaches the client unchanged; its head is kept for model.error.
+			x.errTap = &bodyTap{rc: resp.Body, limit: maxErrorBodyTap, status: resp.StatusCode, start: x.upstreamStart}
+			resp.Body = x.errTap
+			return nil
 		}
-		out[i] = m
+		// Observers only: stream through untouched, keep a copy, observe at the end.
+		x.tap = &bodyTap{rc: resp.Body, limit: x.s.limits.MaxResponseBytes, streaming: streaming, start: x.upstreamStart}
+		resp.Body = x.tap
 	}
-	return out
+	return nil
 }
 
-// isJSONObject reports whether raw is a JSON object (tool.input must be one).
-func isJSONObject(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) > 0 && t[0] == '{' && json.Valid(t)
-}
+const maxErrorBodyTap = 64 << 10
 
-// jsonStatus encodes an HTTP status for error.status.
-func jsonStatus(code int) json.RawMessage { return json.RawMessage(strconv.Itoa(code)) }
+// afterDelivery dispatches what is observed once the client has the response: the
+// response-side observations of a streamed-through response, model.error, and turn.end.
+// Nothing is started once the client went away (interruption, AHP spec,
+// base/failure.md "Deadlines").
+func (x *lifecycle) afterDelivery() {
+	if x.ctx.Err() != nil {
+		return
+	}
+	if x.errTap != nil && x.errTap.eof {
+		x.observeModelError(mapping.UpstreamErrorFromBody(x.errTap.status, x.errTap.buf.Bytes()), x.errTap.latency)
+	}
+	if x.tap != nil {
+		x.observeTapped()
+	}
+	if x.streamErr != nil {
+		x.observeModelError(x.streamErr, x.streamErrLatency)
+	}
+	if x.final != nil && !x.final.hasToolCalls && x.subs.any(ahp.EventTurnEnd) {
+		ev := x.newEvent(ahp.EventTurnEnd)
+		ev.Outcome = "completed"
+		if x.final.stopped {
+			ev.Outcome = "cancelled"
+		}
+		zero := 0
+		ev.ContinuationCount = &zero
+		ev.Items = cloneMessages(x.final.items)
+		if id := lastAssistant(x.final.items); id != "" {
+			ev.LastAssistantItem = &ahp.ItemRef{ID: id}
+		}
+		x.observe(ev, "", "")
+	}
+}
 
 // withPolicyBudget gives one request's in-process policies their shared work budget
 // (limits.maxPolicyScanBytes), over every boundary the request settles.

@@ -60,10 +60,8 @@ func (rt *route) serveRetrieve(w http.ResponseWriter, r *http.Request, ep endpoi
 	}
 	x.outBody = body
 	x.req.Stream = x.req.Stream || gjson.GetBytes(body, "stream").Type == gjson.True
-	defer func() { rt.s.release(x.heldResponse) }()
-	defer x.waitObservers()
-	rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
-	x.afterDelivery()
+	defer x.end(0) // no request body was held
+	x.forward(w, r)
 }
 
 // retrieveLifecycle is the lifecycle of a read-back: no request body, no request-side
@@ -76,7 +74,8 @@ func (rt *route) retrieveLifecycle(r *http.Request, tr mapping.Translator, subs 
 		Stream: strings.EqualFold(r.URL.Query().Get("stream"), "true")}
 	// A read-back's policy work is bounded like a fresh answer's (limits.maxPolicyScanBytes).
 	ctx := withPolicyBudget(r.Context(), rt.s.limits)
-	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req, retrieve: true}
+	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs}
+	x.req, x.retrieve = req, true
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, nil)
 	x.model = ahp.Model{ID: "unknown", Provider: tr.Provider()} // the response names its model
