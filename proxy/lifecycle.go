@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httputil"
 	"sync"
 	"time"
 
@@ -50,6 +51,8 @@ type lifecycle struct {
 
 	settlements []*chain.Settlement
 	observing   sync.WaitGroup // observe-only deliveries started by this request
+
+	fwd httputil.ReverseProxy // the forward's engine (forward)
 }
 
 // identities say who and what the request is about: the canonical session, turn, model
@@ -136,13 +139,51 @@ func (x *lifecycle) serve(w http.ResponseWriter, r *http.Request) {
 	x.forward(w, r)
 }
 
-// forward hands the request to the route's reverse proxy, which calls back into the
-// lifecycle (found in the request context): prepareOutbound as its Rewrite,
-// onUpstreamResponse as its ModifyResponse, onForwardError on its error path. Then the
-// after-delivery observations run.
+// forward sends the request upstream through a reverse proxy of the lifecycle's own, with
+// the route's settings and the lifecycle's methods as its hooks (rewrite, modifyResponse,
+// forwardFailed), then runs the after-delivery observations.
 func (x *lifecycle) forward(w http.ResponseWriter, r *http.Request) {
-	x.rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
+	var t http.RoundTripper = x.s.transport
+	if mt, ok := t.(*meteredTransport); ok {
+		// The stream metrics label a stream with this lifecycle's response mode.
+		own := *mt
+		own.lc = x
+		t = &own
+	}
+	x.rt.setupReverseProxy(&x.fwd, x.rewrite, x.modifyResponse, x.forwardFailed, t)
+	x.fwd.ServeHTTP(w, r)
 	x.afterDelivery()
+}
+
+// rewrite is the Rewrite of the lifecycle's forward: the route's upstream target, and the
+// rendered body.
+func (x *lifecycle) rewrite(pr *httputil.ProxyRequest) {
+	x.rt.target(pr)
+	x.prepareOutbound(pr.Out)
+}
+
+// modifyResponse is the ModifyResponse of the lifecycle's forward: a redirect is
+// refused, a body the chain reads is decoded, then the answer is carried in its mode.
+func (x *lifecycle) modifyResponse(resp *http.Response) error {
+	if err := x.rt.checkRedirect(resp); err != nil {
+		return err
+	}
+	if x.readsResponse() {
+		// What the chain reads must be what the client decodes (content_coding.go).
+		if err := decodeResponseBody(resp); err != nil {
+			resp.Body.Close()
+			return x.rt.upstreamFailure(codingRefusal("the upstream answered", err), err)
+		}
+	}
+	return x.onUpstreamResponse(resp)
+}
+
+// forwardFailed is the error path of the lifecycle's forward: a transport failure is
+// observed as model.error, and the client gets the error in the provider's form.
+func (x *lifecycle) forwardFailed(w http.ResponseWriter, r *http.Request, err error) {
+	err = x.rt.forwardFailure(r, err)
+	x.onForwardError(err)
+	x.s.writeError(w, r, x.rt, err)
 }
 
 // end closes the lifecycle: a hook call owns the observations it dispatched, so they

@@ -413,6 +413,7 @@ func addTraceContext(ctx context.Context, ev *ahp.Event) {
 type meteredTransport struct {
 	base    http.RoundTripper
 	metrics Metrics
+	lc      *lifecycle // the boundary request it carries (lifecycle.forward), or nil
 }
 
 func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -426,8 +427,8 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	mb := &meteredBody{rc: resp.Body, metrics: t.metrics, route: sc.route, start: start}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && isEventStream(resp.Header.Get("Content-Type")) {
 		mode := enforcement.StreamPassthrough
-		if x := lifecycleFrom(req.Context()); x != nil {
-			mode = x.modeFor(resp).streamMode()
+		if t.lc != nil {
+			mode = t.lc.modeFor(resp).streamMode()
 		}
 		mb.endStream = t.metrics.StreamStarted(sc.route, mode)
 	}
