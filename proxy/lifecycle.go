@@ -198,21 +198,11 @@ func (x *lifecycle) end(requestBytes int64) {
 // pathModel is the model the path names (an Azure deployment): it is model.id, and the
 // request's model when the body names none.
 func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*lifecycle, error) {
+	body, err := rt.readBody(r)
+	if err != nil {
+		return nil, err
+	}
 	limit := rt.s.limits.MaxRequestBytes
-	if r.ContentLength > limit {
-		return nil, rt.tooLarge(limit)
-	}
-	body, err := readAllLimited(r.Body, limit, r.ContentLength)
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		return nil, rt.tooLarge(limit)
-	case errors.Is(err, errBodyTooSlow):
-		return nil, rt.bodyTooSlow()
-	case err != nil && r.Context().Err() != nil:
-		return nil, errInterrupted
-	case err != nil:
-		return nil, rt.badRequest("the request body could not be read", err)
-	}
 	if len(r.Header.Values("Content-Encoding")) > 0 {
 		// The chain judges the decoded body, and the decoded body is what goes upstream
 		// (content_coding.go).

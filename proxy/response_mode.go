@@ -3,6 +3,9 @@ package proxy
 import (
 	"net/http"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -31,44 +34,28 @@ const (
 	modeStreamedWithHolds
 )
 
-func (m responseMode) String() string {
-	switch m {
-	case modePassed:
-		return "passed"
-	case modeTapped:
-		return "tapped"
-	case modeHeld:
-		return "held"
-	case modeStreamedWithHolds:
-		return "streamed-with-holds"
-	}
-	return "undecided"
+// modeFacts are, per mode, its name, its label in the stream metrics, and what the audit
+// record says was held of the response (BoundaryRecord.Held).
+var modeFacts = [...]struct {
+	name   string
+	stream enforcement.StreamMode
+	held   enforcement.Held
+}{
+	// No upstream answer: a JSON answer, or a supplied one, is decided before it is sent.
+	modeUndecided:         {"undecided", enforcement.StreamPassthrough, enforcement.HeldWhole},
+	modePassed:            {"passed", enforcement.StreamPassthrough, enforcement.HeldWhole},
+	modeTapped:            {"tapped", enforcement.StreamPassthrough, enforcement.HeldNone},
+	modeHeld:              {"held", enforcement.StreamHeld, enforcement.HeldWhole},
+	modeStreamedWithHolds: {"streamed-with-holds", enforcement.StreamToolCalls, enforcement.HeldToolCalls},
 }
+
+func (m responseMode) String() string { return modeFacts[m].name }
 
 // streamMode is the mode's label in the stream metrics.
-func (m responseMode) streamMode() enforcement.StreamMode {
-	switch m {
-	case modeHeld:
-		return enforcement.StreamHeld
-	case modeStreamedWithHolds:
-		return enforcement.StreamToolCalls
-	}
-	return enforcement.StreamPassthrough
-}
+func (m responseMode) streamMode() enforcement.StreamMode { return modeFacts[m].stream }
 
-// heldAs is what the audit record says was held of the response (BoundaryRecord.Held).
-func (m responseMode) heldAs() enforcement.Held {
-	switch m {
-	case modeHeld:
-		return enforcement.HeldWhole
-	case modeStreamedWithHolds:
-		return enforcement.HeldToolCalls
-	case modeTapped:
-		return enforcement.HeldNone
-	}
-	// No upstream answer: a JSON answer, or a supplied one, is decided before it is sent.
-	return enforcement.HeldWhole
-}
+// heldAs is what the audit record says was held of the response.
+func (m responseMode) heldAs() enforcement.Held { return modeFacts[m].held }
 
 // modeFor chooses the response mode of the upstream answer resp, once: the first caller
 // (the metered transport, or the reverse proxy's ModifyResponse) decides, later callers
@@ -76,6 +63,10 @@ func (m responseMode) heldAs() enforcement.Held {
 func (x *lifecycle) modeFor(resp *http.Response) responseMode {
 	if x.mode == modeUndecided {
 		x.mode = x.chooseMode(resp.StatusCode, isEventStream(resp.Header.Get("Content-Type")))
+		if x.s.log.Core().Enabled(zapcore.DebugLevel) {
+			x.s.logAt(x.ctx, zapcore.DebugLevel, "response mode chosen", zap.String("route", x.rt.prefix),
+				zap.Int("status", resp.StatusCode), zap.Stringer("mode", x.mode))
+		}
 	}
 	return x.mode
 }

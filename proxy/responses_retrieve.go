@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -92,19 +91,13 @@ var retrieveParams = map[string]bool{"stream": true, "starting_after": true, "in
 
 // retrieveBody reads the body of a read-back GET: empty, or a JSON object of
 // retrieveParams.
-func (rt *route) retrieveBody(r *http.Request) ([]byte, *httpError) {
+func (rt *route) retrieveBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	limit := rt.s.limits.MaxRequestBytes
-	body, err := readAllLimited(r.Body, limit, r.ContentLength)
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		return nil, rt.tooLarge(limit)
-	case errors.Is(err, errBodyTooSlow):
-		return nil, rt.bodyTooSlow()
-	case err != nil:
-		return nil, rt.badRequest("the request body could not be read", err)
+	body, err := rt.readBody(r)
+	if err != nil {
+		return nil, err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil

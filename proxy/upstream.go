@@ -330,6 +330,28 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	}
 }
 
+// readBody reads a request body whole under limits.maxRequestBytes (boundary path and
+// read-backs). A body over the limit, one that trickles in (body_guard.go) or one the
+// client abandoned ends in the answer for it.
+func (rt *route) readBody(r *http.Request) ([]byte, error) {
+	limit := rt.s.limits.MaxRequestBytes
+	if r.ContentLength > limit {
+		return nil, rt.tooLarge(limit)
+	}
+	body, err := readAllLimited(r.Body, limit, r.ContentLength)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return nil, rt.tooLarge(limit)
+	case errors.Is(err, errBodyTooSlow):
+		return nil, rt.bodyTooSlow()
+	case err != nil && r.Context().Err() != nil:
+		return nil, errInterrupted
+	case err != nil:
+		return nil, rt.badRequest("the request body could not be read", err)
+	}
+	return body, nil
+}
+
 // readAllGrowing appends the rest of r to prefix, failing once the whole exceeds limit.
 func readAllGrowing(r io.Reader, prefix []byte, limit int64) ([]byte, error) {
 	if int64(len(prefix)) > limit {
