@@ -35,7 +35,7 @@ type requestOutcome struct {
 	stopReason string
 }
 
-func (x *exchange) requestSide() requestOutcome {
+func (x *lifecycle) requestSide() requestOutcome {
 	// Deferred injections are taken before this request's boundaries run, so that a
 	// next_turn effect accepted now is not delivered in this same request: "now" effects
 	// accepted at the previous response's tool.before belong to this model call, next_turn
@@ -74,7 +74,7 @@ func (x *exchange) requestSide() requestOutcome {
 // model.request.before runs over the prompt. Injections waiting for the next model call
 // stay waiting, and nothing this request settles is recorded: it is not a model call.
 // A policy that answers or stops it refuses it (there is no answer to supply).
-func (x *exchange) requestOnlySide() requestOutcome {
+func (x *lifecycle) requestOnlySide() requestOutcome {
 	snap, stop := x.loadState()
 	if stop != nil {
 		return *stop
@@ -92,7 +92,7 @@ func (x *exchange) requestOnlySide() requestOutcome {
 	return out
 }
 
-func (x *exchange) requestBoundaries(ps int, deliveries []ahp.Message) requestOutcome {
+func (x *lifecycle) requestBoundaries(ps int, deliveries []ahp.Message) requestOutcome {
 	var now []ahp.Message // "now" injections, appended before model.request.before
 
 	// (a) tool.after for each tool result and (b) turn.start for each prompt that the
@@ -180,7 +180,7 @@ func lastRole(items []ahp.Message, role string) int {
 
 // settledRefusalOrStop enforces the outcomes shared by every request-side boundary:
 // interruption, denial (explicit or fail-closed) and flow stop.
-func (x *exchange) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, callID, tool string) (requestOutcome, bool) {
+func (x *lifecycle) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, callID, tool string) (requestOutcome, bool) {
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
 		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, callID, tool)
@@ -196,7 +196,7 @@ func (x *exchange) settledRefusalOrStop(ev *ahp.Event, st *chain.Settlement, cal
 }
 
 // toolAfter builds and settles the tool.after of one tool result.
-func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestOutcome, bool) {
+func (x *lifecycle) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestOutcome, bool) {
 	idx := x.rw.at(r.ItemIndex) // r indexes the client's list
 	orig := x.items[idx]
 	ev := x.newEvent(ahp.EventToolAfter)
@@ -259,7 +259,7 @@ func (x *exchange) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (requestO
 // turnStart builds and settles turn.start over the prompt req.Items[start:end] (the
 // trailing prompt, or an earlier one the store does not know), as it stands in the
 // effective list.
-func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome, bool) {
+func (x *lifecycle) turnStart(start, end int, now *[]ahp.Message) (requestOutcome, bool) {
 	es, ee := x.rw.at(start), x.rw.at(end)
 	if es > ee || ee > len(x.items) {
 		return requestOutcome{}, false
@@ -305,7 +305,7 @@ func (x *exchange) turnStart(start, end int, now *[]ahp.Message) (requestOutcome
 
 // modelRequestBefore builds and settles model.request.before over the whole effective
 // list and enforces it.
-func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
+func (x *lifecycle) modelRequestBefore() (requestOutcome, bool) {
 	ev := x.newEvent(ahp.EventModelRequestBefore)
 	model, attempt := x.model, x.attempt
 	ev.Model, ev.Attempt = &model, &attempt
@@ -371,7 +371,7 @@ func (x *exchange) modelRequestBefore() (requestOutcome, bool) {
 
 // takeInjections appends a settlement's "now" injections to now and stores its
 // next_turn injections under the given delivery kind. It reports whether any was taken.
-func (x *exchange) takeInjections(st *chain.Settlement, eventID string, now *[]ahp.Message, later state.Deferral) bool {
+func (x *lifecycle) takeInjections(st *chain.Settlement, eventID string, now *[]ahp.Message, later state.Deferral) bool {
 	if len(st.Injections) == 0 {
 		return false
 	}

@@ -7,6 +7,11 @@
 // could reach an upstream outside the examined shapes — a body on a read method, JSON
 // under another media type — is examined or refused (request_input.go).
 //
+// One model request that a subscription selects lives in one lifecycle (lifecycle.go):
+// request boundaries, forward, the response mode chosen once (response_mode.go: passed,
+// tapped, held, streamed with holds), the answer, the observations after it. The rest of
+// the package are its collaborators (docs/design/request-lifecycle.md).
+//
 // Design: proxy imports chain, mapping and state, never audit or app: what it enforced is
 // reported through Auditor, and app turns that into audit lines and metrics.
 package proxy

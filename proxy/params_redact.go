@@ -15,7 +15,7 @@ import (
 // no AHP modify target covers, replaced in place before the body goes upstream. A
 // malformed list, or a replacement that is not a redaction placeholder, is ignored
 // with an error log: the extension can only take text out, never put new text in.
-func (x *exchange) paramsRedactions(st *chain.Settlement) []ahp.ParamsRedaction {
+func (x *lifecycle) paramsRedactions(st *chain.Settlement) []ahp.ParamsRedaction {
 	var out []ahp.ParamsRedaction
 	for _, e := range st.Extensions {
 		if e.Key != ahp.ExtRedactParams {

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -48,7 +47,7 @@ func isResponseRetrieve(key string) bool {
 
 // serveRetrieve reads back a response the provider holds through the response side.
 func (rt *route) serveRetrieve(w http.ResponseWriter, r *http.Request, ep endpoint, subs subscriptions) {
-	x := rt.retrieveExchange(r, ep.retrieve, subs)
+	x := rt.retrieveLifecycle(r, ep.retrieve, subs)
 	if !x.readsResponse() {
 		rt.forward(w, r) // nothing subscribed reads an answer
 		return
@@ -60,23 +59,22 @@ func (rt *route) serveRetrieve(w http.ResponseWriter, r *http.Request, ep endpoi
 	}
 	x.outBody = body
 	x.req.Stream = x.req.Stream || gjson.GetBytes(body, "stream").Type == gjson.True
-	defer func() { rt.s.release(x.heldResponse) }()
-	defer x.waitObservers()
-	rt.rp.ServeHTTP(w, r.WithContext(withState(r.Context(), &requestState{x: x})))
-	x.afterDelivery()
+	defer x.end(0) // no request body was held
+	x.forward(w, r)
 }
 
-// retrieveExchange is the exchange of a read-back: no request body, no request-side
+// retrieveLifecycle is the lifecycle of a read-back: no request body, no request-side
 // boundaries. Without a session header the session is derived from the response id, so
 // every read of one response shares it; the model is the one the response names.
-func (rt *route) retrieveExchange(r *http.Request, tr mapping.Translator, subs subscriptions) *exchange {
+func (rt *route) retrieveLifecycle(r *http.Request, tr mapping.Translator, subs subscriptions) *lifecycle {
 	rest, _ := rt.strip(r.URL)
 	id := rest[strings.LastIndexByte(rest, '/')+1:]
 	req := &mapping.Request{PromptStart: -1, SessionHint: "response:" + id, Items: nil,
 		Stream: strings.EqualFold(r.URL.Query().Get("stream"), "true")}
 	// A read-back's policy work is bounded like a fresh answer's (limits.maxPolicyScanBytes).
 	ctx := withPolicyBudget(r.Context(), rt.s.limits)
-	x := &exchange{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs, req: req, retrieve: true}
+	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs}
+	x.req, x.retrieve = req, true
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, nil)
 	x.model = ahp.Model{ID: "unknown", Provider: tr.Provider()} // the response names its model
@@ -93,19 +91,13 @@ var retrieveParams = map[string]bool{"stream": true, "starting_after": true, "in
 
 // retrieveBody reads the body of a read-back GET: empty, or a JSON object of
 // retrieveParams.
-func (rt *route) retrieveBody(r *http.Request) ([]byte, *httpError) {
+func (rt *route) retrieveBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	limit := rt.s.limits.MaxRequestBytes
-	body, err := readAllLimited(r.Body, limit, r.ContentLength)
-	switch {
-	case errors.Is(err, errBodyTooLarge):
-		return nil, rt.tooLarge(limit)
-	case errors.Is(err, errBodyTooSlow):
-		return nil, rt.bodyTooSlow()
-	case err != nil:
-		return nil, rt.badRequest("the request body could not be read", err)
+	body, err := rt.readBody(r)
+	if err != nil {
+		return nil, err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil

@@ -77,7 +77,7 @@ func (rs *rewriteState) knownRun(start, end int) bool {
 // before any boundary is built, so that the upstream and every policy see the settled
 // content again, and marks every message a record covers as known. Only runs whose ids
 // and fingerprints both match count.
-func (x *exchange) applyRecords(recs []state.Record) {
+func (x *lifecycle) applyRecords(recs []state.Record) {
 	if len(recs) == 0 {
 		return
 	}
@@ -129,7 +129,7 @@ func (x *exchange) applyRecords(recs []state.Record) {
 
 // splice replaces the effective messages standing for req.Items[start:start+count] by
 // repl, keeping the index map of later messages right.
-func (x *exchange) splice(start, count int, repl []ahp.Message) {
+func (x *lifecycle) splice(start, count int, repl []ahp.Message) {
 	n := len(x.req.Items)
 	if count <= 0 || start < 0 || start+count > n {
 		return
@@ -156,7 +156,7 @@ func (x *exchange) splice(start, count int, repl []ahp.Message) {
 // noteSettled records that the count messages of req.Items from start on were settled at
 // event: replaced by effective, or (effective nil) seen by the model as they were. It is
 // recorded only once the request is enforced.
-func (x *exchange) noteSettled(start, count int, effective []ahp.Message, event string) {
+func (x *lifecycle) noteSettled(start, count int, effective []ahp.Message, event string) {
 	if count <= 0 || start < 0 || start+count > len(x.req.Items) ||
 		(x.rw.partial && start >= x.rw.newFrom) {
 		return
@@ -181,7 +181,7 @@ func (x *exchange) noteSettled(start, count int, effective []ahp.Message, event 
 // on, and the content becomes history. A failed write costs a repeated hook call next
 // time, never a leak; under fail-closed it refuses the request all the same, since the
 // store is then not what the operator relies on.
-func (x *exchange) commitRecords(kind outcomeKind) *httpError {
+func (x *lifecycle) commitRecords(kind outcomeKind) *httpError {
 	if len(x.rw.pending) == 0 || kind == outcomeRefused || kind == outcomeInterrupted {
 		return nil
 	}

@@ -45,10 +45,10 @@ const (
 	storeOpDefer  = "defer"
 )
 
-// scope is the exchange's state scope: its session under its tenant (the client's
+// scope is the lifecycle's state scope: its session under its tenant (the client's
 // credential hash), so that two tenants whose synthesized session ids collide (same
 // opening prompt) never receive each other's state.
-func (x *exchange) scope() state.Scope {
+func (x *lifecycle) scope() state.Scope {
 	return state.Scope{Tenant: x.principal, Session: x.session.ID}
 }
 
@@ -92,7 +92,7 @@ func (rt *route) storeUnavailable() *httpError {
 // one store round trip. When the store fails, the request either goes on with an empty
 // snapshot (re-settle: everything is unknown, so every hook runs again) or is refused.
 // A non-nil outcome ends the request.
-func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOutcome) {
+func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestOutcome) {
 	// Records are keyed by the id of the first message they cover: only the request's own
 	// messages can have one that matters.
 	ids := make([]string, len(x.req.Items), len(x.req.Items)+len(x.req.ToolResults))
@@ -145,7 +145,7 @@ func (x *exchange) loadState(take ...state.Deferral) (state.Snapshot, *requestOu
 
 // parentOf is the event id a derived tool.before id stands for: the id itself, or the
 // original tool.before when a hook rewrote that call's input (links).
-func (x *exchange) parentOf(derived string) string {
+func (x *lifecycle) parentOf(derived string) string {
 	if p, ok := x.parents[derived]; ok {
 		return p
 	}
@@ -155,7 +155,7 @@ func (x *exchange) parentOf(derived string) string {
 // recordLink records that the tool.before id derived from a call as the agent will send
 // it back stands for event id parent. Losing it (an outage, an eviction) costs only the
 // parent link of that call's tool.after.
-func (x *exchange) recordLink(derived, parent string) {
+func (x *lifecycle) recordLink(derived, parent string) {
 	if derived == parent {
 		return
 	}
@@ -168,7 +168,7 @@ func (x *exchange) recordLink(derived, parent string) {
 // deferInjections queues msgs for a later model call of the conversation. A failure is
 // counted and logged: the injection is lost (never delivered twice), which is what an
 // outage of the store can cost.
-func (x *exchange) deferInjections(kind state.Deferral, msgs []ahp.Message) {
+func (x *lifecycle) deferInjections(kind state.Deferral, msgs []ahp.Message) {
 	if len(msgs) == 0 {
 		return
 	}

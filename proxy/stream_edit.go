@@ -24,18 +24,8 @@ import (
 // model.response.after and turn.finish.before interceptors can modify or deny the whole
 // response, so they still hold it whole (holdResponse).
 
-// editsStream reports whether the response to this exchange is enforced incrementally.
-func (x *exchange) editsStream(streaming bool) (mapping.StreamEditing, bool) {
-	if !streaming || x.subs.intercepted(ahp.EventModelResponseAfter) || x.subs.intercepted(ahp.EventTurnFinishBefore) {
-		return nil, false
-	}
-	se, ok := x.tr.(mapping.StreamEditing)
-	return se, ok
-}
-
 // editStream puts an editing reader in place of the upstream's streamed body.
-func (x *exchange) editStream(resp *http.Response, se mapping.StreamEditing) {
-	x.held = enforcement.HeldToolCalls
+func (x *lifecycle) editStream(resp *http.Response, se mapping.StreamEditing) {
 	b := &editedBody{x: x, up: resp.Body, buf: copyBuffers.Get(), out: editOutputs.Get().(*bytes.Buffer)}
 	d := &streamDecider{x: x}
 	b.ed = se.NewStreamEditor(b.out, d)
@@ -58,7 +48,7 @@ func (x *exchange) editStream(resp *http.Response, se mapping.StreamEditing) {
 // produced by reading the upstream on demand. Tool calls are settled inside Read, in the
 // copying goroutine, so the decision is taken before anything after the call is sent.
 type editedBody struct {
-	x   *exchange
+	x   *lifecycle
 	up  io.ReadCloser
 	ed  mapping.StreamEditor
 	buf []byte
@@ -136,7 +126,7 @@ var errHeldFull = errors.New("the bytes held in memory over all requests are at 
 // queued behind them) counted in the server's limits.maxHeldBytes, as a held whole body
 // is: held is the editor's current total, the difference is reserved or released. false
 // when the server's budget cannot take the growth; editedBody.Close releases the rest.
-func (x *exchange) holdStream(held int64) bool {
+func (x *lifecycle) holdStream(held int64) bool {
 	switch d := held - x.streamHeld; {
 	case d > 0:
 		if !x.s.hold(d) {
@@ -243,7 +233,7 @@ func (b *editedBody) finish() {
 
 // streamDecider settles each streamed tool call's tool.before as the editor completes it.
 type streamDecider struct {
-	x    *exchange
+	x    *lifecycle
 	held func() int // the editor's Held
 }
 

@@ -95,26 +95,42 @@ func setOutboundBody(out *http.Request, body []byte, readsAnswer bool) {
 	}
 }
 
-// newReverseProxy builds the route's forwarding engine. Plain and fast-path requests go
-// through it untouched; boundary requests go through it with the exchange in the request
-// context, which supplies the rendered body (rewrite) and holds or taps the response
-// (modifyResponse).
+// newReverseProxy builds the route's forwarding engine for plain and fast-path requests,
+// which go through it untouched. A boundary request's lifecycle forwards through a
+// reverse proxy of its own with the same settings (lifecycle.forward), whose hooks are
+// the lifecycle's methods.
 func (rt *route) newReverseProxy() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		Rewrite:   rt.rewrite,
-		Transport: rt.s.transport,
-		// Zero: httputil already flushes every write of an SSE or unknown-length (chunked)
-		// response, so streams are relayed as they arrive; a response of known length is
-		// written without a flush per copy, which saves a syscall on every JSON answer.
-		FlushInterval:  0,
-		ErrorHandler:   rt.proxyError,
-		ModifyResponse: rt.modifyResponse,
-		BufferPool:     copyBuffers,
-		ErrorLog:       zap.NewStdLog(rt.s.log.Named("reverseproxy")),
+	rp := &httputil.ReverseProxy{}
+	rt.setupReverseProxy(rp, rt.rewrite, rt.modifyResponse, rt.proxyError, rt.s.transport)
+	rp.ErrorLog = zap.NewStdLog(rt.s.log.Named("reverseproxy"))
+	return rp
+}
+
+// setupReverseProxy gives rp the route's forwarding settings and the given hooks.
+func (rt *route) setupReverseProxy(rp *httputil.ReverseProxy, rewrite func(*httputil.ProxyRequest),
+	modify func(*http.Response) error, onError func(http.ResponseWriter, *http.Request, error), t http.RoundTripper) {
+	rp.Rewrite, rp.ModifyResponse, rp.ErrorHandler, rp.Transport = rewrite, modify, onError, t
+	// Zero: httputil already flushes every write of an SSE or unknown-length (chunked)
+	// response, so streams are relayed as they arrive; a response of known length is
+	// written without a flush per copy, which saves a syscall on every JSON answer.
+	rp.FlushInterval = 0
+	rp.BufferPool = copyBuffers
+	if rt.rp != nil {
+		rp.ErrorLog = rt.rp.ErrorLog
 	}
 }
 
+// rewrite is the fast path's Rewrite: the upstream target, and a small body read whole.
 func (rt *route) rewrite(pr *httputil.ProxyRequest) {
+	rt.target(pr)
+	if st := stateFrom(pr.In.Context()); st != nil && st.small != nil {
+		pr.Out.Body = io.NopCloser(bytes.NewReader(st.small))
+	}
+}
+
+// target points the upstream request at the route's upstream: the stripped path under the
+// upstream's base path, the query, and the client's headers as they came.
+func (rt *route) target(pr *httputil.ProxyRequest) {
 	in, out := pr.In, pr.Out
 	rest, restRaw := rt.strip(in.URL)
 	u := *rt.upstream
@@ -134,32 +150,10 @@ func (rt *route) rewrite(pr *httputil.ProxyRequest) {
 		}
 	}
 	out.Header.Del(SessionHeader)
-	st := stateFrom(in.Context())
-	switch {
-	case st == nil:
-	case st.x != nil:
-		st.x.prepareOutbound(out)
-	case st.small != nil:
-		out.Body = io.NopCloser(bytes.NewReader(st.small))
-	}
 }
 
-func (rt *route) modifyResponse(resp *http.Response) error {
-	if err := rt.checkRedirect(resp); err != nil {
-		return err
-	}
-	if x := exchangeFrom(resp.Request.Context()); x != nil {
-		if x.readsResponse() {
-			// What the chain reads must be what the client decodes (content_coding.go).
-			if err := decodeResponseBody(resp); err != nil {
-				resp.Body.Close()
-				return rt.upstreamFailure(codingRefusal("the upstream answered", err), err)
-			}
-		}
-		return x.onUpstreamResponse(resp)
-	}
-	return nil
-}
+// modifyResponse is the fast path's ModifyResponse.
+func (rt *route) modifyResponse(resp *http.Response) error { return rt.checkRedirect(resp) }
 
 // checkRedirect refuses an upstream redirect unless the route allows them: an SDK that
 // follows it re-sends its original body — unexamined, unredacted — to wherever Location
@@ -181,23 +175,26 @@ func (rt *route) checkRedirect(resp *http.Response) error {
 		fmt.Errorf("upstream redirect %d", resp.StatusCode))
 }
 
-// proxyError is the reverse proxy's error path: transport failures, a request body over
-// the limit, and the errors the exchange returns from modifyResponse.
+// proxyError is the fast path's error path: transport failures and a request body over
+// the limit.
 func (rt *route) proxyError(w http.ResponseWriter, r *http.Request, err error) {
-	st := stateFrom(r.Context())
-	if st != nil && st.body != nil && st.body.exceeded.Load() {
+	if st := stateFrom(r.Context()); st != nil && st.body != nil && st.body.exceeded.Load() {
 		err = rt.tooLarge(rt.s.limits.MaxRequestBytes)
 	}
+	rt.s.writeError(w, r, rt, rt.forwardFailure(r, err))
+}
+
+// forwardFailure is the error a failed forward answers with: an interruption when the
+// client went away, a body cut off by the rate guard, otherwise err (a transport failure,
+// or the error a ModifyResponse hook returned).
+func (rt *route) forwardFailure(r *http.Request, err error) error {
 	if r.Context().Err() != nil {
 		err = errInterrupted
 	}
 	if tooSlow(r.Context()) {
 		err = rt.bodyTooSlow()
 	}
-	if st != nil && st.x != nil {
-		st.x.onForwardError(err)
-	}
-	rt.s.writeError(w, r, rt, err)
+	return err
 }
 
 // strip removes the route prefix from the request path (the prefix is stripped before
@@ -333,6 +330,28 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	}
 }
 
+// readBody reads a request body whole under limits.maxRequestBytes (boundary path and
+// read-backs). A body over the limit, one that trickles in (body_guard.go) or one the
+// client abandoned ends in the answer for it.
+func (rt *route) readBody(r *http.Request) ([]byte, error) {
+	limit := rt.s.limits.MaxRequestBytes
+	if r.ContentLength > limit {
+		return nil, rt.tooLarge(limit)
+	}
+	body, err := readAllLimited(r.Body, limit, r.ContentLength)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		return nil, rt.tooLarge(limit)
+	case errors.Is(err, errBodyTooSlow):
+		return nil, rt.bodyTooSlow()
+	case err != nil && r.Context().Err() != nil:
+		return nil, errInterrupted
+	case err != nil:
+		return nil, rt.badRequest("the request body could not be read", err)
+	}
+	return body, nil
+}
+
 // readAllGrowing appends the rest of r to prefix, failing once the whole exceeds limit.
 func readAllGrowing(r io.Reader, prefix []byte, limit int64) ([]byte, error) {
 	if int64(len(prefix)) > limit {
@@ -349,12 +368,11 @@ func readAllGrowing(r io.Reader, prefix []byte, limit int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// requestState travels in the request context from the route handler to the reverse
-// proxy's hooks.
+// requestState travels in the request context from the fast path's handler to the route
+// reverse proxy's hooks.
 type requestState struct {
-	body  *limitedBody // fast path
-	small []byte       // fast path: a small body read whole, sent from memory
-	x     *exchange    // boundary path
+	body  *limitedBody
+	small []byte // a small body read whole, sent from memory
 }
 
 type stateKey struct{}
@@ -366,13 +384,6 @@ func withState(ctx context.Context, st *requestState) context.Context {
 func stateFrom(ctx context.Context) *requestState {
 	st, _ := ctx.Value(stateKey{}).(*requestState)
 	return st
-}
-
-func exchangeFrom(ctx context.Context) *exchange {
-	if st := stateFrom(ctx); st != nil {
-		return st.x
-	}
-	return nil
 }
 
 // copyBuffers pools the reverse proxy's copy buffers, so relaying a body allocates

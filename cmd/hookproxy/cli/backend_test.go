@@ -214,7 +214,7 @@ func TestDefaultRegistration(t *testing.T) {
 	if len(cfg.RegistrationInline) == 0 {
 		t.Fatal("config.Default() carries no registration")
 	}
-	doc, problems, err := registration.Parse(cfg.RegistrationInline, registrationOptions())
+	doc, problems, err := registration.Parse(cfg.RegistrationInline, app.RegistrationOptions())
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("default registration: %v %v", err, problems)
 	}

@@ -126,7 +126,7 @@ func TestDeployConfigsValidate(t *testing.T) {
 		validate(t, filepath.Join(repoRoot, "deploy/compose/hookproxy.yaml"))
 	})
 	t.Run("compose policies.json", func(t *testing.T) {
-		doc, problems, err := registration.Load(filepath.Join(repoRoot, "deploy/compose/policies.json"), registrationOptions())
+		doc, problems, err := registration.Load(filepath.Join(repoRoot, "deploy/compose/policies.json"), app.RegistrationOptions())
 		if err != nil || len(problems) > 0 {
 			t.Fatalf("%v %v", err, problems)
 		}
@@ -210,7 +210,7 @@ func TestDockerfile(t *testing.T) {
 // deploy/compose/hookproxy.yaml and its registration with only the addresses changed — and
 // sends the demo's requests through the /demo routes.
 func TestComposeTopology(t *testing.T) {
-	doc, _, err := registration.Load(filepath.Join(repoRoot, "deploy/compose/policies.json"), registrationOptions())
+	doc, _, err := registration.Load(filepath.Join(repoRoot, "deploy/compose/policies.json"), app.RegistrationOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

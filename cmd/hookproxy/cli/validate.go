@@ -87,8 +87,3 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, summary)
 	return 0
 }
-
-// registrationOptions names the built-in policies an in_process transport may use and
-// checks their configs exactly as the policies would (the one definition lives in app,
-// so validate, serve and backend agree).
-func registrationOptions() registration.Options { return app.RegistrationOptions() }

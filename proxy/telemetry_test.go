@@ -227,7 +227,9 @@ func (m *fakeMetrics) StreamStarted(route string, mode enforcement.StreamMode) f
 var _ Metrics = (*fakeMetrics)(nil)
 
 // TestMetricsHooks: requests are counted by route and status, upstream calls measured,
-// and SSE responses counted as passthrough or held streams while in progress.
+// and SSE responses counted while in progress under the mode that carried them:
+// passthrough, held whole, or streamed with each tool call held. A stream answering a
+// request that asked for JSON is held whole, and counted so.
 func TestMetricsHooks(t *testing.T) {
 	stream := sseResponder(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{"role":"assistant","content":"hi"},"finish_reason":null}]}`+"\n\n",
 		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n",
@@ -235,24 +237,29 @@ func TestMetricsHooks(t *testing.T) {
 	up := newUpstream(t, stream)
 	streamBody := `{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 
+	jsonBody := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`
+
 	for _, tc := range []struct {
-		desc string
-		hold bool
-		mode enforcement.StreamMode
+		desc      string
+		intercept string // the event an interceptor subscribes to, or none
+		body      string
+		mode      enforcement.StreamMode
 	}{
-		{desc: "passthrough", mode: enforcement.StreamPassthrough},
-		{desc: "held", hold: true, mode: enforcement.StreamHeld},
+		{desc: "passthrough", body: streamBody, mode: enforcement.StreamPassthrough},
+		{desc: "held", intercept: ahp.EventModelResponseAfter, body: streamBody, mode: enforcement.StreamHeld},
+		{desc: "tool calls", intercept: ahp.EventToolBefore, body: streamBody, mode: enforcement.StreamToolCalls},
+		{desc: "mislabelled", intercept: ahp.EventToolBefore, body: jsonBody, mode: enforcement.StreamHeld},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			m := &fakeMetrics{streams: map[string]int{}, maxActive: map[string]int{}}
 			var srvURL string
-			if tc.hold {
-				ch := newTestChain(t, &fakePolicy{}, intercept(ahp.EventModelResponseAfter))
+			if tc.intercept != "" {
+				ch := newTestChain(t, &fakePolicy{}, intercept(tc.intercept))
 				srvURL = startProxy(t, testConfig(up.URL), ch, Options{Metrics: m}).URL
 			} else {
 				srvURL = startProxy(t, testConfig(up.URL), nil, Options{Metrics: m}).URL
 			}
-			if status, _, body := post(t, srvURL+chatPath, streamBody, nil); status != 200 || !strings.Contains(string(body), "[DONE]") {
+			if status, _, body := post(t, srvURL+chatPath, tc.body, nil); status != 200 || !strings.Contains(string(body), "[DONE]") {
 				t.Fatalf("stream: status %d body %s", status, body)
 			}
 			post(t, srvURL+"/nowhere", `{}`, nil)

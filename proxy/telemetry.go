@@ -1,7 +1,8 @@
 package proxy
 
-// Operational hooks of the proxy: a request id and scope per request, Prometheus-style
-// metrics through a small interface, OpenTelemetry spans, and request-scoped log lines.
+// Telemetry of the proxy, not AHP observation (that is the chain's): a request id and
+// scope per request, Prometheus-style metrics through a small interface, OpenTelemetry
+// spans, and request-scoped log lines.
 // Everything here is optional and cheap when off: with no Metrics and no Tracer a request
 // costs one scope (request id, route, status) and nothing else.
 
@@ -105,8 +106,6 @@ func (sc *requestScope) fields() []zap.Field {
 	return f
 }
 
-// logAt writes a log line about the request of ctx: it carries the request id and the
-// event ids settled so far. Fields are only built when the level is enabled.
 // unexamined records a forward of input the chain did not see: counted, and logged at
 // info so an operator who opened the route can see what goes through it.
 func (s *Server) unexamined(ctx context.Context, rt *route, method, endpoint string) {
@@ -121,6 +120,8 @@ func (s *Server) unexamined(ctx context.Context, rt *route, method, endpoint str
 		zap.String("method", method), zap.String("endpoint", endpoint))
 }
 
+// logAt writes a log line about the request of ctx: it carries the request id and the
+// event ids settled so far. Fields are only built when the level is enabled.
 func (s *Server) logAt(ctx context.Context, lvl zapcore.Level, msg string, fields ...zap.Field) {
 	ce := s.log.Check(lvl, msg)
 	if ce == nil {
@@ -311,7 +312,7 @@ func (s *Server) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabili
 	return traceIntercept(ctx, s.tracer, s.chain, ev, caps, ext...)
 }
 
-// settledOrNone is the settlement of ev the exchanges record: st, naming ev when the engine
+// settledOrNone is the settlement of ev the lifecycles record: st, naming ev when the engine
 // left its Event unset, or, defensively, one that decided nothing when the engine settled
 // nothing.
 func settledOrNone(st *chain.Settlement, ev *ahp.Event) *chain.Settlement {
@@ -412,6 +413,7 @@ func addTraceContext(ctx context.Context, ev *ahp.Event) {
 type meteredTransport struct {
 	base    http.RoundTripper
 	metrics Metrics
+	lc      *lifecycle // the boundary request it carries (lifecycle.forward), or nil
 }
 
 func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -425,11 +427,8 @@ func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	mb := &meteredBody{rc: resp.Body, metrics: t.metrics, route: sc.route, start: start}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 && isEventStream(resp.Header.Get("Content-Type")) {
 		mode := enforcement.StreamPassthrough
-		if x := exchangeFrom(req.Context()); x != nil && x.holdsResponse() {
-			mode = enforcement.StreamHeld
-			if _, ok := x.editsStream(true); ok {
-				mode = enforcement.StreamToolCalls
-			}
+		if t.lc != nil {
+			mode = t.lc.modeFor(resp).streamMode()
 		}
 		mb.endStream = t.metrics.StreamStarted(sc.route, mode)
 	}
