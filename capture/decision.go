@@ -1,10 +1,12 @@
 package capture
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -92,17 +94,23 @@ func toolCalls(items []ahp.Message) int {
 	return n
 }
 
-// digest fingerprints the effective event's content: items, tool input, params.
+// digest fingerprints the effective event's content: items, tool input, params. The
+// value hash of each redaction placeholder ([REDACTED:<kind>:<8 hex>]) is left out: a
+// replay of a redacted capture stands a made-up credential in for the original, which
+// the same policy redacts in the same place under another hash.
 func digest(ev *ahp.Event) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	_ = enc.Encode(ev.Items)
 	if ev.Tool != nil {
 		_ = enc.Encode(ev.Tool.Input)
 	}
 	_ = enc.Encode(ev.Params)
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	sum := sha256.Sum256(placeholderHash.ReplaceAll(b.Bytes(), []byte("[REDACTED:$1]")))
+	return hex.EncodeToString(sum[:8])
 }
+
+var placeholderHash = regexp.MustCompile(`\[REDACTED:([a-z0-9_]+):[0-9a-f]{8}\]`)
 
 // Compare reports whether candidate would be enforced differently from recorded at the
 // boundary of eventType, and says in a few words what would change ("" when nothing
