@@ -109,7 +109,7 @@ func TestShadowDenyIsAuditedNotEnforced(t *testing.T) {
 // without answering instead.
 type blockingBackend struct {
 	*httptest.Server
-	release          chan struct{}
+	release           chan struct{}
 	entered, finished atomic.Int64
 }
 
