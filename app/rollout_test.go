@@ -201,3 +201,41 @@ func TestShadowBackendHangOrCrashDelaysNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestShadowReloadsWithTheRegistration: the shadow registration file is watched and
+// validated like the live one. A broken shadow document fails the reload (counted, the
+// running shadow stays); a new valid one is swapped in: the shadow that agreed with the
+// live chain now disagrees, while clients are served as before.
+func TestShadowReloadsWithTheRegistration(t *testing.T) {
+	up := newUpstream(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "shadow.json"), modelsAndSecrets("gpt-ok"), 0o600)
+	s := startServer(t, dir, configYAML(t, up.URL, "shadow:\n  registration: shadow.json\n"), modelsAndSecrets("gpt-ok"))
+	disagreements := `hookproxy_shadow_disagreements_total{boundary="model.request.before"}`
+
+	if status, _ := s.chat(t, "gpt-ok", "hi", ""); status != http.StatusOK {
+		t.Fatalf("gpt-ok: %d", status)
+	}
+	eventually(t, "the agreeing shadow's decision", func() bool {
+		return s.metric(t, `hookproxy_shadow_decisions_total{outcome="forwarded"}`) == 1
+	})
+
+	writeFile(t, filepath.Join(dir, "shadow.json"), `{"protocolVersion":"draft","hooks":[`, 0o600)
+	s.reload <- struct{}{}
+	eventually(t, "the broken shadow document refused", func() bool {
+		return s.metric(t, `hookproxy_config_reloads_total{result="failure"}`) >= 1 &&
+			strings.Contains(s.logs.String(), "shadow.registration")
+	})
+
+	writeFile(t, filepath.Join(dir, "shadow.json"), modelsAndSecrets("gpt-other"), 0o600)
+	eventually(t, "the new shadow document loaded by the watcher", func() bool {
+		return s.metric(t, `hookproxy_config_reloads_total{result="success"}`) >= 1
+	})
+	if n := s.metric(t, disagreements); n != 0 {
+		t.Fatalf("disagreements before the new shadow saw traffic: %v", n)
+	}
+	if status, body := s.chat(t, "gpt-ok", "hi", ""); status != http.StatusOK {
+		t.Fatalf("gpt-ok after the reload: %d %s", status, body)
+	}
+	eventually(t, "the new shadow's disagreement", func() bool { return s.metric(t, disagreements) == 1 })
+}

@@ -265,7 +265,7 @@ func resolvePaths(cfg *Config, baseDir string) {
 	if cfg.Registration != "" && !filepath.IsAbs(cfg.Registration) {
 		cfg.Registration = filepath.Join(baseDir, cfg.Registration)
 	}
-	if p := cfg.Shadow.Registration; p != "" && !filepath.IsAbs(p) {
+	if p := cfg.Shadow.Registration; p != "" && p != RegistrationNone && !filepath.IsAbs(p) {
 		cfg.Shadow.Registration = filepath.Join(baseDir, p)
 	}
 	if p := cfg.Capture.Dir; p != "" && !filepath.IsAbs(p) {
