@@ -55,7 +55,10 @@ func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 	if c.opts.Tap != nil && ev != nil {
 		// After settlement, before the caller enforces it: the tap only copies what it
 		// keeps (Options.Tap), so this costs the request a copy, never a backend call.
-		c.opts.Tap(&Tapped{Event: ev, Capabilities: &caps, Extensions: ext, Settlement: st})
+		// caps and ext are copied here, in the branch, so that without a tap neither
+		// escapes to the heap.
+		offered := caps
+		c.opts.Tap(&Tapped{Event: ev, Capabilities: &offered, Extensions: slices.Clone(ext), Settlement: st})
 	}
 	return st
 }
