@@ -143,3 +143,34 @@ func TestReplayErrorsExitTwo(t *testing.T) {
 		t.Fatalf("empty capture: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 }
+
+// TestValidateChecksTheShadowRegistration: validate checks shadow.registration like the
+// live registration (exit 1 with the problem at its JSON path) and names the shadow's
+// policies when it is valid.
+func TestValidateChecksTheShadowRegistration(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "hookproxy.yaml")
+	if err := os.WriteFile(cfg, []byte(policyTestConfig+"shadow:\n  registration: shadow.json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shadow := filepath.Join(dir, "shadow.json")
+	if err := os.WriteFile(shadow, []byte(`{"protocolVersion":"draft","hooks":[{"id":"org.example.shadow"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"validate", "--config", cfg}, nil, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), shadow+`: hooks[0]: "transport" is required`) {
+		t.Fatalf("broken shadow: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	valid := `{"protocolVersion":"draft","hooks":[{"id":"org.example.shadow","transport":{"type":"in_process","policy":"tools","config":{}},` +
+		`"subscriptions":[{"events":["tool.before"],"mode":"intercept","timeoutMs":2000,"failurePolicy":"fail-closed","content":{"default":"body"}}]}]}`
+	if err := os.WriteFile(shadow, []byte(valid), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := Main([]string{"validate", "--config", cfg}, nil, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "shadow (enforcing nothing): tools") {
+		t.Fatalf("valid shadow: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
