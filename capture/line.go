@@ -26,10 +26,11 @@ type Line struct {
 	// modifications), with its ids: a replay re-settles this very event.
 	Event json.RawMessage `json:"event"`
 	// Capabilities and Extensions are what the host offered at this boundary.
-	Capabilities *ahp.Capabilities `json:"capabilities"`
-	Extensions   []string          `json:"extensions,omitempty"`
-	Live         Decision          `json:"live"`
-	Shadow       *Decision         `json:"shadow,omitempty"`
+	// (Capabilities is the JSON of an ahp.Capabilities, encoded when the boundary settled.)
+	Capabilities json.RawMessage `json:"capabilities"`
+	Extensions   []string        `json:"extensions,omitempty"`
+	Live         Decision        `json:"live"`
+	Shadow       *Decision       `json:"shadow,omitempty"`
 }
 
 // SubjectOf names what ev is about: the tool of a tool event, else the model.

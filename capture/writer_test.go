@@ -20,7 +20,7 @@ func testLine(i int, text string) *Line {
 	ev, _ := json.Marshal(&ahp.Event{ID: fmt.Sprintf("e%d", i), Type: ahp.EventToolBefore, Source: "urn:t", Time: "2026-01-01T00:00:00Z",
 		Tool: &ahp.Tool{Name: "Bash", Input: json.RawMessage(fmt.Sprintf(`{"command":%q}`, text))}})
 	return &Line{Time: time.Now(), Boundary: ahp.EventToolBefore, EventID: fmt.Sprintf("e%d", i), Event: ev,
-		Capabilities: &ahp.Capabilities{}, Live: Decision{Outcome: "forwarded", Effects: []string{}}}
+		Capabilities: json.RawMessage(`{"effects":[]}`), Live: Decision{Outcome: "forwarded", Effects: []string{}}}
 }
 
 // TestRotationUnderLoadRespectsMaxBytes: a line larger than the bound, then eight

@@ -151,7 +151,8 @@ func runEventCase(ctx context.Context, ch *chain.Chain, c *Case) (Result, error)
 	if err := ahp.ValidateEvent(raw); err != nil {
 		return Result{}, fmt.Errorf("%s: event: %v", c.Name, err)
 	}
-	got, err := Settle(ctx, ch, &capture.Line{Event: raw, EventID: ev.ID, Capabilities: &caps})
+	capsRaw, _ := json.Marshal(&caps)
+	got, err := Settle(ctx, ch, &capture.Line{Event: raw, EventID: ev.ID, Capabilities: capsRaw})
 	if err != nil {
 		return Result{}, err
 	}

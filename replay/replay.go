@@ -99,8 +99,10 @@ func Settle(ctx context.Context, ch *chain.Chain, l *capture.Line) (capture.Deci
 		evp = policies.StandInCopy(evp)
 	}
 	var caps ahp.Capabilities
-	if l.Capabilities != nil {
-		caps = *l.Capabilities
+	if len(l.Capabilities) > 0 {
+		if err := json.Unmarshal(l.Capabilities, &caps); err != nil {
+			return capture.Decision{}, fmt.Errorf("event %s: capabilities: %w", l.EventID, err)
+		}
 	}
 	st := ch.Intercept(ctx, evp, caps, l.Extensions...)
 	st.Wait()

@@ -3,6 +3,7 @@ package shadow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -53,7 +54,7 @@ type Tap struct {
 // job is one settled boundary handed to the shadow workers.
 type job struct {
 	ev      json.RawMessage // the event as the live chain received it
-	caps    ahp.Capabilities
+	caps    json.RawMessage // the offer, encoded
 	ext     []string
 	live    capture.Decision
 	records []chain.Record
@@ -101,8 +102,14 @@ func (t *Tap) Func() func(*chain.Tapped) {
 }
 
 // Settled is told of one settled boundary of the live chain, on the request path. It
-// copies the event (its JSON encoding) and returns without waiting for anything.
+// copies the event and the offer (their JSON encodings: they belong to the request once
+// this returns) and returns without waiting for anything.
 func (t *Tap) Settled(b *chain.Tapped) {
+	if b.Settlement.Interrupted {
+		// The client went away while the chain ran: nothing was enforced, so there is no
+		// decision to compare or to replay.
+		return
+	}
 	ev := b.Event
 	session := capture.SessionOf(ev)
 	captured := t.o.Capture.Sampled(session)
@@ -116,26 +123,30 @@ func (t *Tap) Settled(b *chain.Tapped) {
 		return
 	}
 	raw, err := json.Marshal(ev)
+	var caps []byte
+	if err == nil {
+		caps, err = json.Marshal(b.Capabilities)
+	}
 	if err != nil {
 		if captured {
 			t.o.Capture.Fail("encode", err)
 		}
 		return
 	}
+	ext := append([]string(nil), b.Extensions...)
 	live := capture.Summarize(b.Settlement)
 	var line *capture.Line
 	if captured {
 		line = &capture.Line{
 			Time: time.Now().UTC(), Boundary: ev.Type, EventID: ev.ID, Session: session,
-			Subject: capture.SubjectOf(ev), Event: raw, Capabilities: b.Capabilities,
-			Extensions: append([]string(nil), b.Extensions...), Live: live,
+			Subject: capture.SubjectOf(ev), Event: raw, Capabilities: caps, Extensions: ext, Live: live,
 		}
 	}
 	if !shadow {
 		t.o.Capture.Write(line)
 		return
 	}
-	j := &job{ev: raw, caps: *b.Capabilities, ext: append([]string(nil), b.Extensions...), live: live,
+	j := &job{ev: raw, caps: caps, ext: ext, live: live,
 		records: append([]chain.Record(nil), b.Settlement.Records...), line: line, id: identityOf(ev)}
 	if !t.send(j) {
 		t.o.Metrics.ShadowDropped()
@@ -187,12 +198,13 @@ func (t *Tap) work() {
 // settle runs the shadow chain on one event and records the result.
 func (t *Tap) settle(j *job) {
 	var ev ahp.Event
-	if err := json.Unmarshal(j.ev, &ev); err != nil {
-		// The encoding came from the same type a moment ago; this is a bug, not input.
+	var caps ahp.Capabilities
+	if err := errors.Join(json.Unmarshal(j.ev, &ev), json.Unmarshal(j.caps, &caps)); err != nil {
+		// The encodings came from the same types a moment ago; this is a bug, not input.
 		t.o.Logger.Error("shadow: cannot decode a tapped event", zap.Error(err))
 		return
 	}
-	st := t.o.Chain.Intercept(t.ctx, &ev, j.caps, j.ext...)
+	st := t.o.Chain.Intercept(t.ctx, &ev, caps, j.ext...)
 	st.Wait()
 	dec := capture.Summarize(st)
 	differs, diff := capture.Compare(ev.Type, j.live, dec)
