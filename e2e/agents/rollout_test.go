@@ -42,7 +42,8 @@ func replayCapture(t *testing.T, captureDir, configPath string) (int, replayRepo
 	return code, rep, errOut.String()
 }
 
-// TestCaptureReplayRoundTrip captures Claude Code's real traffic through hookproxy
+// TestCaptureReplayRoundTrip captures each real agent's traffic (Claude Code, Codex, Gemini
+// CLI) through hookproxy
 // (capture.dir, redaction on by default), then replays it with `hookproxy replay`:
 //   - with the same configuration, every event settles as recorded: 0 differences and
 //     exit 0, although the capture holds no credential (the live chain redacted the AWS
@@ -51,16 +52,39 @@ func replayCapture(t *testing.T, captureDir, configPath string) (int, replayRepo
 //   - with a stricter rule (reading notes.txt is refused), exactly the tool.before events
 //     of that command differ, recorded forwarded → candidate refused, and exit 1.
 func TestCaptureReplayRoundTrip(t *testing.T) {
-	bin := agentBin(t, "claude")
-	checkVersion(t, bin, claudePkg)
-	s := newScratch(t)
-	im := newImitation(t, s.script(claudeDestroy))
-	trap := newEgressTrap(t)
-	reg := registration(t, s.victim)
-	p := startProxyWith(t, im.URL, reg, "capture:\n  dir: capture\n")
-	res := runClaude(t, bin, p.url+"/anthropic", s, trap)
-	checkProxied(t, res, im, s)
-	p.stop() // flushes the capture
+	for _, a := range []struct {
+		name, bin, pkg, destroy string
+		run                     func(t *testing.T, bin, url string, s scratch, trap *egressTrap) result
+	}{
+		{name: "claude", bin: "claude", pkg: claudePkg, destroy: claudeDestroy, run: func(t *testing.T, bin, url string, s scratch, trap *egressTrap) result {
+			return runClaude(t, bin, url+"/anthropic", s, trap)
+		}},
+		{name: "codex", bin: "codex", pkg: codexPkg, destroy: codexDestroy, run: func(t *testing.T, bin, url string, s scratch, trap *egressTrap) result {
+			return runCodex(t, bin, codexCases[0].model, url+"/openai/v1", s, trap)
+		}},
+		{name: "gemini", bin: "gemini", pkg: geminiPkg, destroy: geminiDestroy, run: func(t *testing.T, bin, url string, s scratch, trap *egressTrap) result {
+			return runGemini(t, bin, url+"/gemini", s, trap)
+		}},
+	} {
+		t.Run(a.name, func(t *testing.T) {
+			bin := agentBin(t, a.bin)
+			checkVersion(t, bin, a.pkg)
+			s := newScratch(t)
+			im := newImitation(t, s.script(a.destroy))
+			trap := newEgressTrap(t)
+			reg := registration(t, s.victim)
+			p := startProxyWith(t, im.URL, reg, "capture:\n  dir: capture\n")
+			res := a.run(t, bin, p.url, s, trap)
+			checkProxied(t, res, im, s)
+			p.stop() // flushes the capture
+			checkRoundTrip(t, p, reg)
+		})
+	}
+}
+
+// checkRoundTrip replays the capture of p, whose registration is reg.
+func checkRoundTrip(t *testing.T, p *proxy, reg []byte) {
+	t.Helper()
 
 	captureDir := filepath.Join(p.dir, "capture")
 	files, _ := filepath.Glob(filepath.Join(captureDir, "*.jsonl"))
