@@ -43,8 +43,8 @@ func replayCapture(t *testing.T, captureDir, configPath string) (int, replayRepo
 }
 
 // TestCaptureReplayRoundTrip captures each real agent's traffic (Claude Code, Codex, Gemini
-// CLI) through hookproxy
-// (capture.dir, redaction on by default), then replays it with `hookproxy replay`:
+// CLI) through hookproxy (capture.dir, redaction on by default), then replays it with
+// `hookproxy replay`:
 //   - with the same configuration, every event settles as recorded: 0 differences and
 //     exit 0, although the capture holds no credential (the live chain redacted the AWS
 //     keys; the replay stands made-up ones in for them, and the secrets policy rewrites
