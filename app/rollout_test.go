@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/capture"
 )
 
 // shadowLine is an audit record with a shadow part, as a reader of the log sees it.
@@ -63,7 +65,7 @@ func TestShadowDenyIsAuditedNotEnforced(t *testing.T) {
 	up := newUpstream(t)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "shadow.json"), modelsAndSecrets("gpt-other"), 0o600)
-	s := startServer(t, dir, configYAML(t, up.URL, "shadow:\n  registration: shadow.json\n"), modelsAndSecrets("gpt-ok"))
+	s := startServer(t, dir, configYAML(t, up.URL, "shadow:\n  registration: shadow.json\ncapture:\n  dir: capture\n"), modelsAndSecrets("gpt-ok"))
 
 	status, body := s.chat(t, "gpt-ok", "say hello", "req-shadow")
 	if status != http.StatusOK || !strings.Contains(body, "hello") {
@@ -94,6 +96,16 @@ func TestShadowDenyIsAuditedNotEnforced(t *testing.T) {
 		sh.Shadow.Outcome != "refused" || !sh.Shadow.Differs || !strings.Contains(sh.Shadow.Diff, "would refuse the model request") ||
 		sh.Shadow.Denial == nil || sh.Shadow.Denial.BackendID != "org.example.models" {
 		t.Fatalf("shadow record = %+v %+v, want the shadow's deny beside the live allow of event %s", sh, sh.Shadow, live[0].EventID)
+	}
+
+	// The capture line holds the event, the live settlement and the shadow's beside it.
+	var lines []capture.Line
+	if err := capture.Read(filepath.Join(dir, "capture"), func(l *capture.Line) error { lines = append(lines, *l); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || lines[0].EventID != live[0].EventID || lines[0].Live.Outcome != "forwarded" ||
+		lines[0].Shadow == nil || lines[0].Shadow.Outcome != "refused" || !strings.Contains(string(lines[0].Event), "say hello") {
+		t.Fatalf("capture lines %+v: want the event with the live forward and the shadow's refusal", lines)
 	}
 
 	// Control: the same registration, live, refuses.
