@@ -148,3 +148,35 @@ func TestWriteFailureCountedAndLoggedOnce(t *testing.T) {
 		t.Fatalf("%d warnings, want exactly 1", n)
 	}
 }
+
+// TestSampleBySession: sampling keeps or drops whole sessions, the same way every time, in
+// about the configured fraction; sample 1 keeps everything.
+func TestSampleBySession(t *testing.T) {
+	half, err := NewWriter(Options{Dir: t.TempDir(), Sample: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	all, err := NewWriter(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	kept := 0
+	for i := range 2000 {
+		s := fmt.Sprintf("ses_%d", i)
+		k := half.Sampled(s)
+		if k != half.Sampled(s) {
+			t.Fatalf("session %s sampled both ways", s)
+		}
+		if k {
+			kept++
+		}
+		if !all.Sampled(s) {
+			t.Fatalf("sample 1 dropped session %s", s)
+		}
+	}
+	if kept < 850 || kept > 1150 {
+		t.Fatalf("sample 0.5 kept %d of 2000 sessions", kept)
+	}
+}
