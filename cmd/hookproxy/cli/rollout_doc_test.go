@@ -170,11 +170,11 @@ func TestRolloutWalkthrough(t *testing.T) {
 	if !strings.Contains(shadowed.output, readCall) {
 		fail(shadowed, "in shadow, the client should still get the Read call")
 	}
-	metrics := find("sleep 1; curl -s http://"+ports["127.0.0.1:9090"]+"/metrics", 0)
+	metrics := find("until curl -s http://"+ports["127.0.0.1:9090"]+"/metrics", 0)
 	if !strings.Contains(metrics.output, `hookproxy_shadow_disagreements_total{boundary="tool.before"} 1`) {
 		fail(metrics, "the shadow's disagreement should be counted")
 	}
-	audited := find(`grep '"differs":true' audit.jsonl`, 0)
+	audited := find(`until grep '"differs":true' audit.jsonl`, 0)
 	if !strings.Contains(audited.output, `"diff":"would refuse the tool call (org.example.no_reads)"`) ||
 		!strings.Contains(audited.output, `"permission":"deny"`) || strings.Count(strings.TrimSpace(audited.output), "\n") != 0 {
 		fail(audited, "the audit log should hold one shadow record, the deny of the Read call")
