@@ -34,6 +34,11 @@ func BuildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.C
 
 // buildChain is BuildChain that also names the policies in force (PolicyNames).
 func buildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.Chain, []string, error) {
+	return buildChainTap(cfg, source, logger, nil)
+}
+
+// buildChainTap is buildChain with the rollout tap (shadow and capture) on the chain.
+func buildChainTap(cfg *config.Config, source string, logger *zap.Logger, tap func(*chain.Tapped)) (*chain.Chain, []string, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
@@ -54,6 +59,7 @@ func buildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.C
 		Policies:       policies.Factories(),
 		ObserveTimeout: cfg.Limits.WithDefaults().ObserveTimeout,
 		Logger:         logger,
+		Tap:            tap,
 	})
 	if err != nil {
 		return nil, nil, err

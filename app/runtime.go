@@ -65,6 +65,8 @@ type generation struct {
 	seq   uint64
 	cfg   *config.Config
 	chain *chain.Chain // nil: nothing registered
+	// rollout is the shadow chain and capture writer behind the live chain's tap.
+	rollout *rollout
 	// policies names the hooks in force, in chain order (PolicyNames).
 	policies []string
 	srv      *proxy.Server
@@ -228,6 +230,8 @@ func (g *generation) close(flush time.Duration) {
 	g.closeOnce.Do(func() {
 		defer close(g.closed)
 		_ = g.srv.Close()
+		// Before the audit log: queued shadow settlements still write their records.
+		g.rollout.close(g.rt.log)
 		ctx, cancel := context.WithTimeout(context.Background(), flush)
 		defer cancel()
 		if err := g.audit.release(ctx); err != nil {
@@ -275,15 +279,6 @@ func (a *auditLog) release(ctx context.Context) error {
 // writer (shared with prev when its settings are unchanged) and proxy handler. Nothing is
 // left running when it fails.
 func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, err error) {
-	ch, names, err := buildChain(cfg, cfg.Source, rt.log)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if err != nil && ch != nil {
-			_ = ch.Close()
-		}
-	}()
 	var al *auditLog
 	if prev != nil && prev.audit.cfg == cfg.Audit {
 		al = prev.audit
@@ -296,6 +291,32 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 		al = &auditLog{cfg: cfg.Audit, w: w}
 		al.refs.Store(1)
 	}
+	defer func() {
+		if err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = al.release(ctx)
+		}
+	}()
+	seq := rt.seq.Load() + 1 // the number this generation gets if it is built
+	ro, err := buildRollout(cfg, seq, al.w, rt.metrics, rt.log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			ro.close(rt.log)
+		}
+	}()
+	ch, names, err := buildChainTap(cfg, cfg.Source, rt.log, ro.tap.Func())
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && ch != nil {
+			_ = ch.Close()
+		}
+	}()
 	opts := proxy.Options{
 		Logger:      rt.log,
 		Auditor:     &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log, Decisions: rt.decisions},
@@ -309,12 +330,9 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 	}
 	srv, err := proxy.New(cfg, ch, opts)
 	if err != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = al.release(ctx)
 		return nil, err
 	}
-	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, policies: names, srv: srv, audit: al, closed: make(chan struct{})}
+	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, rollout: ro, policies: names, srv: srv, audit: al, closed: make(chan struct{})}
 	return g, nil
 }
 
@@ -352,7 +370,7 @@ func (rt *Runtime) reload(trigger string, force bool) error {
 	}
 	cur := rt.cur.Load()
 	if !force {
-		d := rt.digestOf(rt.configPath, RegistrationPath(cur.cfg))
+		d := rt.digestOf(rt.configPath, RegistrationPath(cur.cfg), cur.cfg.Shadow.Registration)
 		if d == rt.lastDigest {
 			return nil
 		}
@@ -369,7 +387,7 @@ func (rt *Runtime) reload(trigger string, force bool) error {
 	} else {
 		c, err := rt.load(rt.configPath)
 		if err != nil {
-			rt.lastDigest = rt.digestOf(rt.configPath, RegistrationPath(cur.cfg))
+			rt.lastDigest = rt.digestOf(rt.configPath, RegistrationPath(cur.cfg), cur.cfg.Shadow.Registration)
 			return fail(err)
 		}
 		cfg = c
@@ -429,7 +447,7 @@ func (rt *Runtime) restartNotes(old, cfg *config.Config) {
 
 // digest fingerprints the files cfg was loaded from.
 func (rt *Runtime) digest(cfg *config.Config) [sha256.Size]byte {
-	return rt.digestOf(rt.configPath, RegistrationPath(cfg))
+	return rt.digestOf(rt.configPath, RegistrationPath(cfg), cfg.Shadow.Registration)
 }
 
 func (rt *Runtime) digestOf(paths ...string) [sha256.Size]byte {
@@ -461,6 +479,9 @@ func (rt *Runtime) watchPaths() []string {
 	if g := rt.cur.Load(); g != nil {
 		if p := RegistrationPath(g.cfg); p != "" {
 			paths = append(paths, p)
+		}
+		if p := g.cfg.Shadow.Registration; p != "" {
+			paths = append(paths, p) // the shadow is reloaded with the live registration
 		}
 	}
 	return paths

@@ -17,20 +17,23 @@ import (
 
 // Record is one settled boundary. Field order is the order of the JSON line.
 type Record struct {
-	Time         time.Time          `json:"time"`
-	EventID      Text               `json:"eventId"`
-	EventType    EventType          `json:"eventType"`
-	Route        Text               `json:"route,omitempty"`
-	SessionID    Text               `json:"sessionId,omitempty"`
-	TurnID       Text               `json:"turnId,omitempty"`
-	CallID       Text               `json:"callId,omitempty"`
-	Model        Text               `json:"model,omitempty"`
-	Tool         Text               `json:"tool,omitempty"`
-	Interceptors []Interceptor      `json:"interceptors"`
-	Permission   Permission         `json:"permission,omitempty"`
-	Flow         Flow               `json:"flow,omitempty"`
-	Denial       *Denial            `json:"denial,omitempty"`
-	Enforcement  enforcement.Action `json:"enforcement"`
+	Time         time.Time     `json:"time"`
+	EventID      Text          `json:"eventId"`
+	EventType    EventType     `json:"eventType"`
+	Route        Text          `json:"route,omitempty"`
+	SessionID    Text          `json:"sessionId,omitempty"`
+	TurnID       Text          `json:"turnId,omitempty"`
+	CallID       Text          `json:"callId,omitempty"`
+	Model        Text          `json:"model,omitempty"`
+	Tool         Text          `json:"tool,omitempty"`
+	Interceptors []Interceptor `json:"interceptors"`
+	Permission   Permission    `json:"permission,omitempty"`
+	Flow         Flow          `json:"flow,omitempty"`
+	Denial       *Denial       `json:"denial,omitempty"`
+	// Enforcement is what the proxy did. A shadow record (Shadow set) has none: it repeats
+	// the live settlement beside the shadow chain's, and the proxy's enforcement of that
+	// boundary is on the boundary's own record.
+	Enforcement enforcement.Action `json:"enforcement,omitempty"`
 	// Reapplied counts the rewrites settled on earlier requests of the conversation that
 	// were put back into this request (model.request.before records only).
 	Reapplied int `json:"reapplied,omitempty"`
@@ -42,9 +45,25 @@ type Record struct {
 	// the client while the chain settled: "whole", "tool_calls" (a stream whose text
 	// flowed while each tool call was held until decided) or "none".
 	Held enforcement.Held `json:"held,omitempty"`
+	// Shadow is the shadow chain's settlement of the same event (shadow records only).
+	Shadow *Shadow `json:"shadow,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`
+}
+
+// Shadow is what the shadow chain settled for the event of a record, and whether that
+// differs from the live settlement: Diff says in a few words what would have changed
+// (a call removed, text rewritten, a request refused).
+type Shadow struct {
+	Effects      []EffectType       `json:"effects"`
+	Permission   Permission         `json:"permission"`
+	Flow         Flow               `json:"flow"`
+	Outcome      enforcement.Action `json:"outcome"`
+	Differs      bool               `json:"differs"`
+	Diff         Text               `json:"diff,omitempty"`
+	Denial       *Denial            `json:"denial,omitempty"`
+	Interceptors []Interceptor      `json:"interceptors"`
 }
 
 // Interceptor is what happened to one matching subscription at the boundary.

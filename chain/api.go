@@ -154,4 +154,19 @@ type Options struct {
 	// RootCAs replaces the platform trust for HTTPS backends and OAuth issuers (nil: the
 	// platform's roots; tests pass their loopback TLS servers' certificates).
 	RootCAs *x509.CertPool
+	// Tap, when set, is told of every settled boundary of Intercept, synchronously, on the
+	// request path: the shadow chain and the capture (hookproxy's rollout tools) copy
+	// what they keep and return. It must not block, must not mutate what it is given and
+	// must not keep its pointers past the call.
+	Tap func(*Tapped)
+}
+
+// Tapped is one settled boundary as Options.Tap sees it: the canonical event exactly as
+// the chain received it (before any accepted modification), what the host offered, and
+// the settlement.
+type Tapped struct {
+	Event        *ahp.Event
+	Capabilities *ahp.Capabilities
+	Extensions   []string
+	Settlement   *Settlement
 }

@@ -51,6 +51,19 @@ type hookFailure struct {
 // chain knows is ahp.ExtRedactText (redact_text.go), offered to each subscription that may
 // modify the boundary's message list.
 func (c *Chain) Intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities, ext ...string) *Settlement {
+	st := c.intercept(ctx, ev, caps, ext)
+	if c.opts.Tap != nil && ev != nil {
+		// After settlement, before the caller enforces it: the tap only copies what it
+		// keeps (Options.Tap), so this costs the request a copy, never a backend call.
+		// caps and ext are copied here, in the branch, so that without a tap neither
+		// escapes to the heap.
+		offered := caps
+		c.opts.Tap(&Tapped{Event: ev, Capabilities: &offered, Extensions: slices.Clone(ext), Settlement: st})
+	}
+	return st
+}
+
+func (c *Chain) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilities, ext []string) *Settlement {
 	st := &Settlement{Event: ev, Permission: ahp.PermissionNone, Flow: ahp.FlowNone}
 	if ev == nil {
 		return st

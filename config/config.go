@@ -40,6 +40,11 @@ type Config struct {
 	// State is where conversation state lives across requests (settled tool results and
 	// prompts, deferred injections): memory by default, Redis for several replicas.
 	State State `yaml:"state" json:"state"`
+	// Shadow runs a second registration on every boundary the live chain settles, off
+	// the request path, enforcing nothing: its settlements go to the audit log and metrics.
+	Shadow Shadow `yaml:"shadow" json:"shadow"`
+	// Capture records settled boundaries in full for `hookproxy replay`.
+	Capture Capture `yaml:"capture" json:"capture"`
 
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.
@@ -90,6 +95,32 @@ type Audit struct {
 	// IncludeContent writes canonical content into audit records (off by default).
 	IncludeContent bool `yaml:"includeContent" json:"includeContent"`
 }
+
+// Shadow configures the shadow chain (off unless Registration is set).
+type Shadow struct {
+	// Registration is the shadow's AHP registration document: a file (absolute, or
+	// relative to this configuration), validated like the live one and reloaded with it.
+	Registration string `yaml:"registration" json:"registration"`
+}
+
+// Capture configures the capture of settled boundaries (off unless Dir is set).
+type Capture struct {
+	Dir string `yaml:"dir" json:"dir"` // relative to this configuration
+	// Sample is the fraction of sessions captured, 0 < sample <= 1 (default 1).
+	Sample float64 `yaml:"sample" json:"sample"`
+	// MaxBytes bounds one capture file (default 64 MiB); MaxAge the time it stays open
+	// for writing (default 1h). Lines are never truncated.
+	MaxBytes int64         `yaml:"maxBytes" json:"maxBytes"`
+	MaxAge   time.Duration `yaml:"maxAge" json:"maxAge"`
+	// Redact stores events after the built-in secrets redaction (default true).
+	Redact *bool `yaml:"redact" json:"redact"`
+}
+
+// Enabled reports whether boundaries are captured.
+func (c Capture) Enabled() bool { return c.Dir != "" }
+
+// Redacting reports whether captured events are stored after secrets redaction.
+func (c Capture) Redacting() bool { return c.Redact == nil || *c.Redact }
 
 // Limits of the proxy.
 type Limits struct {

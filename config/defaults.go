@@ -31,6 +31,9 @@ const (
 	DefaultStateTTL              = 24 * time.Hour
 	DefaultStateKeyPrefix        = "hookproxy:"
 	DefaultStateTimeoutMs        = 250
+	DefaultCaptureSample         = 1.0
+	DefaultCaptureMaxBytes       = 64 << 20
+	DefaultCaptureMaxAge         = time.Hour
 
 	AuditStdout  = "-"
 	AuditOnWait  = "wait"
@@ -70,6 +73,11 @@ func applyDefaults(c *Config) {
 		c.Audit.OnFull = AuditOnWait
 	}
 	setDuration(&c.Audit.WaitTimeout, DefaultAuditWaitTimeout)
+	if c.Capture.Sample == 0 {
+		c.Capture.Sample = DefaultCaptureSample
+	}
+	setInt64(&c.Capture.MaxBytes, DefaultCaptureMaxBytes)
+	setDuration(&c.Capture.MaxAge, DefaultCaptureMaxAge)
 	if c.Log.Level == "" {
 		c.Log.Level = DefaultLogLevel
 	}

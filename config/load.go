@@ -265,6 +265,12 @@ func resolvePaths(cfg *Config, baseDir string) {
 	if cfg.Registration != "" && !filepath.IsAbs(cfg.Registration) {
 		cfg.Registration = filepath.Join(baseDir, cfg.Registration)
 	}
+	if p := cfg.Shadow.Registration; p != "" && p != RegistrationNone && !filepath.IsAbs(p) {
+		cfg.Shadow.Registration = filepath.Join(baseDir, p)
+	}
+	if p := cfg.Capture.Dir; p != "" && !filepath.IsAbs(p) {
+		cfg.Capture.Dir = filepath.Join(baseDir, p)
+	}
 	if p := cfg.Audit.Path; p != "" && p != "-" && !filepath.IsAbs(p) {
 		cfg.Audit.Path = filepath.Join(baseDir, p)
 	}

@@ -90,6 +90,10 @@ func TestLoadProblems(t *testing.T) {
 		{desc: "unknown nested key", text: route + "    upstrem: x\n", paths: []string{"routes[0].upstrem"}, msg: "line 5"},
 		{desc: "case typo suggests", text: "Listen: :1\n" + route, paths: []string{"Listen"}, msg: `did you mean "listen"`},
 		{desc: "unknown limits key", text: route + "limits:\n  maxBytes: 3\n", paths: []string{"limits.maxBytes"}},
+		{desc: "capture sample above 1", text: route + "capture:\n  dir: c\n  sample: 1.5\n", paths: []string{"capture.sample"}},
+		{desc: "capture negative maxBytes", text: route + "capture:\n  dir: c\n  maxBytes: -1\n", paths: []string{"capture.maxBytes"}},
+		{desc: "capture unknown key", text: route + "capture:\n  directory: c\n", paths: []string{"capture.directory"}},
+		{desc: "shadow none", text: route + "shadow:\n  registration: none\n", paths: []string{"shadow.registration"}},
 		{desc: "fixed path key is not a file key", text: route + "path: /x\n", paths: []string{"path"}},
 		{desc: "duration integer", text: route + "limits:\n  dialTimeout: 5\n", paths: []string{"limits.dialTimeout", "$"}},
 		{desc: "duration garbage", text: route + "limits:\n  dialTimeout: soon\n", paths: []string{"limits.dialTimeout", "$"}},
@@ -283,5 +287,27 @@ func TestRegistrationKey(t *testing.T) {
 				t.Errorf("Plain() = %v, want %v", cfg.Plain(), tc.plain)
 			}
 		})
+	}
+}
+
+// TestRolloutKeys: shadow and capture paths resolve against the configuration's directory,
+// capture takes its defaults (redaction on), and redact: false is kept.
+func TestRolloutKeys(t *testing.T) {
+	route := "routes:\n  - prefix: /openai\n    api: openai\n    upstream: https://api.openai.com\n"
+	cfg, err := config.Parse([]byte(route+"shadow:\n  registration: strict.json\ncapture:\n  dir: cap\n"), "/etc/hookproxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Shadow.Registration != "/etc/hookproxy/strict.json" || cfg.Capture.Dir != "/etc/hookproxy/cap" ||
+		cfg.Capture.Sample != 1 || cfg.Capture.MaxBytes != config.DefaultCaptureMaxBytes || cfg.Capture.MaxAge != config.DefaultCaptureMaxAge ||
+		!cfg.Capture.Redacting() || !cfg.Capture.Enabled() {
+		t.Fatalf("parsed %+v %+v", cfg.Shadow, cfg.Capture)
+	}
+	cfg, err = config.Parse([]byte(route+"capture:\n  dir: cap\n  redact: false\n"), "")
+	if err != nil || cfg.Capture.Redacting() {
+		t.Fatalf("redact: false: %v, redacting %v", err, cfg != nil && cfg.Capture.Redacting())
+	}
+	if cfg, _ := config.Parse([]byte(route), ""); cfg.Capture.Enabled() || cfg.Shadow.Registration != "" {
+		t.Fatal("capture or shadow on without their keys")
 	}
 }

@@ -127,6 +127,18 @@ func validate(c *Config) []Problem {
 		add("tracing.sampleRatio", "must be between 0 and 1")
 	}
 	validateState(&c.State, add)
+	if c.Capture.Sample < 0 || c.Capture.Sample > 1 {
+		add("capture.sample", "must be between 0 (exclusive) and 1")
+	}
+	if c.Capture.MaxBytes < 0 {
+		add("capture.maxBytes", "must not be negative")
+	}
+	if c.Capture.MaxAge < 0 {
+		add("capture.maxAge", "must not be negative")
+	}
+	if c.Shadow.Registration == RegistrationNone {
+		add("shadow.registration", "leave the shadow block out instead of naming none")
+	}
 	return ps
 }
 

@@ -46,6 +46,10 @@ type Metrics struct {
 	configReloads       *prometheus.CounterVec
 	unexamined          *prometheus.CounterVec
 	storeFailures       *prometheus.CounterVec
+	shadowDecisions     *prometheus.CounterVec
+	shadowDisagree      *prometheus.CounterVec
+	shadowDropped       prometheus.Counter
+	captureFailures     *prometheus.CounterVec
 
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
@@ -86,6 +90,17 @@ func New() *Metrics {
 	m.storeFailures = counterVec("hookproxy_state_store_failures_total",
 		"Failed operations of the conversation state store (op: load, record, defer), by the state.onStoreFailure mode that handled them.",
 		"op", "mode")
+	m.shadowDecisions = counterVec("hookproxy_shadow_decisions_total",
+		"Boundaries the shadow chain settled, by the outcome its settlement would have had (forwarded, rewritten, refused, supplied, stopped).",
+		"outcome")
+	m.shadowDisagree = counterVec("hookproxy_shadow_disagreements_total",
+		"Boundaries where the shadow chain's settlement differs from the live one, by event type.",
+		"boundary")
+	m.shadowDropped = prometheus.NewCounter(prometheus.CounterOpts{Name: "hookproxy_shadow_dropped_total",
+		Help: "Boundaries the shadow chain never saw because its queue was full (the live decision is unaffected)."})
+	m.captureFailures = counterVec("hookproxy_capture_failures_total",
+		"Capture lines lost (queue_full, write, encode, closed); traffic is never refused for them.",
+		"reason")
 	m.configReloads = counterVec("hookproxy_config_reloads_total",
 		"Configuration reload attempts, by result (success or failure).",
 		"result")
@@ -107,7 +122,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures, m.invalidReplies,
 		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
-		m.storeFailures,
+		m.storeFailures, m.shadowDecisions, m.shadowDisagree, m.shadowDropped, m.captureFailures,
 		auditDepth, auditDropped,
 	)
 	return m
@@ -292,4 +307,51 @@ func (m *Metrics) RegisterAudit(depth func() int, dropped func() uint64) {
 	} else {
 		m.auditDropped.Store(&dropped)
 	}
+}
+
+// ShadowDecision counts one boundary settled by the shadow chain; outcome is the
+// enforcement its settlement would have had.
+func (m *Metrics) ShadowDecision(outcome enforcement.Action) {
+	if m == nil {
+		return
+	}
+	switch outcome {
+	case enforcement.Forwarded, enforcement.Rewritten, enforcement.Refused, enforcement.Supplied, enforcement.Stopped:
+	default:
+		outcome = unknown
+	}
+	m.shadowDecisions.WithLabelValues(string(outcome)).Inc()
+}
+
+// ShadowDisagreement counts one boundary whose shadow settlement differs from the live one.
+func (m *Metrics) ShadowDisagreement(event string) {
+	if m == nil {
+		return
+	}
+	if !ahp.IsEventType(event) {
+		event = unknown
+	}
+	m.shadowDisagree.WithLabelValues(event).Inc()
+}
+
+// ShadowDropped counts one boundary the shadow chain's full queue turned away.
+func (m *Metrics) ShadowDropped() {
+	if m == nil {
+		return
+	}
+	m.shadowDropped.Inc()
+}
+
+// CaptureFailure counts one capture line lost, by reason (queue_full, write, encode,
+// closed; anything else is "unknown").
+func (m *Metrics) CaptureFailure(reason string) {
+	if m == nil {
+		return
+	}
+	switch reason {
+	case "queue_full", "write", "encode", "closed":
+	default:
+		reason = unknown
+	}
+	m.captureFailures.WithLabelValues(reason).Inc()
 }

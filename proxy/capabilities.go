@@ -94,3 +94,17 @@ func capsTurnFinish() ahp.Capabilities {
 		Flow:    stopOnly(),
 	}
 }
+
+// CapabilitiesFor is what the proxy offers at a boundary of eventType on a model route
+// (hookproxy test's event cases settle with it); false for an event it does not intercept.
+func CapabilitiesFor(eventType string) (ahp.Capabilities, bool) {
+	caps, ok := map[string]func() ahp.Capabilities{
+		ahp.EventToolAfter: capsToolAfter, ahp.EventTurnStart: capsTurnStart, ahp.EventModelResponseAfter: capsModelResponse,
+		ahp.EventToolBefore: capsToolBefore, ahp.EventTurnFinishBefore: capsTurnFinish,
+		ahp.EventModelRequestBefore: func() ahp.Capabilities { return capsModelRequest(false) },
+	}[eventType]
+	if !ok {
+		return ahp.Capabilities{}, false
+	}
+	return caps(), true
+}

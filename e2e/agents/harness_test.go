@@ -129,6 +129,7 @@ type proxy struct {
 	url    string // http://127.0.0.1:PORT
 	dir    string
 	stderr *testsupport.LockedBuffer
+	stop   func() // SIGTERM (graceful: the audit log and capture flushed), then SIGKILL; idempotent
 }
 
 // auditLog returns the decision log written so far.
@@ -165,6 +166,12 @@ func registration(t *testing.T, victim string) []byte {
 // model routes pointed at upstream. It is stopped (SIGTERM, then SIGKILL) when the test ends.
 func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 	t.Helper()
+	return startProxyWith(t, upstream, reg, "")
+}
+
+// startProxyWith is startProxy with extra configuration appended verbatim.
+func startProxyWith(t *testing.T, upstream string, reg []byte, extra string) *proxy {
+	t.Helper()
 	bin := hookproxyBin(t)
 	dir := t.TempDir()
 	listen, admin := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
@@ -173,7 +180,7 @@ func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 		"routes:\n" +
 		"  - prefix: /openai\n    api: openai\n    upstream: " + upstream + "\n" +
 		"  - prefix: /anthropic\n    api: anthropic\n    upstream: " + upstream + "\n" +
-		"  - prefix: /gemini\n    api: gemini\n    upstream: " + upstream + "\n"
+		"  - prefix: /gemini\n    api: gemini\n    upstream: " + upstream + "\n" + extra
 	if err := os.WriteFile(filepath.Join(dir, "hookproxy.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +196,20 @@ func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	var stopOnce sync.Once
+	p.stop = func() {
+		stopOnce.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+			}
+		})
+	}
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		p.stop()
 		if t.Failed() {
 			t.Logf("hookproxy log (last 8 KB):\n%s", tail(p.stderr.String(), 8<<10))
 			t.Logf("hookproxy audit log (last 8 KB):\n%s", tail(p.auditLog(), 8<<10))

@@ -13,6 +13,12 @@ commands:
   validate --config FILE     check a configuration and its registration document
   backend  [--config FILE] [--listen ADDR | --stdio]
                              serve the built-in policies of FILE's registration as one AHP backend
+  replay   --capture DIR|FILE --config FILE [--format table|json] [--boundary B] [--since T]
+                             re-settle captured traffic through FILE's chain and report what would
+                             change (exit 0 nothing differs, 1 something does, 2 error)
+  test     [--config FILE] CASES.yaml...
+                             run policy test cases against a configuration (exit 0 all pass, 1 a
+                             case fails, 2 error)
   demo     [--listen ADDR]   offline demo: the proxy, the built-in policies and an imitation model API
                              (default 127.0.0.1:8088, else a free port; never serve's 8080)
   fake-model [--listen ADDR] run only the imitation of the OpenAI, Anthropic and Gemini APIs
@@ -34,6 +40,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runValidate(args[1:], stdout, stderr)
 	case "backend":
 		return runBackend(args[1:], stdin, stdout, stderr)
+	case "replay":
+		return runReplay(args[1:], stdout, stderr)
+	case "test":
+		return runTest(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
 	case "fake-model":

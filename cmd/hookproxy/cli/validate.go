@@ -71,6 +71,26 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 		}
 		valid = false
 	}
+	// The shadow registration gets the same checks as the live one.
+	shadowDoc, problems, err := app.LoadShadowRegistration(cfg)
+	for _, p := range problems {
+		prefix := ""
+		if p.Warning {
+			prefix = "warning: "
+		}
+		fmt.Fprintf(stderr, "%s%s: %s: %s\n", prefix, cfg.Shadow.Registration, p.Path, p.Message)
+	}
+	if err != nil {
+		var rerr *registration.Error
+		if !errors.As(err, &rerr) {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			fmt.Fprintf(stderr, "%s: shadow.registration: cannot read %s: %v\n", path, cfg.Shadow.Registration, err)
+		}
+		valid = false
+	}
 	if !valid {
 		return 1
 	}
@@ -83,6 +103,9 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	} else {
 		summary += "; no policies in force (registration: " + regFile + ")"
 		fmt.Fprintf(stderr, "warning: %s: %s\n", path, app.NoPoliciesWarning)
+	}
+	if shadowDoc != nil {
+		summary += fmt.Sprintf("; shadow (enforcing nothing): %s", strings.Join(app.PolicyNames(shadowDoc), ", "))
 	}
 	fmt.Fprintln(stdout, summary)
 	return 0
