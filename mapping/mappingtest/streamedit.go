@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -218,3 +219,24 @@ func Undecided(tr mapping.Translator, out []byte, d *Decider) string {
 	}
 	return ""
 }
+
+// BenchEdit measures one streamed response through the translator's editor, written
+// whole, with the verdicts of script (a benchmark of the streamed-call path).
+func BenchEdit(b *testing.B, se mapping.StreamEditing, stream []byte, script Script) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	var out bytes.Buffer
+	for b.Loop() {
+		out.Reset()
+		ed := se.NewStreamEditor(&out, &Decider{Script: script})
+		if _, err := ed.Write(stream); err != nil {
+			b.Fatal(err)
+		}
+		if err := ed.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// ModifyFirst is a Script that rewrites the input of a response's first tool call.
+var ModifyFirst = Script{0: {Input: json.RawMessage(`{"command":"ls -la","rewritten":true}`)}}
