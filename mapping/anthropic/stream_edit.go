@@ -217,22 +217,16 @@ func (e *editor) start(it editItem, content gjson.Result) error {
 			return true
 		}
 		var kept bool
-		var rendered []byte
-		var note string
-		if kept, rendered, note, err = e.settle.Settle(e.m, e.single(b.Raw)); err != nil {
+		var out string
+		if kept, out, err = e.settleBlock(b.Raw); err != nil {
 			return false
 		}
 		if !kept {
 			e.removed = append(e.removed, i)
-			if note != "" {
-				e.notes = append(e.notes, note)
-			}
 			changed = true
 			return true
 		}
-		e.kept++
 		e.lastText = false
-		out := gjson.GetBytes(rendered, "content.0").Raw
 		changed = changed || out != b.Raw
 		blocks = append(blocks, out)
 		return true
@@ -261,10 +255,41 @@ func (e *editor) close(i int) {
 	e.closed[i] = true
 }
 
-// single is a message holding only the block, which DecodeResponse reads exactly as it
-// reads the block inside the assembled message.
-func (e *editor) single(block string) []byte {
-	return []byte(`{"id":` + mapping.Quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + block + `],"stop_reason":"tool_use"}`)
+// settleBlock reads a complete tool_use block with the decoder DecodeResponse reads the
+// assembled message's blocks with (as strict about its JSON), settles the call, and
+// returns the block as the client gets it when it is kept: as it came, or patched with the
+// effective input of a modify. A removed call's note is kept for the notes block.
+func (e *editor) settleBlock(raw string) (kept bool, out string, err error) {
+	if err := checkJSON(raw); err != nil {
+		return false, "", fmt.Errorf("anthropic: stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
+	}
+	d, err := decodeBlock(gjson.Parse(raw), "")
+	if err != nil {
+		return false, "", fmt.Errorf("anthropic: stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
+	}
+	call, ok := mapping.CanonicalCall(d.callID, d.name, d.input)
+	if d.typ != blockToolUse || !ok {
+		return false, "", fmt.Errorf("anthropic: stream: streamed tool call could not be read")
+	}
+	s, err := e.settle.Settle(call)
+	if err != nil {
+		return false, "", err
+	}
+	if !s.Kept {
+		if s.Note != "" {
+			e.notes = append(e.notes, s.Note)
+		}
+		return false, "", nil
+	}
+	e.kept++
+	if s.Input == nil {
+		return true, raw, nil
+	}
+	out, _, err = writeToolUse(mapping.ToolCall{ID: call.ID, Name: call.Name, Input: s.Input}, raw, call, "")
+	if err != nil {
+		return false, "", fmt.Errorf("anthropic: stream: rewritten tool call: %w", err)
+	}
+	return true, out, nil
 }
 
 // callEvent feeds a delta or the stop of the held call.
@@ -422,18 +447,14 @@ func (e *editor) writeNotes() error {
 
 // decide settles a complete tool_use block and emits it when it is kept.
 func (e *editor) decide(c *heldCall) error {
-	kept, rendered, note, err := e.settle.Settle(e.m, e.single(c.blk.final))
+	kept, out, err := e.settleBlock(c.blk.final)
 	if err != nil {
 		return err
 	}
 	if !kept {
 		e.removed = append(e.removed, c.index)
-		if note != "" {
-			e.notes = append(e.notes, note)
-		}
 		return nil
 	}
-	e.kept++
 	e.lastText = false
-	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.GetBytes(rendered, "content.0"))
+	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.Parse(out))
 }

@@ -262,39 +262,35 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 }
 
 // call settles one functionCall part before anything after it is written: a denied call
-// never reaches the client (AHP-DEC-002, AHP-TB-001). The call is decided as the decoder of the assembled
-// response names it: its id (derived ones included) is written into the one-call response
-// the settler reads, and taken out again of what goes to the client.
+// never reaches the client (AHP-DEC-002, AHP-TB-001). The call is read as the decoder of
+// the assembled response reads it (readCall; seen numbers the derived ids of the
+// candidate), and a kept call goes out as it came, with the effective arguments of a
+// modify patched in.
 func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (kept bool, rendered string, err error) {
-	name := fc.Get("name").String()
-	id := seen.callID(fc, name, callInput(fc))
-	single := p.Raw
-	if !fc.Get("id").Exists() {
-		if single, err = mapping.SetRaw(single, key+".id", mapping.Quote(id)); err != nil {
-			return false, "", err
-		}
+	if !fc.IsObject() {
+		return false, "", fmt.Errorf("%w: streamed tool call: functionCall is not an object", mapping.ErrMalformed)
 	}
-	body := `{"candidates":[{"content":{"role":"model","parts":[` + single + `]},"index":0}]}`
-	kept, out, note, err := e.settle.Settle(e.t, []byte(body))
+	c := readCall(fc, seen)
+	call, ok := mapping.CanonicalCall(c.ID, c.Name, string(c.Input))
+	if !ok {
+		return false, "", fmt.Errorf("gemini: streamed tool call could not be read")
+	}
+	s, err := e.settle.Settle(call)
 	if err != nil {
 		return false, "", err
 	}
-	if !kept {
+	if !s.Kept {
 		e.removed++
-		if note != "" {
-			e.notes[idx] = append(e.notes[idx], note)
+		if s.Note != "" {
+			e.notes[idx] = append(e.notes[idx], s.Note)
 		}
 		return false, "", nil
 	}
 	e.kept++
-	if string(out) == body {
+	if s.Input == nil || bytes.Equal(s.Input, call.Input) {
 		return true, p.Raw, nil
 	}
-	args := gjson.GetBytes(out, "candidates.0.content.parts.0."+key+".args")
-	if !args.Exists() {
-		return false, "", fmt.Errorf("gemini: a rewritten call has no arguments")
-	}
-	r, err := mapping.SetRaw(p.Raw, key+".args", args.Raw)
+	r, err := mapping.SetRaw(p.Raw, key+".args", compactJSON(string(s.Input)))
 	return true, r, err
 }
 

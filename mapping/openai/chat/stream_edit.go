@@ -539,42 +539,58 @@ func (t *editCall) entry() string {
 	return string(appendToolCall(b, t.id, t.typ, t.name.String(), t.args.String(), t.custom.String()))
 }
 
-// single is a completion holding only the call, which DecodeResponse and EncodeResponse
-// read exactly as they read the call inside the assembled completion.
-func (e *chatEditor) single(entry string, legacy bool) []byte {
-	b := append([]byte(nil), `{"id":`...)
-	b = mapping.AppendQuote(b, gjson.GetBytes(e.head, "id").String())
-	b = append(b, `,"object":"chat.completion","created":0,"model":"","choices":[{"index":0,"message":{"role":"assistant","content":null,`...)
-	if legacy {
-		b = append(b, `"function_call":`...)
-		b = append(b, entry...)
+// read decodes the complete call with the decoder DecodeResponse reads the assembled
+// completion's call with: its native form (for rendering the judged call) and the call.
+// A call without an id is named from the completion's id and its entry.
+func (e *chatEditor) read(t *editCall) (*nativeCall, mapping.ToolCall, error) {
+	n := newNatives()
+	entry := gjson.Parse(t.entry())
+	var err error
+	if t.legacy {
+		_, _, err = n.decodeLegacyCall(entry, "")
 	} else {
-		b = append(b, `"tool_calls":[`...)
-		b = append(b, entry...)
-		b = append(b, ']')
+		msgID := gjson.GetBytes(e.head, "id").String()
+		if msgID == "" {
+			msgID = messageID(nil, 0, "response", entry.Raw)
+		}
+		_, _, err = n.decodeCall(entry, "", "call_"+messageID(nil, 0, msgID, entry.Raw)[1:])
 	}
-	return append(b, `},"finish_reason":"tool_calls"}]}`...)
+	if err != nil {
+		return nil, mapping.ToolCall{}, fmt.Errorf("streamed tool call: %w", err)
+	}
+	nc := n.lastCall()
+	call, ok := mapping.CanonicalCall(nc.id, nc.name, nc.input)
+	if !ok {
+		return nil, mapping.ToolCall{}, errCallUnreadable
+	}
+	return nc, call, nil
 }
 
 // decide settles one complete call and emits it when it is kept.
 func (e *chatEditor) decide(t *editCall) error {
 	c := t.choice
-	kept, rendered, note, err := e.settle.Settle(e.c, e.single(t.entry(), t.legacy))
+	nc, call, err := e.read(t)
 	if err != nil {
 		return fmt.Errorf("openai chat stream: %w", err)
 	}
-	if !kept {
+	s, err := e.settle.Settle(call)
+	if err != nil {
+		return fmt.Errorf("openai chat stream: %w", err)
+	}
+	if !s.Kept {
 		c.removed++
-		if note != "" {
-			c.notes = append(c.notes, note)
+		if s.Note != "" {
+			c.notes = append(c.notes, s.Note)
 		}
 		return nil
 	}
-	path := "choices.0.message.tool_calls.0"
-	if t.legacy {
-		path = "choices.0.message.function_call"
+	entry := nc.raw
+	if s.Input != nil {
+		if entry, _, err = writeCall(nc, mapping.ToolCall{ID: call.ID, Name: call.Name, Input: s.Input}, ""); err != nil {
+			return fmt.Errorf("openai chat stream: rewritten tool call: %w", err)
+		}
 	}
-	entry := mapping.CompactJSON(gjson.GetBytes(rendered, path).Raw)
+	entry = mapping.CompactJSON(entry)
 	var delta string
 	if t.legacy {
 		delta = `{"function_call":` + entry + `}`
@@ -589,6 +605,9 @@ func (e *chatEditor) decide(t *editCall) error {
 	c.kept++
 	return e.write(sseData(e.chunk(c.index, delta, "null")))
 }
+
+// errCallUnreadable is a complete call the decoder reads as no call (an empty id or name).
+var errCallUnreadable = errors.New("streamed tool call could not be read")
 
 func (e *chatEditor) chunk(choice int, delta, finish string) []byte {
 	b := append([]byte(nil), e.head...)
