@@ -497,24 +497,47 @@ func (e *editor) decideHeld(c *heldCall) error {
 }
 
 // decide settles one call item: whether it is kept, and the item as the client gets it.
-// The call is decoded at its upstream output index idx (empty items stand before it), so
-// that a call without a call_id gets the id the held path derives from its position.
+// The item is read with the decoder DecodeResponse reads the assembled response's call
+// items with, at its upstream output index idx, so that a call without a call_id gets
+// the id the held path derives from its position.
 func (e *editor) decide(item string, idx int) (bool, string, error) {
-	var b strings.Builder
-	b.WriteString(`{"id":` + mapping.Quote(e.respID) + `,"object":"response","status":"completed","output":[`)
-	for range idx {
-		b.WriteString(`{},`)
+	it := gjson.Parse(item)
+	if !it.IsObject() || !clientCall(it) {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call could not be read")
 	}
-	b.WriteString(item + `]}`)
-	kept, rendered, note, err := e.settle.Settle(e.t, []byte(b.String()))
-	if err != nil || !kept {
-		if note != "" {
-			e.notes = append(e.notes, note)
+	typ := it.Get("type").String()
+	callID := itemCallID(it, hashID("call_", strconv.Itoa(idx), it.Raw))
+	if callID == "" {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call: %s without call_id: %w", typ, mapping.ErrMalformed)
+	}
+	name, input, _, err := callInput(it, typ, callID)
+	if err != nil {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
+	}
+	call, ok := mapping.CanonicalCall(callID, name, input)
+	if !ok {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call could not be read")
+	}
+	s, err := e.settle.Settle(call)
+	if err != nil || !s.Kept {
+		if s.Note != "" {
+			e.notes = append(e.notes, s.Note)
 		}
 		return false, "", err
 	}
 	e.kept++
-	return true, gjson.GetBytes(rendered, "output."+strconv.Itoa(idx)).Raw, nil
+	if s.Input == nil {
+		return true, item, nil
+	}
+	c := mapping.ToolCall{ID: call.ID, Name: call.Name, Input: s.Input}
+	args, err := callArguments(c, "")
+	if err == nil {
+		item, err = patchCallItem(item, typ, &callOrigin{id: callID, name: name, typ: typ, input: input}, c, args, "")
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("openai responses stream: rewritten tool call: %w", err)
+	}
+	return true, item, nil
 }
 
 // terminal rebuilds the terminal event's response from what was judged, and writes the
