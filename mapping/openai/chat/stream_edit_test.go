@@ -367,3 +367,8 @@ func TestEditReadsOnPastFalsyErrorChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedCallDecodedOnce: a streamed tool call passes through one decode of the call.
+func TestStreamedCallDecodedOnce(t *testing.T) {
+	mappingtest.DecodedOnce(t, NewChat(), []byte(toolStream))
+}
