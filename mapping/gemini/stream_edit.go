@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -31,7 +32,8 @@ func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) map
 }
 
 type editor struct {
-	mapping.StreamFeed
+	// Calls are held only inside their own chunk: nothing queues.
+	mapping.StreamFeed[struct{}]
 	t      *Translator
 	out    io.Writer
 	settle mapping.CallSettler
@@ -84,19 +86,19 @@ func (e *editor) noteHosted(data []byte, cands gjson.Result) {
 // Close ends the stream: a partial event is an error (never sent undecided); notes not yet
 // emitted go out in an event of their own.
 func (e *editor) Close() error {
-	if e.Err != nil {
-		return e.Err
-	}
-	if e.Done {
+	switch e.State() {
+	case mapping.Failed:
+		return e.CloseInput() // the error that ended the editing
+	case mapping.Done:
 		return nil
 	}
 	if e.SSE.Buffered() > 0 {
 		// A last event without its blank line: complete it, as a client would read it.
 		if err := e.SSE.Write([]byte("\n\n")); err != nil {
-			e.Err = err
-			return err
+			return e.Failed(err)
 		}
 	}
+	e.Drain()
 	for idx, notes := range e.notes {
 		if len(notes) == 0 {
 			continue
@@ -109,16 +111,14 @@ func (e *editor) Close() error {
 		if sig, ok := e.sigs[idx]; ok {
 			var err error
 			if note, err = mapping.SetRaw(note, sig.key, sig.value); err != nil {
-				e.Err = err
-				return err
+				return e.Failed(err)
 			}
 			delete(e.sigs, idx)
 		}
 		chunk := `{"candidates":[{"content":{"role":"model","parts":[` + note + `]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
 		delete(e.notes, idx)
 		if err := writeEvent(e.out, []byte(chunk)); err != nil {
-			e.Err = err
-			return err
+			return e.Failed(err)
 		}
 	}
 	return nil
@@ -126,15 +126,21 @@ func (e *editor) Close() error {
 
 // Fail writes an in-stream Gemini error event.
 func (e *editor) Fail(errType, code, message string) error {
-	e.Done = true
-	return writeEvent(e.out, e.t.ErrorBody(statusOfErrType(errType), errType, code, message))
+	ev, err := sseEvent(e.t.ErrorBody(statusOfErrType(errType), errType, code, message))
+	if err != nil {
+		return err
+	}
+	if err := e.Finish(e.out, ev); err != nil {
+		return err
+	}
+	if f, ok := e.out.(http.Flusher); ok {
+		f.Flush() // as writeEvent does
+	}
+	return nil
 }
 
-// Held is the size of the event being read: calls are held only inside their own chunk.
-func (e *editor) Held() int { return e.SSE.Buffered() }
-
 func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
-	if e.Done {
+	if e.Ended() {
 		return nil
 	}
 	if !hasData || len(bytes.TrimSpace(data)) == 0 {

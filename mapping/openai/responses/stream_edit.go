@@ -44,7 +44,7 @@ func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) map
 }
 
 type editor struct {
-	mapping.StreamFeed
+	mapping.StreamFeed[queued]
 	t   *Translator
 	out io.Writer
 	d   mapping.StreamDecider
@@ -53,7 +53,6 @@ type editor struct {
 	items      map[int]*itemState // by upstream output_index
 	maxIndex   int                // highest upstream output_index seen, -1 before any
 	removed    []int              // upstream indices of removed items, ascending
-	queue      mapping.HoldQueue[queued]
 	settle     mapping.CallSettler
 	kept       int
 	dropped    int // calls removed, streamed or terminal-only (removed indexes only the streamed)
@@ -107,9 +106,8 @@ func (e *editor) Close() error {
 	if err := e.CloseInput(); err != nil {
 		return err
 	}
-	if !e.Done {
-		e.Err = fmt.Errorf("openai responses stream: ended before completion (no response.completed)")
-		return e.Err
+	if e.State() != mapping.Done {
+		return e.Failed(fmt.Errorf("openai responses stream: ended before completion (no response.completed)"))
 	}
 	return nil
 }
@@ -122,10 +120,8 @@ func (e *editor) Fail(errType, code, message string) error {
 		`,"param":null,"sequence_number":`+strconv.FormatInt(e.nextSeq, 10)+"}\n\n"))
 }
 
-func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
-
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.Done {
+	if e.Ended() {
 		return nil
 	}
 	if !hasData {
@@ -213,7 +209,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 			c := &heldCall{index: idx, added: strings.Clone(root.Get("item").Raw)}
 			c.size = len(c.added)
 			it.call = c
-			e.queue.Push(queued{call: c}, c.size)
+			e.Push(queued{call: c}, c.size)
 			return nil
 		}
 	}
@@ -262,7 +258,7 @@ func (e *editor) lateCall(it *itemState, idx int, item string, announced bool) e
 	c := &heldCall{index: idx, done: strings.Clone(item), complete: true, announced: announced}
 	c.size = len(c.done)
 	it.call = c
-	e.queue.Push(queued{call: c}, c.size)
+	e.Push(queued{call: c}, c.size)
 	return e.flush()
 }
 
@@ -274,7 +270,7 @@ func (e *editor) looseCall(q queued, item string) error {
 	q.raw, q.data, q.name = bytes.Clone(q.raw), bytes.Clone(q.data), strings.Clone(q.name) // the splitter reuses its buffers
 	c := &heldCall{index: -1, done: strings.Clone(item), complete: true, loose: &q}
 	c.size = len(c.done) + len(q.raw) + len(q.data)
-	e.queue.Push(queued{call: c}, c.size)
+	e.Push(queued{call: c}, c.size)
 	return e.flush()
 }
 
@@ -315,7 +311,7 @@ func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
 		d := root.Get("delta").String()
 		c.args.WriteString(d)
 		c.size += len(d)
-		e.queue.Grow(len(d))
+		e.Grow(len(d))
 	case "response.function_call_arguments.done":
 		s := strings.Clone(root.Get("arguments").String())
 		c.argsFinal = &s
@@ -339,18 +335,18 @@ func (e *editor) endWith(raw []byte) error {
 
 // emit relays an event now, or queues it behind an undecided call.
 func (e *editor) emit(q queued) error {
-	if e.queue.Len() == 0 {
+	if !e.Holding() {
 		return e.render(q)
 	}
 	q.raw, q.data, q.name = bytes.Clone(q.raw), bytes.Clone(q.data), strings.Clone(q.name) // the splitter reuses its buffers
-	e.queue.Push(q, len(q.raw)+len(q.data))
+	e.Push(q, len(q.raw)+len(q.data))
 	return nil
 }
 
 // flush relays the queue up to the first call not yet complete, deciding each complete
 // call as it reaches the front (stream order).
 func (e *editor) flush() error {
-	return e.queue.Drain(func(q queued) (int, bool, error) {
+	return e.Release(func(q queued) (int, bool, error) {
 		switch {
 		case q.call == nil:
 			return len(q.raw) + len(q.data), true, e.render(q)
@@ -392,10 +388,10 @@ func (e *editor) render(q queued) error {
 	rewrite := false
 	var err error
 	if terminal {
+		e.Drain() // the calls only the terminal response holds are settled here
 		if data, rewrite, err = e.terminal(data, root); err != nil {
 			return err
 		}
-		e.Done = true
 	}
 	if oi := root.Get("output_index"); oi.Type == gjson.Number {
 		if ci := e.clientIndex(int(oi.Int())); ci != int(oi.Int()) {
@@ -416,15 +412,19 @@ func (e *editor) render(q queued) error {
 		}
 		e.nextSeq++
 	}
-	if !rewrite {
-		_, err := e.out.Write(q.raw)
-		return err
+	out := q.raw
+	if rewrite {
+		name := q.name
+		if name == "" {
+			name = typ
+		}
+		out = []byte("event: " + name + "\ndata: " + mapping.CompactJSON(data) + "\n\n")
 	}
-	name := q.name
-	if name == "" {
-		name = typ
+	if terminal {
+		return e.Finish(e.out, out)
 	}
-	return e.write(name, mapping.CompactJSON(data))
+	_, err = e.out.Write(out)
+	return err
 }
 
 // emitter returns WriteStream's event function, numbering from nextSeq.
