@@ -3,6 +3,8 @@ package mapping
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/internal/jsontext"
@@ -59,6 +61,44 @@ func (s *CallSettler) Settle(call ToolCall) (Settlement, error) {
 		return Settlement{Kept: true}, nil
 	}
 	return Settlement{Kept: true, Input: compactInput(string(v.Input))}, nil
+}
+
+// Judged is a streamed call settled and, when kept, rendered for the client.
+type Judged struct {
+	Kept bool
+	// Out is the kept call's native form as the client gets it.
+	Out string
+	// Note is the text the agent is told about a removed call ("" for none).
+	Note string
+}
+
+// ErrCallUnreadable is a complete call its codec's decoder reads as no call (an empty id
+// or name, which ParseToolCall refuses).
+var ErrCallUnreadable = errors.New("streamed tool call could not be read")
+
+// Judge is the one path of a streamed call once the codec's call decoder has read it (id,
+// name and normalized input; raw is the call's native form): the call as the held path's
+// tool_call part carries it (CanonicalCall), settled (Settle), and for a kept call its
+// native form as the client gets it — raw as it came when the input stands, else write's
+// rendering of the call with the effective input of a modify. An error of write is
+// wrapped as a rewritten call's.
+func (s *CallSettler) Judge(id, name, input, raw string, write func(ToolCall) (string, error)) (Judged, error) {
+	call, ok := CanonicalCall(id, name, input)
+	if !ok {
+		return Judged{}, ErrCallUnreadable
+	}
+	v, err := s.Settle(call)
+	if err != nil || !v.Kept {
+		return Judged{Note: v.Note}, err
+	}
+	if v.Input == nil || bytes.Equal(v.Input, call.Input) {
+		return Judged{Kept: true, Out: raw}, nil
+	}
+	out, err := write(ToolCall{ID: call.ID, Name: call.Name, Input: v.Input})
+	if err != nil {
+		return Judged{}, fmt.Errorf("rewritten tool call: %w", err)
+	}
+	return Judged{Kept: true, Out: out}, nil
 }
 
 // Decided is the number of calls settled so far (the next call's StreamCall.Index).

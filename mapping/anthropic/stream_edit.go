@@ -264,29 +264,25 @@ func (e *editor) settleBlock(raw string) (kept bool, out string, err error) {
 	if err != nil {
 		return false, "", fmt.Errorf("anthropic: stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
 	}
-	call, ok := mapping.CanonicalCall(d.callID, d.name, d.input)
-	if d.typ != blockToolUse || !ok {
-		return false, "", fmt.Errorf("anthropic: stream: streamed tool call could not be read")
+	if d.typ != blockToolUse {
+		return false, "", fmt.Errorf("anthropic: stream: %w", mapping.ErrCallUnreadable)
 	}
-	s, err := e.settle.Settle(call)
+	j, err := e.settle.Judge(d.callID, d.name, d.input, raw, func(call mapping.ToolCall) (string, error) {
+		prev, _ := mapping.CanonicalCall(d.callID, d.name, d.input)
+		out, _, err := writeToolUse(call, raw, prev, "")
+		return out, err
+	})
 	if err != nil {
-		return false, "", err
+		return false, "", err // as the settler gave it
 	}
-	if !s.Kept {
-		if s.Note != "" {
-			e.notes = append(e.notes, s.Note)
+	if !j.Kept {
+		if j.Note != "" {
+			e.notes = append(e.notes, j.Note)
 		}
 		return false, "", nil
 	}
 	e.kept++
-	if s.Input == nil {
-		return true, raw, nil
-	}
-	out, _, err = writeToolUse(mapping.ToolCall{ID: call.ID, Name: call.Name, Input: s.Input}, raw, call, "")
-	if err != nil {
-		return false, "", fmt.Errorf("anthropic: stream: rewritten tool call: %w", err)
-	}
-	return true, out, nil
+	return true, j.Out, nil
 }
 
 // callEvent feeds a delta or the stop of the held call.

@@ -277,27 +277,21 @@ func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (ke
 		return false, "", fmt.Errorf("%w: streamed tool call: functionCall is not an object", mapping.ErrMalformed)
 	}
 	c := readCall(fc, seen)
-	call, ok := mapping.CanonicalCall(c.ID, c.Name, string(c.Input))
-	if !ok {
-		return false, "", fmt.Errorf("gemini: streamed tool call could not be read")
-	}
-	s, err := e.settle.Settle(call)
+	j, err := e.settle.Judge(c.ID, c.Name, string(c.Input), p.Raw, func(call mapping.ToolCall) (string, error) {
+		return mapping.SetRaw(p.Raw, key+".args", compactJSON(string(call.Input)))
+	})
 	if err != nil {
-		return false, "", err
+		return false, "", err // as the settler gave it
 	}
-	if !s.Kept {
+	if !j.Kept {
 		e.removed++
-		if s.Note != "" {
-			e.notes[idx] = append(e.notes[idx], s.Note)
+		if j.Note != "" {
+			e.notes[idx] = append(e.notes[idx], j.Note)
 		}
 		return false, "", nil
 	}
 	e.kept++
-	if s.Input == nil || bytes.Equal(s.Input, call.Input) {
-		return true, p.Raw, nil
-	}
-	r, err := mapping.SetRaw(p.Raw, key+".args", compactJSON(string(s.Input)))
-	return true, r, err
+	return true, j.Out, nil
 }
 
 // signature is a removed call's thoughtSignature: its raw JSON value and member name.

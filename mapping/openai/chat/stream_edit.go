@@ -541,9 +541,9 @@ func (t *editCall) entry() string {
 }
 
 // read decodes the complete call with the decoder DecodeResponse reads the assembled
-// completion's call with: its native form (for rendering the judged call) and the call.
-// A call without an id is named from the completion's id and its entry.
-func (e *chatEditor) read(t *editCall) (*nativeCall, mapping.ToolCall, error) {
+// completion's call with. A call without an id is named from the completion's id and its
+// entry.
+func (e *chatEditor) read(t *editCall) (*nativeCall, error) {
 	n := newNatives()
 	entry := gjson.Parse(t.entry())
 	var err error
@@ -557,41 +557,33 @@ func (e *chatEditor) read(t *editCall) (*nativeCall, mapping.ToolCall, error) {
 		_, _, err = n.decodeCall(entry, "", "call_"+messageID(nil, 0, msgID, entry.Raw)[1:])
 	}
 	if err != nil {
-		return nil, mapping.ToolCall{}, fmt.Errorf("streamed tool call: %w", err)
+		return nil, fmt.Errorf("streamed tool call: %w", err)
 	}
-	nc := n.lastCall()
-	call, ok := mapping.CanonicalCall(nc.id, nc.name, nc.input)
-	if !ok {
-		return nil, mapping.ToolCall{}, errCallUnreadable
-	}
-	return nc, call, nil
+	return n.lastCall(), nil
 }
 
 // decide settles one complete call and emits it when it is kept.
 func (e *chatEditor) decide(t *editCall) error {
 	c := t.choice
-	nc, call, err := e.read(t)
+	nc, err := e.read(t)
 	if err != nil {
 		return fmt.Errorf("openai chat stream: %w", err)
 	}
-	s, err := e.settle.Settle(call)
+	j, err := e.settle.Judge(nc.id, nc.name, nc.input, nc.raw, func(call mapping.ToolCall) (string, error) {
+		raw, _, err := writeCall(nc, call, "")
+		return raw, err
+	})
 	if err != nil {
 		return fmt.Errorf("openai chat stream: %w", err)
 	}
-	if !s.Kept {
+	if !j.Kept {
 		c.removed++
-		if s.Note != "" {
-			c.notes = append(c.notes, s.Note)
+		if j.Note != "" {
+			c.notes = append(c.notes, j.Note)
 		}
 		return nil
 	}
-	entry := nc.raw
-	if s.Input != nil {
-		if entry, _, err = writeCall(nc, mapping.ToolCall{ID: call.ID, Name: call.Name, Input: s.Input}, ""); err != nil {
-			return fmt.Errorf("openai chat stream: rewritten tool call: %w", err)
-		}
-	}
-	entry = mapping.CompactJSON(entry)
+	entry := mapping.CompactJSON(j.Out)
 	var delta string
 	if t.legacy {
 		delta = `{"function_call":` + entry + `}`
@@ -606,9 +598,6 @@ func (e *chatEditor) decide(t *editCall) error {
 	c.kept++
 	return e.write(sseData(e.chunk(c.index, delta, "null")))
 }
-
-// errCallUnreadable is a complete call the decoder reads as no call (an empty id or name).
-var errCallUnreadable = errors.New("streamed tool call could not be read")
 
 func (e *chatEditor) chunk(choice int, delta, finish string) []byte {
 	b := append([]byte(nil), e.head...)

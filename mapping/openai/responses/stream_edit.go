@@ -514,30 +514,21 @@ func (e *editor) decide(item string, idx int) (bool, string, error) {
 	if err != nil {
 		return false, "", fmt.Errorf("openai responses stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
 	}
-	call, ok := mapping.CanonicalCall(callID, name, input)
-	if !ok {
-		return false, "", fmt.Errorf("openai responses stream: streamed tool call could not be read")
-	}
-	s, err := e.settle.Settle(call)
-	if err != nil || !s.Kept {
-		if s.Note != "" {
-			e.notes = append(e.notes, s.Note)
+	j, err := e.settle.Judge(callID, name, input, item, func(c mapping.ToolCall) (string, error) {
+		args, err := callArguments(c, "")
+		if err != nil {
+			return "", err
 		}
-		return false, "", err
+		return patchCallItem(item, typ, &callOrigin{id: callID, name: name, typ: typ, input: input}, c, args, "")
+	})
+	if err != nil || !j.Kept {
+		if j.Note != "" {
+			e.notes = append(e.notes, j.Note)
+		}
+		return false, "", err // as the settler gave it
 	}
 	e.kept++
-	if s.Input == nil {
-		return true, item, nil
-	}
-	c := mapping.ToolCall{ID: call.ID, Name: call.Name, Input: s.Input}
-	args, err := callArguments(c, "")
-	if err == nil {
-		item, err = patchCallItem(item, typ, &callOrigin{id: callID, name: name, typ: typ, input: input}, c, args, "")
-	}
-	if err != nil {
-		return false, "", fmt.Errorf("openai responses stream: rewritten tool call: %w", err)
-	}
-	return true, item, nil
+	return true, j.Out, nil
 }
 
 // terminal rebuilds the terminal event's response from what was judged, and writes the
