@@ -12,8 +12,9 @@ import (
 
 // One streamed tool call takes one path through a stream editor:
 //
-//	its events → the codec's call decoder → ToolCall (StreamCall) → CallSettler.Settle
-//	→ Settlement → the codec renders the kept call's events (patched with a modify's input)
+//	its events → the codec's call decoder → CallSettler.Judge: CanonicalCall → Settle
+//	(StreamDecider.Decide) → the kept call as it came, or patched by the codec's call
+//	writer with a modify's input → the editor emits its events
 //
 // The codec reads the call with the same function its DecodeResponse reads a call with, so
 // the StreamCall carries exactly the id, name and input the held path's tool_call part
