@@ -177,6 +177,7 @@ func ParseToolCall(p *ahp.Part) (ToolCall, bool) {
 	if p.Category != ahp.CategoryToolCall || p.Text == nil {
 		return ToolCall{}, false
 	}
+	NoteCallDecode()
 	var c ToolCall
 	if err := json.Unmarshal([]byte(*p.Text), &c); err != nil || c.ID == "" || c.Name == "" {
 		return ToolCall{}, false

@@ -2,7 +2,6 @@ package mapping
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strconv"
 
@@ -125,54 +124,4 @@ func RemoveCalls(items []ahp.Message, calls []LocatedCall, removed map[int]bool,
 	p.Synthesized = true
 	out[noteItem].Parts = append(out[noteItem].Parts, p)
 	return out
-}
-
-// StreamFeed is the input side every stream editor shares: the SSE splitter the upstream's
-// bytes go into, the sticky error that ends the editing, and Done, set once the terminal
-// event (or an error event) was relayed, after which input is read and dropped, as the
-// client would drop it. Name prefixes its errors ("openai chat stream").
-type StreamFeed struct {
-	SSE  SSESplitter
-	Err  error
-	Done bool
-	Name string
-}
-
-// Write feeds upstream bytes to the splitter, which dispatches each complete event.
-func (f *StreamFeed) Write(p []byte) (int, error) {
-	if f.Err != nil {
-		return 0, f.Err
-	}
-	if f.Done {
-		return len(p), nil
-	}
-	if err := f.SSE.Write(p); err != nil {
-		if f.Err == nil {
-			f.Err = fmt.Errorf("%s: %w", f.Name, err)
-		}
-		return 0, f.Err
-	}
-	return len(p), nil
-}
-
-// Finish marks the stream done and writes last, the last bytes the client reads: the
-// terminal event, an upstream error event, or the error event of the editor's Fail.
-func (f *StreamFeed) Finish(out io.Writer, last []byte) error {
-	f.Done = true
-	_, err := out.Write(last)
-	return err
-}
-
-// CloseInput ends the input: an event cut off before its blank line is still dispatched,
-// as the assemblers (and the SDKs) read it. It returns the sticky error.
-func (f *StreamFeed) CloseInput() error {
-	if f.Err != nil {
-		return f.Err
-	}
-	if !f.Done {
-		if _, err := f.SSE.Close(); err != nil {
-			f.Err = fmt.Errorf("%s: %w", f.Name, err)
-		}
-	}
-	return f.Err
 }

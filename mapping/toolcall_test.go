@@ -40,3 +40,27 @@ func TestToolCallPartMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestCanonicalCallIsThePartReadBack: the call a stream editor settles is the one the held
+// path reads back from the call's tool_call part, for the inputs where a shortcut could
+// differ (spacing, an empty input, escapes, invalid UTF-8, a missing id or name).
+func TestCanonicalCallIsThePartReadBack(t *testing.T) {
+	for _, c := range []struct{ id, name, input string }{
+		{"call_1", "Bash", `{"command":"ls"}`},
+		{"call_1", "Bash", "{ \"command\" : \"rm -rf /\",\n \"n\": [1, 2] }"},
+		{"call_1", "Bash", ""},
+		{"call_1", "Bash", `{"s":"\u003c\u2028 \"q\""}`},
+		{"call_\xff1", "Ba\xc3sh", `{"a":1}`},
+		{"call_\u2028", "<b>", `{}`},
+		{"", "Bash", `{}`},
+		{"call_1", "", `{}`},
+	} {
+		p := ToolCallPart("p", ToolCall{ID: c.id, Name: c.name, Input: json.RawMessage(c.input)})
+		want, wantOK := ParseToolCall(&p)
+		got, ok := CanonicalCall(c.id, c.name, c.input)
+		if ok != wantOK || got.ID != want.ID || got.Name != want.Name || !bytes.Equal(got.Input, want.Input) {
+			t.Errorf("%q %q %q: got %+v %v (input %s), the part reads back %+v %v (input %s)",
+				c.id, c.name, c.input, got, ok, got.Input, want, wantOK, want.Input)
+		}
+	}
+}

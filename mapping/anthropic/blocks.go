@@ -160,6 +160,7 @@ func (r *blockReader) decode(b gjson.Result, f *blockFields, id string) (decoded
 		if callID == "" || name == "" {
 			return d, errors.New("tool_use block needs a non-empty id and name")
 		}
+		mapping.NoteCallDecode()
 		input := `{}`
 		if in := f[bInput]; in.Exists() {
 			if !in.IsObject() {
@@ -461,20 +462,30 @@ func renderToolUse(p *ahp.Part, o *origin) (string, bool, error) {
 	if !ok {
 		return "", false, fmt.Errorf("anthropic: part %s: tool_call text is not a {id,name,input} object", p.ID)
 	}
+	if o == nil || o.raw == "" || o.typ != blockToolUse {
+		return writeToolUse(call, "", mapping.ToolCall{}, p.ID)
+	}
+	prev, _ := mapping.ParseToolCall(o.part)
+	return writeToolUse(call, o.raw, prev, p.ID)
+}
+
+// writeToolUse renders call as the tool_use block raw, which was decoded as prev, with
+// only the changed fields patched; raw "" is a new block. The stream editor renders a
+// judged call with it too.
+func writeToolUse(call mapping.ToolCall, raw string, prev mapping.ToolCall, partID string) (string, bool, error) {
 	in := gjson.ParseBytes(call.Input)
 	if !in.IsObject() {
-		return "", false, fmt.Errorf("anthropic: part %s: tool input must be a JSON object", p.ID)
+		return "", false, fmt.Errorf("anthropic: part %s: tool input must be a JSON object", partID)
 	}
 	input, err := mapping.Compact(call.Input)
 	if err != nil {
-		return "", false, fmt.Errorf("anthropic: part %s: tool input: %w", p.ID, err)
+		return "", false, fmt.Errorf("anthropic: part %s: tool input: %w", partID, err)
 	}
 	input = mapping.UnescapeHTML(input)
-	if o == nil || o.raw == "" || o.typ != blockToolUse {
+	if raw == "" {
 		return `{"type":"tool_use","id":` + mapping.Quote(call.ID) + `,"name":` + mapping.Quote(call.Name) + `,"input":` + input + `}`, true, nil
 	}
-	prev, _ := mapping.ParseToolCall(o.part)
-	b := o.raw
+	b := raw
 	if call.ID != prev.ID {
 		if b, err = mapping.SetRaw(b, "id", mapping.Quote(call.ID)); err != nil {
 			return "", false, err

@@ -31,7 +31,7 @@ func (m *Messages) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mappi
 }
 
 type editor struct {
-	mapping.StreamFeed
+	mapping.StreamFeed[editItem]
 	m   *Messages
 	out io.Writer
 	d   mapping.StreamDecider
@@ -45,7 +45,6 @@ type editor struct {
 	notes   []string
 	open    map[int]*heldCall // tool_use blocks not stopped yet, by upstream index
 	closed  map[int]bool      // blocks stopped (or complete in message_start), by upstream index
-	queue   mapping.HoldQueue[editItem]
 	// lastText: the last block the client received is a text block (a note after it
 	// starts on a new paragraph, as EncodeResponse renders it).
 	lastText bool
@@ -75,10 +74,9 @@ func (e *editor) Close() error {
 	if err := e.CloseInput(); err != nil {
 		return err
 	}
-	if !e.Done {
+	if e.State() != mapping.Done {
 		// No message_stop: a held call is dropped, never sent undecided.
-		e.Err = fmt.Errorf("anthropic: stream: incomplete: no message_stop")
-		return e.Err
+		return e.Failed(fmt.Errorf("anthropic: stream: incomplete: no message_stop"))
 	}
 	return nil
 }
@@ -87,10 +85,8 @@ func (e *editor) Fail(errType, code, message string) error {
 	return e.Finish(e.out, []byte("event: error\ndata: "+string(e.m.ErrorBody(0, errType, code, message))+"\n\n"))
 }
 
-func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
-
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.Done {
+	if e.Ended() {
 		return nil
 	}
 	if !hasData || len(bytes.TrimSpace(data)) == 0 {
@@ -147,7 +143,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 				e.open = map[int]*heldCall{}
 			}
 			e.open[c.index] = c
-			e.queue.Push(editItem{call: c, index: -1}, c.size)
+			e.Push(editItem{call: c, index: -1}, c.size)
 			return nil
 		}
 		return e.emit(it)
@@ -169,9 +165,10 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		it.delta = true
 		return e.emit(it)
 	case "message_stop":
+		e.Drain()
 		// Blocks never stopped are finished here, as the assembler finishes them, in
 		// stream order (flush decides them as they reach the front of the queue).
-		for _, q := range e.queue.Entries() {
+		for _, q := range e.Queued() {
 			if q.call != nil && !q.call.complete {
 				if err := e.finishCall(q.call); err != nil {
 					return err
@@ -217,22 +214,16 @@ func (e *editor) start(it editItem, content gjson.Result) error {
 			return true
 		}
 		var kept bool
-		var rendered []byte
-		var note string
-		if kept, rendered, note, err = e.settle.Settle(e.m, e.single(b.Raw)); err != nil {
+		var out string
+		if kept, out, err = e.settleBlock(b.Raw); err != nil {
 			return false
 		}
 		if !kept {
 			e.removed = append(e.removed, i)
-			if note != "" {
-				e.notes = append(e.notes, note)
-			}
 			changed = true
 			return true
 		}
-		e.kept++
 		e.lastText = false
-		out := gjson.GetBytes(rendered, "content.0").Raw
 		changed = changed || out != b.Raw
 		blocks = append(blocks, out)
 		return true
@@ -261,10 +252,37 @@ func (e *editor) close(i int) {
 	e.closed[i] = true
 }
 
-// single is a message holding only the block, which DecodeResponse reads exactly as it
-// reads the block inside the assembled message.
-func (e *editor) single(block string) []byte {
-	return []byte(`{"id":` + mapping.Quote(e.msgID) + `,"type":"message","role":"assistant","content":[` + block + `],"stop_reason":"tool_use"}`)
+// settleBlock reads a complete tool_use block with the decoder DecodeResponse reads the
+// assembled message's blocks with (as strict about its JSON), settles the call, and
+// returns the block as the client gets it when it is kept: as it came, or patched with the
+// effective input of a modify. A removed call's note is kept for the notes block.
+func (e *editor) settleBlock(raw string) (kept bool, out string, err error) {
+	if err := checkJSON(raw); err != nil {
+		return false, "", fmt.Errorf("anthropic: stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
+	}
+	d, err := decodeBlock(gjson.Parse(raw), "")
+	if err != nil {
+		return false, "", fmt.Errorf("anthropic: stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
+	}
+	if d.typ != blockToolUse {
+		return false, "", fmt.Errorf("anthropic: stream: %w", mapping.ErrCallUnreadable)
+	}
+	j, err := e.settle.Judge(d.callID, d.name, d.input, raw, func(call mapping.ToolCall) (string, error) {
+		prev, _ := mapping.CanonicalCall(d.callID, d.name, d.input)
+		out, _, err := writeToolUse(call, raw, prev, "")
+		return out, err
+	})
+	if err != nil {
+		return false, "", err // as the settler gave it
+	}
+	if !j.Kept {
+		if j.Note != "" {
+			e.notes = append(e.notes, j.Note)
+		}
+		return false, "", nil
+	}
+	e.kept++
+	return true, j.Out, nil
 }
 
 // callEvent feeds a delta or the stop of the held call.
@@ -283,7 +301,7 @@ func (e *editor) callEvent(c *heldCall, typ string, v gjson.Result) error {
 	c.blk.partial.WriteString(frag)
 	c.blk.sawInput = true
 	c.size += len(frag)
-	e.queue.Grow(len(frag))
+	e.Grow(len(frag))
 	return nil
 }
 
@@ -309,19 +327,19 @@ func (e *editor) endWith(raw []byte) error {
 
 // emit writes an event now, or queues it behind an undecided call.
 func (e *editor) emit(it editItem) error {
-	if e.queue.Len() == 0 {
+	if !e.Holding() {
 		return e.render(it)
 	}
 	// The splitter reuses its buffers: a queued event keeps its own bytes.
 	it.raw, it.data, it.name = bytes.Clone(it.raw), bytes.Clone(it.data), strings.Clone(it.name)
-	e.queue.Push(it, len(it.raw)+len(it.data))
+	e.Push(it, len(it.raw)+len(it.data))
 	return nil
 }
 
 // flush renders the queue up to the first call not yet complete, deciding each complete
 // call as it reaches the front (stream order).
 func (e *editor) flush() error {
-	return e.queue.Drain(func(it editItem) (int, bool, error) {
+	return e.Release(func(it editItem) (int, bool, error) {
 		if it.call == nil {
 			return len(it.raw) + len(it.data), true, e.render(it)
 		}
@@ -358,9 +376,6 @@ func (e *editor) render(it editItem) error {
 			return err
 		}
 	}
-	if it.stop {
-		e.Done = true
-	}
 	data := mapping.BytesString(it.data) // copied only when changed
 	if gjson.Get(data, "type").String() == "content_block_start" {
 		e.lastText = gjson.Get(data, "content_block.type").String() == blockText
@@ -383,19 +398,23 @@ func (e *editor) render(it editItem) error {
 		}
 		changed = true
 	}
-	if !changed {
-		_, err := e.out.Write(it.raw)
-		return err
+	out := it.raw
+	if changed {
+		c, err := mapping.Compact([]byte(data))
+		if err != nil {
+			return err
+		}
+		name := it.name
+		if name == "" {
+			name = gjson.Get(c, "type").String()
+		}
+		out = []byte("event: " + name + "\ndata: " + c + "\n\n")
 	}
-	c, err := mapping.Compact([]byte(data))
-	if err != nil {
-		return err
+	if it.stop {
+		return e.Finish(e.out, out) // message_stop: the stream's last event
 	}
-	name := it.name
-	if name == "" {
-		name = gjson.Get(c, "type").String()
-	}
-	return e.writeEvent(name, c)
+	_, err := e.out.Write(out)
+	return err
 }
 
 // writeNotes tells the agent about removed calls in a text block after the last block.
@@ -422,18 +441,14 @@ func (e *editor) writeNotes() error {
 
 // decide settles a complete tool_use block and emits it when it is kept.
 func (e *editor) decide(c *heldCall) error {
-	kept, rendered, note, err := e.settle.Settle(e.m, e.single(c.blk.final))
+	kept, out, err := e.settleBlock(c.blk.final)
 	if err != nil {
 		return err
 	}
 	if !kept {
 		e.removed = append(e.removed, c.index)
-		if note != "" {
-			e.notes = append(e.notes, note)
-		}
 		return nil
 	}
-	e.kept++
 	e.lastText = false
-	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.GetBytes(rendered, "content.0"))
+	return writeBlock(e.writeEvent, e.clientIndex(c.index), gjson.Parse(out))
 }

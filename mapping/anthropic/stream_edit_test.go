@@ -319,3 +319,8 @@ func TestEditJudgesToolUseInMessageStart(t *testing.T) {
 		t.Fatalf("a delta for a message_start block was relayed:\n%s", out)
 	}
 }
+
+// TestStreamedCallDecodedOnce: a streamed tool call passes through one decode of the call.
+func TestStreamedCallDecodedOnce(t *testing.T) {
+	mappingtest.DecodedOnce(t, tr, []byte(sseStream))
+}

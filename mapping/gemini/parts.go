@@ -113,6 +113,20 @@ func callInput(fc gjson.Result) string {
 	return `{"` + mapping.RawArgumentsKey + `":` + mapping.Quote(args.Raw) + `}`
 }
 
+// readCall reads a functionCall object as its tool_call part carries it: the name
+// ("unknown" when it has none), the canonical input, and the id (callID). The stream
+// editor reads a streamed call with it too.
+func readCall(fc gjson.Result, seen callIDs) mapping.ToolCall {
+	mapping.NoteCallDecode()
+	name := fc.Get("name").String()
+	input := callInput(fc)
+	c := mapping.ToolCall{ID: seen.callID(fc, name, input), Name: name, Input: json.RawMessage(input)}
+	if c.Name == "" {
+		c.Name = "unknown"
+	}
+	return c
+}
+
 // isDerivedCallID reports whether id was derived by callID (so it is not sent upstream).
 func isDerivedCallID(id string) bool { return strings.HasPrefix(id, "gcall_") }
 
@@ -245,13 +259,8 @@ func decodeMembers(p gjson.Result, m *partMembers, id string, seen callIDs) (dec
 		if !fc.IsObject() {
 			return decodedPart{}, errors.New("functionCall is not an object")
 		}
-		name := fc.Get("name").String()
-		input := callInput(fc)
 		d.kind = kindCall
-		d.call = mapping.ToolCall{ID: seen.callID(fc, name, input), Name: name, Input: json.RawMessage(input)}
-		if d.call.Name == "" {
-			d.call.Name = "unknown"
-		}
+		d.call = readCall(fc, seen)
 		d.part = mapping.ToolCallPart(id, d.call)
 	case vals[dResponse].Exists():
 		fr := vals[dResponse]

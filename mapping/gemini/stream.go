@@ -367,20 +367,29 @@ func (t *Translator) WriteStream(w io.Writer, body []byte) error {
 
 // writeEvent writes one chunk as an SSE event, compacted onto one data line.
 func writeEvent(w io.Writer, chunk []byte) error {
-	var b bytes.Buffer
-	b.Grow(len(chunk) + 10)
-	b.WriteString("data: ")
-	if err := json.Compact(&b, chunk); err != nil {
-		return fmt.Errorf("gemini: stream chunk: %w", err)
+	ev, err := sseEvent(chunk)
+	if err != nil {
+		return err
 	}
-	b.WriteString("\r\n\r\n")
-	if _, err := w.Write(b.Bytes()); err != nil {
+	if _, err := w.Write(ev); err != nil {
 		return err
 	}
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
 	return nil
+}
+
+// sseEvent frames one chunk as an SSE event, compacted onto one data line.
+func sseEvent(chunk []byte) ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(len(chunk) + 10)
+	b.WriteString("data: ")
+	if err := json.Compact(&b, chunk); err != nil {
+		return nil, fmt.Errorf("gemini: stream chunk: %w", err)
+	}
+	b.WriteString("\r\n\r\n")
+	return b.Bytes(), nil
 }
 
 // statusOfErrType is the HTTP status of an in-stream error hookproxy writes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -31,7 +32,8 @@ func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) map
 }
 
 type editor struct {
-	mapping.StreamFeed
+	// Calls are held only inside their own chunk: nothing queues.
+	mapping.StreamFeed[struct{}]
 	t      *Translator
 	out    io.Writer
 	settle mapping.CallSettler
@@ -84,19 +86,19 @@ func (e *editor) noteHosted(data []byte, cands gjson.Result) {
 // Close ends the stream: a partial event is an error (never sent undecided); notes not yet
 // emitted go out in an event of their own.
 func (e *editor) Close() error {
-	if e.Err != nil {
-		return e.Err
-	}
-	if e.Done {
+	switch e.State() {
+	case mapping.Failed:
+		return e.CloseInput() // the error that ended the editing
+	case mapping.Done:
 		return nil
 	}
 	if e.SSE.Buffered() > 0 {
 		// A last event without its blank line: complete it, as a client would read it.
 		if err := e.SSE.Write([]byte("\n\n")); err != nil {
-			e.Err = err
-			return err
+			return e.Failed(err)
 		}
 	}
+	e.Drain()
 	for idx, notes := range e.notes {
 		if len(notes) == 0 {
 			continue
@@ -109,16 +111,14 @@ func (e *editor) Close() error {
 		if sig, ok := e.sigs[idx]; ok {
 			var err error
 			if note, err = mapping.SetRaw(note, sig.key, sig.value); err != nil {
-				e.Err = err
-				return err
+				return e.Failed(err)
 			}
 			delete(e.sigs, idx)
 		}
 		chunk := `{"candidates":[{"content":{"role":"model","parts":[` + note + `]}` + finish + `,"index":` + fmt.Sprint(idx) + `}]}`
 		delete(e.notes, idx)
 		if err := writeEvent(e.out, []byte(chunk)); err != nil {
-			e.Err = err
-			return err
+			return e.Failed(err)
 		}
 	}
 	return nil
@@ -126,15 +126,21 @@ func (e *editor) Close() error {
 
 // Fail writes an in-stream Gemini error event.
 func (e *editor) Fail(errType, code, message string) error {
-	e.Done = true
-	return writeEvent(e.out, e.t.ErrorBody(statusOfErrType(errType), errType, code, message))
+	ev, err := sseEvent(e.t.ErrorBody(statusOfErrType(errType), errType, code, message))
+	if err != nil {
+		return err
+	}
+	if err := e.Finish(e.out, ev); err != nil {
+		return err
+	}
+	if f, ok := e.out.(http.Flusher); ok {
+		f.Flush() // as writeEvent does
+	}
+	return nil
 }
 
-// Held is the size of the event being read: calls are held only inside their own chunk.
-func (e *editor) Held() int { return e.SSE.Buffered() }
-
 func (e *editor) event(raw []byte, _ string, data []byte, hasData bool) error {
-	if e.Done {
+	if e.Ended() {
 		return nil
 	}
 	if !hasData || len(bytes.TrimSpace(data)) == 0 {
@@ -262,40 +268,30 @@ func (e *editor) candidate(c gjson.Result) (string, bool, error) {
 }
 
 // call settles one functionCall part before anything after it is written: a denied call
-// never reaches the client (AHP-DEC-002, AHP-TB-001). The call is decided as the decoder of the assembled
-// response names it: its id (derived ones included) is written into the one-call response
-// the settler reads, and taken out again of what goes to the client.
+// never reaches the client (AHP-DEC-002, AHP-TB-001). The call is read as the decoder of
+// the assembled response reads it (readCall; seen numbers the derived ids of the
+// candidate), and a kept call goes out as it came, with the effective arguments of a
+// modify patched in.
 func (e *editor) call(p, fc gjson.Result, key string, seen callIDs, idx int) (kept bool, rendered string, err error) {
-	name := fc.Get("name").String()
-	id := seen.callID(fc, name, callInput(fc))
-	single := p.Raw
-	if !fc.Get("id").Exists() {
-		if single, err = mapping.SetRaw(single, key+".id", mapping.Quote(id)); err != nil {
-			return false, "", err
-		}
+	if !fc.IsObject() {
+		return false, "", fmt.Errorf("%w: streamed tool call: functionCall is not an object", mapping.ErrMalformed)
 	}
-	body := `{"candidates":[{"content":{"role":"model","parts":[` + single + `]},"index":0}]}`
-	kept, out, note, err := e.settle.Settle(e.t, []byte(body))
+	c := readCall(fc, seen)
+	j, err := e.settle.Judge(c.ID, c.Name, string(c.Input), p.Raw, func(call mapping.ToolCall) (string, error) {
+		return mapping.SetRaw(p.Raw, key+".args", compactJSON(string(call.Input)))
+	})
 	if err != nil {
-		return false, "", err
+		return false, "", err // as the settler gave it
 	}
-	if !kept {
+	if !j.Kept {
 		e.removed++
-		if note != "" {
-			e.notes[idx] = append(e.notes[idx], note)
+		if j.Note != "" {
+			e.notes[idx] = append(e.notes[idx], j.Note)
 		}
 		return false, "", nil
 	}
 	e.kept++
-	if string(out) == body {
-		return true, p.Raw, nil
-	}
-	args := gjson.GetBytes(out, "candidates.0.content.parts.0."+key+".args")
-	if !args.Exists() {
-		return false, "", fmt.Errorf("gemini: a rewritten call has no arguments")
-	}
-	r, err := mapping.SetRaw(p.Raw, key+".args", args.Raw)
-	return true, r, err
+	return true, j.Out, nil
 }
 
 // signature is a removed call's thoughtSignature: its raw JSON value and member name.

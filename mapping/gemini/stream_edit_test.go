@@ -118,3 +118,8 @@ func TestStreamEditHostedCalls(t *testing.T) {
 		t.Fatalf("the held path reports %+v", resp.HostedCalls)
 	}
 }
+
+// TestStreamedCallDecodedOnce: a streamed tool call passes through one decode of the call.
+func TestStreamedCallDecodedOnce(t *testing.T) {
+	mappingtest.DecodedOnce(t, tr, sse(streamChunks...))
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -217,4 +218,68 @@ func Undecided(tr mapping.Translator, out []byte, d *Decider) string {
 		kept[c.Name]--
 	}
 	return ""
+}
+
+// BenchEdit measures one streamed response through the translator's editor, written
+// whole, with the verdicts of script (a benchmark of the streamed-call path).
+func BenchEdit(b *testing.B, se mapping.StreamEditing, stream []byte, script Script) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	var out bytes.Buffer
+	for b.Loop() {
+		out.Reset()
+		ed := se.NewStreamEditor(&out, &Decider{Script: script})
+		if _, err := ed.Write(stream); err != nil {
+			b.Fatal(err)
+		}
+		if err := ed.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// ModifyFirst is a Script that rewrites the input of a response's first tool call.
+var ModifyFirst = Script{0: {Input: json.RawMessage(`{"command":"ls -la","rewritten":true}`)}}
+
+// CallDecodes is the number of decodes of a tool call (mapping.CallDecodeHook: a codec's
+// call decoder reading native arguments, or ParseToolCall reading a tool_call part back)
+// while f runs. Tests that use it must not run in parallel with others of their package.
+func CallDecodes(f func()) int {
+	n := 0
+	mapping.CallDecodeHook = func() { n++ }
+	defer func() { mapping.CallDecodeHook = nil }()
+	f()
+	return n
+}
+
+// DecodedOnce checks that the editor decodes each streamed tool call of stream at most
+// once on its way from events to settlement and back to events, for verdicts that keep,
+// rewrite and remove calls. Its control is the route the editors took before: a call
+// decoded with the whole DecodeResponse of a document holding it and read back from its
+// tool_call part (then re-encoded for a modify), which the held path still takes; the same
+// count over it exceeds one decode per call.
+func DecodedOnce(t testing.TB, tr mapping.Translator, stream []byte) {
+	t.Helper()
+	script := Script{0: ModifyFirst[0], 1: {Remove: true, Note: "removed"}}
+	d := &Decider{Script: script}
+	var err error
+	edit := CallDecodes(func() { _, err = Edit(tr.(mapping.StreamEditing), stream, 7, d) })
+	if err != nil {
+		t.Fatalf("edit: %v", err)
+	}
+	calls := len(d.Decided) + len(d.Skips)
+	if calls < 2 {
+		t.Fatalf("the stream has %d tool calls; the check needs a kept and a removed one", calls)
+	}
+	if edit > calls {
+		t.Errorf("the editor decoded %d times for %d streamed calls: more than once per call", edit, calls)
+	}
+	held := CallDecodes(func() { _, err = Held(tr, stream, script) })
+	if err != nil {
+		t.Fatalf("held path: %v", err)
+	}
+	t.Logf("%d streamed calls: %d decodes edited, %d on the decode-and-re-encode route", calls, edit, held)
+	if held <= calls {
+		t.Errorf("control: the decode-and-re-encode route decoded %d times for %d calls; the count cannot tell the routes apart", held, calls)
+	}
 }

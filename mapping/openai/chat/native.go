@@ -287,6 +287,7 @@ func (n *natives) decodeCallFields(entry gjson.Result, f *callFields, partID, fa
 	if nc.name == "" {
 		return ahp.Part{}, nil, fmt.Errorf("tool call %s without a name", id)
 	}
+	mapping.NoteCallDecode()
 	p := n.toolCallPart(partID, id, nc.name, nc.input)
 	n.addCall(p, id, nc)
 	return p, gap, nil
@@ -346,6 +347,7 @@ func (n *natives) decodeLegacyCall(fc gjson.Result, partID string) (ahp.Part, *a
 	if !ok {
 		gap = &ahp.Gap{Path: "items", Reason: "tool call " + id + " arguments not a JSON object"}
 	}
+	mapping.NoteCallDecode()
 	p := n.toolCallPart(partID, id, name, input)
 	nc := n.newCall()
 	nc.kind, nc.raw, nc.name, nc.input = callLegacy, fc.Raw, name, input
@@ -371,17 +373,23 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 	if !ok {
 		return "", false, fmt.Errorf("part %s: tool_call text is not a {\"id\",\"name\",\"input\"} object", p.ID)
 	}
+	if nc == nil || nc.id != c.ID {
+		nc = n.callByID(c.ID) // a call moved to another part
+	}
+	return writeCall(nc, c, p.ID)
+}
+
+// writeCall renders call c as the native call nc with c's name and input patched in (nil:
+// a new function call); the stream editor renders a judged call with it too.
+func writeCall(nc *nativeCall, c mapping.ToolCall, partID string) (raw string, legacy bool, err error) {
 	in := strings.TrimSpace(string(c.Input))
 	if in == "" {
 		in = "{}"
 	}
 	if !json.Valid([]byte(in)) || !gjson.Parse(in).IsObject() {
-		return "", false, fmt.Errorf("part %s: tool call %s input is not a JSON object", p.ID, c.ID)
+		return "", false, fmt.Errorf("part %s: tool call %s input is not a JSON object", partID, c.ID)
 	}
 	args := oaiwire.NormalizeJSON(in)
-	if nc == nil || nc.id != c.ID {
-		nc = n.callByID(c.ID) // a call moved to another part
-	}
 	if nc != nil && nc.name == c.Name && nc.input == args {
 		return nc.raw, nc.kind == callLegacy, nil
 	}
@@ -399,7 +407,7 @@ func (n *natives) renderCall(p *ahp.Part) (raw string, legacy bool, err error) {
 	case callCustom:
 		s := gjson.Get(args, "input")
 		if s.Type != gjson.String {
-			return "", false, fmt.Errorf("part %s: custom tool call %s needs input {\"input\": string}", p.ID, c.ID)
+			return "", false, fmt.Errorf("part %s: custom tool call %s needs input {\"input\": string}", partID, c.ID)
 		}
 		raw, err = setFields(nc.raw, "custom.name", mapping.Quote(c.Name), "custom.input", mapping.Quote(s.Str))
 	case callLegacy:

@@ -39,15 +39,14 @@ func (c *Chat) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.S
 }
 
 type chatEditor struct {
-	mapping.StreamFeed
+	mapping.StreamFeed[editItem]
 	c   *Chat
 	out io.Writer
 	d   mapping.StreamDecider
 
 	head    []byte
 	choices map[int]*editChoice
-	queue   mapping.HoldQueue[editItem] // what waits behind an undecided call; with the open calls' bytes
-	calls   int                         // calls seen (StreamCall.Index)
+	calls   int // calls seen (StreamCall.Index)
 	settle  mapping.CallSettler
 }
 
@@ -103,16 +102,19 @@ func (e *chatEditor) Close() error {
 	if err := e.CloseInput(); err != nil {
 		return err
 	}
-	if e.Done {
+	if e.State() == mapping.Done {
 		return nil
 	}
 	// Some compatible servers end without [DONE]; a stream whose every choice finished is
 	// complete. Anything else was cut short: an open call is dropped, never sent undecided.
 	if len(e.choices) == 0 || !e.allFinished() {
-		e.Err = fmt.Errorf("openai chat stream: ended before completion (no finish_reason and no [DONE])")
-		return e.Err
+		return e.Failed(fmt.Errorf("openai chat stream: ended before completion (no finish_reason and no [DONE])"))
 	}
-	return e.end()
+	e.Drain()
+	if err := e.end(); err != nil {
+		return e.Failed(err)
+	}
+	return nil
 }
 
 // end decides every call left at the stream's end and tells the notes of a choice whose
@@ -153,7 +155,7 @@ func (e *chatEditor) writeNotes(c *editChoice, afterText bool) error {
 }
 
 func (e *chatEditor) allFinished() bool {
-	for _, it := range e.queue.Entries() {
+	for _, it := range e.Queued() {
 		if it.call != nil && !it.call.complete {
 			return false
 		}
@@ -170,17 +172,16 @@ func (e *chatEditor) Fail(errType, code, message string) error {
 	return e.Finish(e.out, sseData(oaiwire.ErrorBody(errType, code, message)))
 }
 
-func (e *chatEditor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
-
 // event handles one SSE block.
 func (e *chatEditor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.Done {
+	if e.Ended() {
 		return nil
 	}
 	if !hasData {
 		return e.emit(raw) // a comment (keep-alive)
 	}
 	if string(data) == "[DONE]" {
+		e.Drain()
 		if err := e.end(); err != nil {
 			return err
 		}
@@ -453,7 +454,7 @@ func (e *chatEditor) toolDeltas(c *editChoice, tcs, fc gjson.Result) ([]*editCal
 func (e *chatEditor) grow(t *editCall, b *strings.Builder, s string) {
 	b.WriteString(s)
 	t.size += len(s)
-	e.queue.Grow(len(s))
+	e.Grow(len(s))
 }
 
 // completeAll marks every open call complete (the stream's end).
@@ -492,14 +493,14 @@ func toolDeltaEmpty(tc gjson.Result) bool {
 
 // emit relays raw now, or queues it behind an undecided call.
 func (e *chatEditor) emit(raw []byte) error {
-	if e.queue.Len() == 0 {
+	if !e.Holding() {
 		return e.write(raw)
 	}
 	e.enqueue(editItem{raw: append([]byte(nil), raw...)})
 	return nil
 }
 
-func (e *chatEditor) enqueue(it editItem) { e.queue.Push(it, it.size()) }
+func (e *chatEditor) enqueue(it editItem) { e.Push(it, it.size()) }
 
 // size is what the entry holds, but a call's bytes: those are counted as they come (grow).
 func (it editItem) size() int {
@@ -517,7 +518,7 @@ func (e *chatEditor) write(b []byte) error {
 // flush writes the queue up to the first call that is not complete, deciding each
 // complete call as it reaches the front (stream order).
 func (e *chatEditor) flush() error {
-	return e.queue.Drain(func(it editItem) (int, bool, error) {
+	return e.Release(func(it editItem) (int, bool, error) {
 		switch {
 		case it.call == nil && it.finish == nil:
 			return it.size(), true, e.write(it.raw)
@@ -539,42 +540,50 @@ func (t *editCall) entry() string {
 	return string(appendToolCall(b, t.id, t.typ, t.name.String(), t.args.String(), t.custom.String()))
 }
 
-// single is a completion holding only the call, which DecodeResponse and EncodeResponse
-// read exactly as they read the call inside the assembled completion.
-func (e *chatEditor) single(entry string, legacy bool) []byte {
-	b := append([]byte(nil), `{"id":`...)
-	b = mapping.AppendQuote(b, gjson.GetBytes(e.head, "id").String())
-	b = append(b, `,"object":"chat.completion","created":0,"model":"","choices":[{"index":0,"message":{"role":"assistant","content":null,`...)
-	if legacy {
-		b = append(b, `"function_call":`...)
-		b = append(b, entry...)
+// read decodes the complete call with the decoder DecodeResponse reads the assembled
+// completion's call with. A call without an id is named from the completion's id and its
+// entry.
+func (e *chatEditor) read(t *editCall) (*nativeCall, error) {
+	n := newNatives()
+	entry := gjson.Parse(t.entry())
+	var err error
+	if t.legacy {
+		_, _, err = n.decodeLegacyCall(entry, "")
 	} else {
-		b = append(b, `"tool_calls":[`...)
-		b = append(b, entry...)
-		b = append(b, ']')
+		msgID := gjson.GetBytes(e.head, "id").String()
+		if msgID == "" {
+			msgID = messageID(nil, 0, "response", entry.Raw)
+		}
+		_, _, err = n.decodeCall(entry, "", "call_"+messageID(nil, 0, msgID, entry.Raw)[1:])
 	}
-	return append(b, `},"finish_reason":"tool_calls"}]}`...)
+	if err != nil {
+		return nil, fmt.Errorf("streamed tool call: %w", err)
+	}
+	return n.lastCall(), nil
 }
 
 // decide settles one complete call and emits it when it is kept.
 func (e *chatEditor) decide(t *editCall) error {
 	c := t.choice
-	kept, rendered, note, err := e.settle.Settle(e.c, e.single(t.entry(), t.legacy))
+	nc, err := e.read(t)
 	if err != nil {
 		return fmt.Errorf("openai chat stream: %w", err)
 	}
-	if !kept {
+	j, err := e.settle.Judge(nc.id, nc.name, nc.input, nc.raw, func(call mapping.ToolCall) (string, error) {
+		raw, _, err := writeCall(nc, call, "")
+		return raw, err
+	})
+	if err != nil {
+		return fmt.Errorf("openai chat stream: %w", err)
+	}
+	if !j.Kept {
 		c.removed++
-		if note != "" {
-			c.notes = append(c.notes, note)
+		if j.Note != "" {
+			c.notes = append(c.notes, j.Note)
 		}
 		return nil
 	}
-	path := "choices.0.message.tool_calls.0"
-	if t.legacy {
-		path = "choices.0.message.function_call"
-	}
-	entry := mapping.CompactJSON(gjson.GetBytes(rendered, path).Raw)
+	entry := mapping.CompactJSON(j.Out)
 	var delta string
 	if t.legacy {
 		delta = `{"function_call":` + entry + `}`

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -365,5 +366,33 @@ func TestEditReadsOnPastFalsyErrorChunks(t *testing.T) {
 		if (herr == nil) != c.decided {
 			t.Errorf("%q: held path: %v", c.stream, herr)
 		}
+	}
+}
+
+// TestStreamedCallDecodedOnce: a streamed tool call passes through one decode of the call.
+func TestStreamedCallDecodedOnce(t *testing.T) {
+	mappingtest.DecodedOnce(t, NewChat(), []byte(toolStream))
+}
+
+// TestEditStates: the editor relays until a call opens, holds while it is open, relays
+// again once it is settled, and is done after [DONE], where later input is dropped.
+func TestEditStates(t *testing.T) {
+	var out bytes.Buffer
+	ed := NewChat().NewStreamEditor(&out, &mappingtest.Decider{}).(*chatEditor)
+	var seen []mapping.EditState
+	for _, ev := range events(toolStream) {
+		if _, err := ed.Write([]byte(ev)); err != nil {
+			t.Fatal(err)
+		}
+		if s := ed.State(); len(seen) == 0 || seen[len(seen)-1] != s {
+			seen = append(seen, s)
+		}
+	}
+	want := []mapping.EditState{mapping.Relaying, mapping.HoldingCall, mapping.Relaying, mapping.Done}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("states %v, want %v", seen, want)
+	}
+	if err := ed.Close(); err != nil || ed.State() != mapping.Done {
+		t.Fatalf("close: %v %v", ed.State(), err)
 	}
 }

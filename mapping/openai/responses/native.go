@@ -212,17 +212,23 @@ func fileEntry(e gjson.Result, id string, o *partOrigin) (ahp.Part, error) {
 	return ahp.Part{}, fmt.Errorf("input_file entry without file_data, file_id or file_url")
 }
 
+// itemCallID is a call item's canonical id: its call_id, else its id, else fallbackID.
+func itemCallID(it gjson.Result, fallbackID string) string {
+	if id := it.Get("call_id").String(); id != "" {
+		return id
+	}
+	if id := it.Get("id").String(); id != "" {
+		return id
+	}
+	return fallbackID
+}
+
 // call decodes a call item of type typ (tools.go) into a tool_call part. fallbackID names
 // a call whose call_id is missing (tolerated in upstream responses only).
 func (d *decoder) call(it gjson.Result, typ, id string, item int, fallbackID, where string) (ahp.Part, error) {
-	callID := it.Get("call_id").String()
+	callID := itemCallID(it, fallbackID)
 	if callID == "" {
-		if callID = it.Get("id").String(); callID == "" {
-			callID = fallbackID
-		}
-		if callID == "" {
-			return ahp.Part{}, fmt.Errorf("%s: %s without call_id", where, typ)
-		}
+		return ahp.Part{}, fmt.Errorf("%s: %s without call_id", where, typ)
 	}
 	name, input, gap, err := callInput(it, typ, callID)
 	if err != nil {

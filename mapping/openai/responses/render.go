@@ -352,6 +352,40 @@ func (r *renderer) attachment(p *ahp.Part) (string, error) {
 
 // --- calls ---
 
+// callArguments is the input of call c as normalized JSON; it must be a JSON object.
+func callArguments(c mapping.ToolCall, partID string) (string, error) {
+	in := strings.TrimSpace(string(c.Input))
+	if in == "" {
+		in = "{}"
+	}
+	if !json.Valid([]byte(in)) || !gjson.Parse(in).IsObject() {
+		return "", fmt.Errorf("part %s: tool call %s input is not a JSON object", partID, c.ID)
+	}
+	return oaiwire.NormalizeJSON(in), nil
+}
+
+// patchCallItem renders call c (its input normalized as args) onto base, the call item
+// decoded as orig: base itself when nothing changed, else base with c's name, input and
+// id written in. The stream editor renders a judged call with it too.
+func patchCallItem(base, typ string, orig *callOrigin, c mapping.ToolCall, args, partID string) (string, error) {
+	if orig != nil && orig.id == c.ID && orig.name == c.Name && orig.input == args {
+		return base, nil // the same call, written differently
+	}
+	origInput := "{}"
+	if orig != nil && orig.typ == typ {
+		origInput = orig.input
+	}
+	// modify(input) goes back onto the native item; its other members stay (tools.go).
+	raw, err := writeCall(base, typ, c.Name, origInput, args)
+	if err == nil {
+		raw, err = sjson.SetRaw(raw, "call_id", mapping.Quote(c.ID))
+	}
+	if err != nil {
+		return "", fmt.Errorf("part %s: tool call %s: %w", partID, c.ID, err)
+	}
+	return raw, nil
+}
+
 // renderCall renders a call item of type typ from its tool_call part. base is the original
 // item, "" for a new one (always a function_call).
 func (r *renderer) renderCall(base, typ string, parts []*ahp.Part) (string, error) {
@@ -367,31 +401,12 @@ func (r *renderer) renderCall(base, typ string, parts []*ahp.Part) (string, erro
 	if !ok {
 		return "", fmt.Errorf("part %s: tool_call text is not a {\"id\",\"name\",\"input\"} object", p.ID)
 	}
-	in := strings.TrimSpace(string(c.Input))
-	if in == "" {
-		in = "{}"
+	args, err := callArguments(c, p.ID)
+	if err != nil {
+		return "", err
 	}
-	if !json.Valid([]byte(in)) || !gjson.Parse(in).IsObject() {
-		return "", fmt.Errorf("part %s: tool call %s input is not a JSON object", p.ID, c.ID)
-	}
-	args := oaiwire.NormalizeJSON(in)
 	if base != "" {
-		if orig != nil && orig.id == c.ID && orig.name == c.Name && orig.input == args {
-			return base, nil // the same call, written differently
-		}
-		origInput := "{}"
-		if orig != nil && orig.typ == typ {
-			origInput = orig.input
-		}
-		// modify(input) goes back onto the native item; its other members stay (tools.go).
-		raw, err := writeCall(base, typ, c.Name, origInput, args)
-		if err == nil {
-			raw, err = sjson.SetRaw(raw, "call_id", mapping.Quote(c.ID))
-		}
-		if err != nil {
-			return "", fmt.Errorf("part %s: tool call %s: %w", p.ID, c.ID, err)
-		}
-		return raw, nil
+		return patchCallItem(base, typ, orig, c, args, p.ID)
 	}
 	b := make([]byte, 0, 96+len(c.ID)+len(c.Name)+len(args))
 	if r.response {

@@ -44,7 +44,7 @@ func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) map
 }
 
 type editor struct {
-	mapping.StreamFeed
+	mapping.StreamFeed[queued]
 	t   *Translator
 	out io.Writer
 	d   mapping.StreamDecider
@@ -53,7 +53,6 @@ type editor struct {
 	items      map[int]*itemState // by upstream output_index
 	maxIndex   int                // highest upstream output_index seen, -1 before any
 	removed    []int              // upstream indices of removed items, ascending
-	queue      mapping.HoldQueue[queued]
 	settle     mapping.CallSettler
 	kept       int
 	dropped    int // calls removed, streamed or terminal-only (removed indexes only the streamed)
@@ -107,9 +106,8 @@ func (e *editor) Close() error {
 	if err := e.CloseInput(); err != nil {
 		return err
 	}
-	if !e.Done {
-		e.Err = fmt.Errorf("openai responses stream: ended before completion (no response.completed)")
-		return e.Err
+	if e.State() != mapping.Done {
+		return e.Failed(fmt.Errorf("openai responses stream: ended before completion (no response.completed)"))
 	}
 	return nil
 }
@@ -122,10 +120,8 @@ func (e *editor) Fail(errType, code, message string) error {
 		`,"param":null,"sequence_number":`+strconv.FormatInt(e.nextSeq, 10)+"}\n\n"))
 }
 
-func (e *editor) Held() int { return e.queue.Held() + e.SSE.Buffered() }
-
 func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error {
-	if e.Done {
+	if e.Ended() {
 		return nil
 	}
 	if !hasData {
@@ -213,7 +209,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 			c := &heldCall{index: idx, added: strings.Clone(root.Get("item").Raw)}
 			c.size = len(c.added)
 			it.call = c
-			e.queue.Push(queued{call: c}, c.size)
+			e.Push(queued{call: c}, c.size)
 			return nil
 		}
 	}
@@ -262,7 +258,7 @@ func (e *editor) lateCall(it *itemState, idx int, item string, announced bool) e
 	c := &heldCall{index: idx, done: strings.Clone(item), complete: true, announced: announced}
 	c.size = len(c.done)
 	it.call = c
-	e.queue.Push(queued{call: c}, c.size)
+	e.Push(queued{call: c}, c.size)
 	return e.flush()
 }
 
@@ -274,7 +270,7 @@ func (e *editor) looseCall(q queued, item string) error {
 	q.raw, q.data, q.name = bytes.Clone(q.raw), bytes.Clone(q.data), strings.Clone(q.name) // the splitter reuses its buffers
 	c := &heldCall{index: -1, done: strings.Clone(item), complete: true, loose: &q}
 	c.size = len(c.done) + len(q.raw) + len(q.data)
-	e.queue.Push(queued{call: c}, c.size)
+	e.Push(queued{call: c}, c.size)
 	return e.flush()
 }
 
@@ -315,7 +311,7 @@ func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
 		d := root.Get("delta").String()
 		c.args.WriteString(d)
 		c.size += len(d)
-		e.queue.Grow(len(d))
+		e.Grow(len(d))
 	case "response.function_call_arguments.done":
 		s := strings.Clone(root.Get("arguments").String())
 		c.argsFinal = &s
@@ -339,18 +335,18 @@ func (e *editor) endWith(raw []byte) error {
 
 // emit relays an event now, or queues it behind an undecided call.
 func (e *editor) emit(q queued) error {
-	if e.queue.Len() == 0 {
+	if !e.Holding() {
 		return e.render(q)
 	}
 	q.raw, q.data, q.name = bytes.Clone(q.raw), bytes.Clone(q.data), strings.Clone(q.name) // the splitter reuses its buffers
-	e.queue.Push(q, len(q.raw)+len(q.data))
+	e.Push(q, len(q.raw)+len(q.data))
 	return nil
 }
 
 // flush relays the queue up to the first call not yet complete, deciding each complete
 // call as it reaches the front (stream order).
 func (e *editor) flush() error {
-	return e.queue.Drain(func(q queued) (int, bool, error) {
+	return e.Release(func(q queued) (int, bool, error) {
 		switch {
 		case q.call == nil:
 			return len(q.raw) + len(q.data), true, e.render(q)
@@ -392,10 +388,10 @@ func (e *editor) render(q queued) error {
 	rewrite := false
 	var err error
 	if terminal {
+		e.Drain() // the calls only the terminal response holds are settled here
 		if data, rewrite, err = e.terminal(data, root); err != nil {
 			return err
 		}
-		e.Done = true
 	}
 	if oi := root.Get("output_index"); oi.Type == gjson.Number {
 		if ci := e.clientIndex(int(oi.Int())); ci != int(oi.Int()) {
@@ -416,15 +412,19 @@ func (e *editor) render(q queued) error {
 		}
 		e.nextSeq++
 	}
-	if !rewrite {
-		_, err := e.out.Write(q.raw)
-		return err
+	out := q.raw
+	if rewrite {
+		name := q.name
+		if name == "" {
+			name = typ
+		}
+		out = []byte("event: " + name + "\ndata: " + mapping.CompactJSON(data) + "\n\n")
 	}
-	name := q.name
-	if name == "" {
-		name = typ
+	if terminal {
+		return e.Finish(e.out, out)
 	}
-	return e.write(name, mapping.CompactJSON(data))
+	_, err = e.out.Write(out)
+	return err
 }
 
 // emitter returns WriteStream's event function, numbering from nextSeq.
@@ -497,24 +497,38 @@ func (e *editor) decideHeld(c *heldCall) error {
 }
 
 // decide settles one call item: whether it is kept, and the item as the client gets it.
-// The call is decoded at its upstream output index idx (empty items stand before it), so
-// that a call without a call_id gets the id the held path derives from its position.
+// The item is read with the decoder DecodeResponse reads the assembled response's call
+// items with, at its upstream output index idx, so that a call without a call_id gets
+// the id the held path derives from its position.
 func (e *editor) decide(item string, idx int) (bool, string, error) {
-	var b strings.Builder
-	b.WriteString(`{"id":` + mapping.Quote(e.respID) + `,"object":"response","status":"completed","output":[`)
-	for range idx {
-		b.WriteString(`{},`)
+	it := gjson.Parse(item)
+	if !it.IsObject() || !clientCall(it) {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call could not be read")
 	}
-	b.WriteString(item + `]}`)
-	kept, rendered, note, err := e.settle.Settle(e.t, []byte(b.String()))
-	if err != nil || !kept {
-		if note != "" {
-			e.notes = append(e.notes, note)
+	typ := it.Get("type").String()
+	callID := itemCallID(it, hashID("call_", strconv.Itoa(idx), it.Raw))
+	if callID == "" {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call: %s without call_id: %w", typ, mapping.ErrMalformed)
+	}
+	name, input, _, err := callInput(it, typ, callID)
+	if err != nil {
+		return false, "", fmt.Errorf("openai responses stream: streamed tool call: %v: %w", err, mapping.ErrMalformed)
+	}
+	j, err := e.settle.Judge(callID, name, input, item, func(c mapping.ToolCall) (string, error) {
+		args, err := callArguments(c, "")
+		if err != nil {
+			return "", err
 		}
-		return false, "", err
+		return patchCallItem(item, typ, &callOrigin{id: callID, name: name, typ: typ, input: input}, c, args, "")
+	})
+	if err != nil || !j.Kept {
+		if j.Note != "" {
+			e.notes = append(e.notes, j.Note)
+		}
+		return false, "", err // as the settler gave it
 	}
 	e.kept++
-	return true, gjson.GetBytes(rendered, "output."+strconv.Itoa(idx)).Raw, nil
+	return true, j.Out, nil
 }
 
 // terminal rebuilds the terminal event's response from what was judged, and writes the

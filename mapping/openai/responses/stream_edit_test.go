@@ -404,3 +404,8 @@ func TestEditJudgesDoneWithoutOutputIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedCallDecodedOnce: a streamed tool call passes through one decode of the call.
+func TestStreamedCallDecodedOnce(t *testing.T) {
+	mappingtest.DecodedOnce(t, New(), []byte(toolStream))
+}

@@ -93,6 +93,7 @@ func clientCall(it gjson.Result) bool {
 // callInput reads the canonical tool name and input (normalized JSON) of a call item. gap,
 // when not "", says what of the call the input cannot carry.
 func callInput(it gjson.Result, typ, callID string) (name, input, gap string, err error) {
+	mapping.NoteCallDecode()
 	name = callTools[typ]
 	switch typ {
 	case "function_call":

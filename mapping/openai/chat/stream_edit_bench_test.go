@@ -1,0 +1,13 @@
+package chat
+
+import (
+	"testing"
+
+	"github.com/hookproxy/hookproxy/mapping/mappingtest"
+)
+
+// BenchmarkStreamEditModifiedCall: a streamed response whose first tool call is rewritten
+// (modify(input)) through the stream editor.
+func BenchmarkStreamEditModifiedCall(b *testing.B) {
+	mappingtest.BenchEdit(b, NewChat(), []byte(toolStream), mappingtest.ModifyFirst)
+}
