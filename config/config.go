@@ -16,6 +16,10 @@ const (
 type Config struct {
 	Listen string `yaml:"listen" json:"listen"`
 	Admin  string `yaml:"admin" json:"admin"`
+	// AdminAuth is the rest of a mapping-form admin key (admin.token, admin.tokenRef,
+	// admin.tokens): who may use the admin listener's protected endpoints. Its listen is
+	// copied to Admin.
+	AdminAuth AdminAuth `yaml:"-" json:"adminAuth"`
 	// Registration is the AHP registration document: a file (absolute, or relative to this
 	// configuration). Omitted, the built-in default chain applies (DefaultRegistration:
 	// the tools and secrets policies), so a copied or hand-written configuration cannot
