@@ -67,3 +67,25 @@ func TestAdminTokenProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestApprovalsConfig(t *testing.T) {
+	cfg, err := config.Parse([]byte(adminRoutes), "")
+	if err != nil || cfg.Approvals.Timeout != config.DefaultApprovalTimeout {
+		t.Fatalf("default timeout: %v %v", cfg.Approvals.Timeout, err)
+	}
+	cfg, err = config.Parse([]byte("admin: 127.0.0.1:9300\napprovals:\n  timeout: 5m\n  notify:\n    - {url: https://hooks.example/x}\n    - {url: http://127.0.0.1:1/y, format: slack}\n"+adminRoutes), "")
+	if err != nil || cfg.Approvals.Timeout.Minutes() != 5 || cfg.Approvals.Notify[0].Format != "json" || cfg.ApprovalLinkBase() != "http://127.0.0.1:9300" {
+		t.Fatalf("%+v %v", cfg.Approvals, err)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"approvals: {timeout: 11m}\n", "approvals.timeout: 11m0s must be above 0 and at most 10m0s"},
+		{"approvals: {timeout: -1s}\n", "approvals.timeout"},
+		{"approvals:\n  notify: [{url: ftp://x/y}]\n", "approvals.notify[0].url"},
+		{"approvals:\n  notify: [{url: https://x/y, format: teams}]\n", "approvals.notify[0].format"},
+		{"approvals: {publicURL: nope}\n", "approvals.publicURL"},
+	} {
+		if _, err := config.Parse([]byte(tc.yaml+adminRoutes), ""); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

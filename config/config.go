@@ -44,6 +44,8 @@ type Config struct {
 	// State is where conversation state lives across requests (settled tool results and
 	// prompts, deferred injections): memory by default, Redis for several replicas.
 	State State `yaml:"state" json:"state"`
+	// Approvals holds tool calls a policy asks a person about (on with the admin listener).
+	Approvals Approvals `yaml:"approvals" json:"approvals"`
 
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.

@@ -26,6 +26,7 @@ func validate(c *Config) []Problem {
 		}
 	}
 	validateAdminAuth(c, add)
+	validateApprovals(c, add)
 	if err := checkSource(c.Source); err != nil {
 		add("source", "%q: %v", c.Source, err)
 	}

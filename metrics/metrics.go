@@ -46,6 +46,7 @@ type Metrics struct {
 	configReloads       *prometheus.CounterVec
 	unexamined          *prometheus.CounterVec
 	storeFailures       *prometheus.CounterVec
+	approvals           approvalMetrics
 
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
@@ -110,6 +111,7 @@ func New() *Metrics {
 		m.storeFailures,
 		auditDepth, auditDropped,
 	)
+	m.registerApprovals()
 	return m
 }
 
