@@ -145,3 +145,28 @@ func TestAdminTokenFileRotationAndUnreadable(t *testing.T) {
 		t.Fatalf("blank bearer: %d", status)
 	}
 }
+
+func TestManifestWithApprovalsAdvertisesAsk(t *testing.T) {
+	has := func(m CapabilityManifest) bool {
+		for _, e := range m.Events {
+			if e.Event == "tool.before" {
+				for _, x := range e.Capabilities.Effects {
+					if x == "ask" {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	base := Manifest()
+	if has(base) {
+		t.Fatal("the manifest without an approval path advertises ask")
+	}
+	if !has(WithApprovals(base)) {
+		t.Fatal("WithApprovals does not advertise ask")
+	}
+	if has(base) {
+		t.Fatal("WithApprovals changed its argument")
+	}
+}

@@ -42,6 +42,8 @@ type Record struct {
 	// the client while the chain settled: "whole", "tool_calls" (a stream whose text
 	// flowed while each tool call was held until decided) or "none".
 	Held enforcement.Held `json:"held,omitempty"`
+	// Approval is set when the call was held for a person's decision.
+	Approval *Approval `json:"approval,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`

@@ -58,14 +58,17 @@ type exchange struct {
 	errTap           *bodyTap // head of an upstream error body, for model.error
 	streamErr        *mapping.UpstreamError
 	streamErrLatency time.Duration
-	final            *finalResponse   // what the client received, for turn.end
-	held             enforcement.Held // for the audit record
-	responseAfterID  string           // model.response.after's id when it is observed after a stream
-	streamStopped    bool             // a streamed tool call stopped the flow
-	heldResponse     int64            // bytes of a held response counted in the server's budget
-	streamHeld       int64            // bytes a stream editor holds, counted likewise (holdStream)
-	requestOnly      bool             // count_tokens, embeddings, legacy completions: model.request.before only
-	retrieve         bool             // a GET that reads back a held response: outBody is its checked parameters body, or nil
+	final            *finalResponse      // what the client received, for turn.end
+	held             enforcement.Held    // for the audit record
+	responseAfterID  string              // model.response.after's id when it is observed after a stream
+	streamStopped    bool                // a streamed tool call stopped the flow
+	heldResponse     int64               // bytes of a held response counted in the server's budget
+	streamHeld       int64               // bytes a stream editor holds, counted likewise (holdStream)
+	requestOnly      bool                // count_tokens, embeddings, legacy completions: model.request.before only
+	retrieve         bool                // a GET that reads back a held response: outBody is its checked parameters body, or nil
+	client           http.ResponseWriter // the client's writer, for a held stream's keep-alives (approval_hold.go)
+	wire             *streamWire         // set while a stream is edited incrementally
+	approval         *ApprovalAudit      // the approval of the tool call being audited next
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -83,6 +86,7 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 		return
 	}
 	x.requestOnly = ep.requestOnly
+	x.client = w
 	// The decoded request is held until the exchange ends: it counts against the
 	// server-wide budget.
 	n := int64(len(x.req.Original))
@@ -315,6 +319,7 @@ func (x *exchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string, a
 		}
 	}
 	rec.settled(st)
+	rec.Approval, x.approval = x.approval, nil
 	x.s.auditor.OnBoundary(x.ctx, rec)
 }
 
