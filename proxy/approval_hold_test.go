@@ -253,4 +253,3 @@ func TestAskWithoutApprovalPath(t *testing.T) {
 		}
 	}
 }
-
