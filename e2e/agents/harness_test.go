@@ -127,6 +127,7 @@ func TestMain(m *testing.M) {
 // proxy is a running hookproxy child process.
 type proxy struct {
 	url    string // http://127.0.0.1:PORT
+	admin  string // http://127.0.0.1:PORT of the admin listener
 	dir    string
 	stderr *testsupport.LockedBuffer
 }
@@ -163,7 +164,7 @@ func registration(t *testing.T, victim string) []byte {
 
 // startProxy runs `hookproxy serve` with reg as its registration document and the three
 // model routes pointed at upstream. It is stopped (SIGTERM, then SIGKILL) when the test ends.
-func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
+func startProxy(t *testing.T, upstream string, reg []byte, extraConfig ...string) *proxy {
 	t.Helper()
 	bin := hookproxyBin(t)
 	dir := t.TempDir()
@@ -173,14 +174,14 @@ func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
 		"routes:\n" +
 		"  - prefix: /openai\n    api: openai\n    upstream: " + upstream + "\n" +
 		"  - prefix: /anthropic\n    api: anthropic\n    upstream: " + upstream + "\n" +
-		"  - prefix: /gemini\n    api: gemini\n    upstream: " + upstream + "\n"
+		"  - prefix: /gemini\n    api: gemini\n    upstream: " + upstream + "\n" + strings.Join(extraConfig, "")
 	if err := os.WriteFile(filepath.Join(dir, "hookproxy.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "hooks.json"), reg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{url: "http://" + listen, dir: dir, stderr: &testsupport.LockedBuffer{}}
+	p := &proxy{url: "http://" + listen, admin: "http://" + admin, dir: dir, stderr: &testsupport.LockedBuffer{}}
 	cmd := exec.Command(bin, "serve", "--config", filepath.Join(dir, "hookproxy.yaml"), "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
