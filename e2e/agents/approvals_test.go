@@ -83,7 +83,7 @@ type gate struct {
 	ch   chan struct{}
 }
 
-func newGate() *gate { return &gate{ch: make(chan struct{})} }
+func newGate() *gate  { return &gate{ch: make(chan struct{})} }
 func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
 
 // gatedWriter blocks the write that would end a stream whose call is the destroy (here:
