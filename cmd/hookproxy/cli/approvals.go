@@ -208,7 +208,11 @@ func printRecords(w io.Writer, recs []approvals.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tROUTE\tCREATED\tEXPIRES\tINPUT")
 	for _, r := range recs {
+		var compact bytes.Buffer
 		in := string(r.Tool.Input)
+		if json.Compact(&compact, r.Tool.Input) == nil {
+			in = compact.String() // one line per record: the server indents its answer
+		}
 		if len(in) > 60 {
 			in = in[:57] + "..."
 		}

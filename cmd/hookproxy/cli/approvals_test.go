@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,8 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hookproxy/hookproxy/internal/redistest"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
@@ -133,5 +137,113 @@ func TestApprovalHeldOnAApprovedOnB(t *testing.T) {
 	code, _, stderr = runBinary(t, bin, "approvals", "deny", id, "--admin", admins[0], "--token-env", "HP_TEST_APPROVER_TOKEN")
 	if code != 1 || !strings.Contains(stderr, "409") {
 		t.Fatalf("replayed decision: %d %s", code, stderr)
+	}
+}
+
+// An MCP tools/call held by `hookproxy serve` and approved with the CLI; the client is the
+// official MCP Go SDK, the server too. The server is not called until the approval; a
+// second call is denied with the CLI and never reaches it.
+func TestMCPToolCallApprovedWithCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the hookproxy binary as a child process")
+	}
+	t.Setenv("HP_TEST_APPROVER_TOKEN", "mcp-approver-token")
+	var mu sync.Mutex
+	var deleted []string
+	srv := mcpsdk.NewServer(&mcpsdk.Implementation{Name: "files", Version: "1.0.0"}, nil)
+	type pathArgs struct {
+		Path string `json:"path"`
+	}
+	mcpsdk.AddTool(srv, &mcpsdk.Tool{Name: "delete_file", Description: "Delete a file."},
+		func(_ context.Context, _ *mcpsdk.CallToolRequest, in pathArgs) (*mcpsdk.CallToolResult, any, error) {
+			mu.Lock()
+			deleted = append(deleted, in.Path)
+			mu.Unlock()
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "deleted " + in.Path}}}, nil, nil
+		})
+	up := httptest.NewServer(mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return srv }, nil))
+	defer up.Close()
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), deleted...)
+	}
+
+	dir := t.TempDir()
+	reg := strings.Replace(askPushRegistration, `{"name":"push","tool":"Bash","command":"git","inputPattern":"push","action":"ask"}`,
+		`{"name":"deletes","tool":"delete_file","action":"ask"}`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "hooks.json"), []byte(reg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	listen, admin := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
+	cfgText := "listen: " + listen + "\nadmin:\n  listen: " + admin + "\n  tokenRef: env:HP_TEST_APPROVER_TOKEN\n" +
+		"registration: hooks.json\nroutes:\n  - {prefix: /mcp/files, api: mcp, upstream: " + up.URL + "}\n"
+	cfgPath := filepath.Join(dir, "hookproxy.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := hookproxyBinary(t)
+	startReplica(t, bin, cfgPath, listen, admin)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "agent", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(ctx, &mcpsdk.StreamableClientTransport{Endpoint: "http://" + listen + "/mcp/files", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	for _, tc := range []struct {
+		path, verb string
+		ran        bool
+	}{{"/srv/old.log", "approve", true}, {"/srv/keep.db", "deny", false}} {
+		type answer struct {
+			res *mcpsdk.CallToolResult
+			err error
+		}
+		done := make(chan answer, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &mcpsdk.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": tc.path}})
+			done <- answer{res, err}
+		}()
+		var id string
+		for id == "" && ctx.Err() == nil {
+			code, out, stderr := runBinary(t, bin, "approvals", "list", "--admin", admin, "--token-env", "HP_TEST_APPROVER_TOKEN")
+			if code != 0 {
+				t.Fatalf("list: %s", stderr)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) > 2 && f[1] == "pending" && f[2] == "delete_file" && strings.Contains(line, tc.path) {
+					id = f[0]
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := len(got()); n != map[bool]int{true: 1, false: 0}[tc.path == "/srv/keep.db"] {
+			t.Fatalf("the server was called before the decision: %v", got())
+		}
+		if code, out, stderr := runBinary(t, bin, "approvals", tc.verb, id, "--reason", "checked", "--admin", admin, "--token-env", "HP_TEST_APPROVER_TOKEN"); code != 0 {
+			t.Fatalf("%s: %s %s", tc.verb, out, stderr)
+		}
+		a := <-done
+		if a.err != nil {
+			t.Fatalf("CallTool: %v", a.err)
+		}
+		text := ""
+		for _, c := range a.res.Content {
+			if tcn, ok := c.(*mcpsdk.TextContent); ok {
+				text += tcn.Text
+			}
+		}
+		if tc.ran && (a.res.IsError || text != "deleted "+tc.path) {
+			t.Fatalf("approved call: %+v %q", a.res, text)
+		}
+		if !tc.ran && (!a.res.IsError || !strings.Contains(text, "denied by admin: checked")) {
+			t.Fatalf("denied call: %+v %q", a.res, text)
+		}
+	}
+	if d := got(); len(d) != 1 || d[0] != "/srv/old.log" {
+		t.Fatalf("the server ran %v, want only the approved call", d)
 	}
 }
