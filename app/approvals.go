@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -87,4 +88,15 @@ func (rt *Runtime) manifest() *admin.CapabilityManifest {
 	}
 	m := admin.WithApprovals(admin.Manifest())
 	return &m
+}
+
+// approvalRestartNotes warns that the admin tokens and the approvals settings, read at
+// start, change only with a restart (like the admin address).
+func approvalRestartNotes(old, cfg *config.Config, note func(key, from, to string)) {
+	if !reflect.DeepEqual(old.AdminAuth.NamedTokens(), cfg.AdminAuth.NamedTokens()) {
+		note("admin.token", "(running tokens)", "(configured tokens)")
+	}
+	if !reflect.DeepEqual(old.Approvals, cfg.Approvals) {
+		note("approvals", old.Approvals.Timeout.String(), cfg.Approvals.Timeout.String())
+	}
 }

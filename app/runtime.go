@@ -418,6 +418,7 @@ func (rt *Runtime) restartNotes(old, cfg *config.Config) {
 	if old.Admin != cfg.Admin {
 		note("admin", old.Admin, cfg.Admin)
 	}
+	approvalRestartNotes(old, cfg, note)
 	if old.Tracing != cfg.Tracing {
 		note("tracing", old.Tracing.Endpoint, cfg.Tracing.Endpoint)
 	}
