@@ -7,10 +7,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/ahptest"
 )
 
 // protectedOpts mounts one state-changing endpoint that answers with the caller's name.
@@ -168,5 +172,20 @@ func TestManifestWithApprovalsAdvertisesAsk(t *testing.T) {
 	}
 	if has(base) {
 		t.Fatal("WithApprovals changed its argument")
+	}
+}
+
+// The manifest with approvals is still valid against the protocol's schema, and ask stays
+// inside tool.before's per-event bound.
+func TestManifestWithApprovalsValidates(t *testing.T) {
+	if err := ahptest.Validate(t, "capabilities-response.schema.json", discovery(t, WithApprovals(Manifest()))); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range WithApprovals(Manifest()).Events {
+		for _, eff := range e.Capabilities.Effects {
+			if eff == ahp.EffectAsk && !slices.Contains(ahp.EventBounds[e.Event].Effects, eff) {
+				t.Errorf("%s: ask exceeds the per-event bound", e.Event)
+			}
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/internal/redistest"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
@@ -75,6 +76,16 @@ func TestApprovalHeldOnAApprovedOnB(t *testing.T) {
 		listen, admin := testsupport.FreeAddr(t), testsupport.FreeAddr(t)
 		reps = append(reps, startReplica(t, bin, writeAskConfig(t, listen, admin, up.URL, stateBlock), listen, admin))
 		admins = append(admins, admin)
+	}
+	// hooks/capabilities (its manifest) advertises ask at tool.before: an approval path exists.
+	mresp, err := http.Get("http://" + admins[0] + "/ahp/manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !gjson.GetBytes(manifest, `events.#(event=="tool.before").capabilities.effects.#(=="ask")`).Exists() {
+		t.Fatalf("the manifest does not advertise ask at tool.before: %s", manifest)
 	}
 	// Hold on A.
 	req, _ := http.NewRequest(http.MethodPost, "http://"+reps[0].listen+"/openai/v1/chat/completions",
