@@ -91,7 +91,9 @@ func TestApprovalHeldOnAApprovedOnB(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+reps[0].listen+"/openai/v1/chat/completions",
 		strings.NewReader(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"push it"}]}`))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
