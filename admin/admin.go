@@ -29,6 +29,11 @@ type Options struct {
 	Manifest *CapabilityManifest
 	// Logger receives diagnostics about rejected discovery requests (default: no-op).
 	Logger *zap.Logger
+	// Auth guards the Protected routes (nil = no token: loopback clients only).
+	Auth *Auth
+	// Protected registers the endpoints that change state or show held calls
+	// (approvals, ...); every one is served behind Auth.
+	Protected func(r chi.Router)
 }
 
 // maxRPCBytes bounds a discovery request; a hooks/capabilities request is ~100 bytes.
@@ -69,6 +74,12 @@ func New(opts Options) http.Handler {
 	}
 	r.Post("/", h.capabilities)
 	r.Post("/ahp", h.capabilities)
+	if opts.Protected != nil {
+		r.Group(func(pr chi.Router) {
+			pr.Use(opts.Auth.Wrap)
+			opts.Protected(pr)
+		})
+	}
 	// GET / is a short index for whoever opens the admin address in a browser or curl.
 	index := map[string]string{
 		"GET /healthz":      "200 while the process is alive",

@@ -94,8 +94,9 @@ const (
 //     continuation loop), hence maxContinuations 0.
 //   - observe-only: turn.end, model.error, hook.failure.
 //
-// Not advertised anywhere: allow and ask (the harness's permission prompt is invisible to
-// a proxy) and message (there is no user channel).
+// Not advertised anywhere: allow (the harness's permission prompt is invisible to a proxy)
+// and message (there is no user channel). ask at tool.before is added by WithApprovals
+// when an approval path exists.
 func Manifest() CapabilityManifest {
 	replaceMerge := func(target string) map[string]ahp.ModifyOps {
 		return map[string]ahp.ModifyOps{target: {Replace: true, Merge: true}}

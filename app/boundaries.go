@@ -37,6 +37,9 @@ func AuditRecord(rec proxy.BoundaryRecord) audit.Record {
 	out.Reapplied = rec.Reapplied
 	out.Resettled = rec.Resettled
 	out.Held = rec.Held
+	if a := rec.Approval; a != nil {
+		out.Approval = &audit.Approval{ID: audit.Text(a.ID), Decision: audit.Text(a.Decision), By: audit.Text(a.By), WaitedMs: a.WaitedMs}
+	}
 	return out
 }
 

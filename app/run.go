@@ -186,7 +186,8 @@ func Run(ctx context.Context, opts Options) error {
 	var as *http.Server
 	if adminLn != nil {
 		as = &http.Server{
-			Handler:           admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin")}),
+			Handler: admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin"), Auth: adminAuth(cfg, log.Named("admin")),
+				Protected: rt.approvalRoutes(), Manifest: rt.manifest()}),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          zap.NewStdLog(log.Named("admin-http")),

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/hookproxy/hookproxy/approvals"
 	"io"
 	"net/http"
 	"os"
@@ -39,6 +40,7 @@ type Runtime struct {
 	tracer     trace.Tracer       // nil when tracing is off
 	store      state.Store        // shared by every generation: conversation state survives reloads
 	health     *proxy.StoreHealth // the store's outage state, shared by every generation
+	approvals  *approvals.Service // nil without an admin listener (no approval path)
 	configPath string             // "" = the embedded default
 	level      *zap.AtomicLevel   // nil: the level is fixed (set by flag)
 	load       func(path string) (*config.Config, error)
@@ -131,6 +133,9 @@ func (rt *Runtime) start(cfg *config.Config) error {
 			return err
 		}
 		rt.store = st
+	}
+	if err := rt.openApprovals(cfg); err != nil {
+		return err
 	}
 	g, err := rt.build(cfg, nil)
 	if err != nil {
@@ -324,6 +329,7 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 		StoreHealth: rt.health,
 		Tracer:      rt.tracer,
 		MCPHandler:  proxy.NewMCPHandler,
+		Approvals:   proxyApprovals(rt.approvals, cfg),
 	}
 	if rt.metrics != nil { // a nil *Metrics in the interface would still cost a call per hook
 		opts.Metrics = rt.metrics
@@ -430,6 +436,7 @@ func (rt *Runtime) restartNotes(old, cfg *config.Config) {
 	if old.Admin != cfg.Admin {
 		note("admin", old.Admin, cfg.Admin)
 	}
+	approvalRestartNotes(old, cfg, note)
 	if old.Tracing != cfg.Tracing {
 		note("tracing", old.Tracing.Endpoint, cfg.Tracing.Endpoint)
 	}
@@ -517,6 +524,9 @@ func (rt *Runtime) Close(ctx context.Context) error {
 			}
 			g.close(d)
 		}
+	}
+	if rt.approvals != nil {
+		_ = rt.approvals.Close()
 	}
 	if rt.store != nil {
 		if err := rt.store.Close(); err != nil {

@@ -47,6 +47,8 @@ type Record struct {
 	Held enforcement.Held `json:"held,omitempty"`
 	// Shadow is the shadow chain's settlement of the same event (shadow records only).
 	Shadow *Shadow `json:"shadow,omitempty"`
+	// Approval is set when the call was held for a person's decision.
+	Approval *Approval `json:"approval,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`

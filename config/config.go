@@ -16,6 +16,10 @@ const (
 type Config struct {
 	Listen string `yaml:"listen" json:"listen"`
 	Admin  string `yaml:"admin" json:"admin"`
+	// AdminAuth is the rest of a mapping-form admin key (admin.token, admin.tokenRef,
+	// admin.tokens): who may use the admin listener's protected endpoints. Its listen is
+	// copied to Admin.
+	AdminAuth AdminAuth `yaml:"-" json:"adminAuth"`
 	// Registration is the AHP registration document: a file (absolute, or relative to this
 	// configuration). Omitted, the built-in default chain applies (DefaultRegistration:
 	// the tools and secrets policies), so a copied or hand-written configuration cannot
@@ -45,6 +49,8 @@ type Config struct {
 	Shadow Shadow `yaml:"shadow" json:"shadow"`
 	// Capture records settled boundaries in full for `hookproxy replay`.
 	Capture Capture `yaml:"capture" json:"capture"`
+	// Approvals holds tool calls a policy asks a person about (on with the admin listener).
+	Approvals Approvals `yaml:"approvals" json:"approvals"`
 
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.

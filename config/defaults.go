@@ -53,6 +53,7 @@ func applyDefaults(c *Config) {
 	if c.Source == "" {
 		c.Source = DefaultSource()
 	}
+	applyApprovalDefaults(c)
 	l := &c.Limits
 	setInt64(&l.MaxRequestBytes, DefaultMaxRequestBytes)
 	setInt64(&l.MaxResponseBytes, DefaultMaxResponseBytes)

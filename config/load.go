@@ -101,6 +101,7 @@ func Parse(data []byte, baseDir string) (*Config, error) {
 	}
 	var cfg Config
 	if root != nil {
+		l.splitAdmin(root, &cfg)
 		l.checkKeys(root, reflect.TypeOf(cfg), "$")
 		if err := root.Decode(&cfg); err != nil {
 			l.decodeError(err)

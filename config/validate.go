@@ -25,6 +25,8 @@ func validate(c *Config) []Problem {
 			add("admin", "must differ from listen (%s)", c.Listen)
 		}
 	}
+	validateAdminAuth(c, add)
+	validateApprovals(c, add)
 	if err := checkSource(c.Source); err != nil {
 		add("source", "%q: %v", c.Source, err)
 	}

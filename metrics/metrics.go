@@ -50,6 +50,7 @@ type Metrics struct {
 	shadowDisagree      *prometheus.CounterVec
 	shadowDropped       prometheus.Counter
 	captureFailures     *prometheus.CounterVec
+	approvals           approvalMetrics
 
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
@@ -125,6 +126,7 @@ func New() *Metrics {
 		m.storeFailures, m.shadowDecisions, m.shadowDisagree, m.shadowDropped, m.captureFailures,
 		auditDepth, auditDropped,
 	)
+	m.registerApprovals()
 	return m
 }
 

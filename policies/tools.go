@@ -102,6 +102,11 @@ type ToolRule struct {
 	Reason string `json:"reason,omitempty"`
 	// Code is the deny code, a reverse-DNS name (default "hookproxy.tools.denied").
 	Code string `json:"code,omitempty"`
+	// Action is what a match does: "deny" (default) or "ask" — hold the call for a
+	// person's decision where ask is advertised (an approval path exists), else deny it
+	// saying approval is needed (mandatory approval fails closed). A deny from any other
+	// rule, the allow list or allowCommands still wins over an ask (deny wins over ask).
+	Action string `json:"action,omitempty"`
 }
 
 // Tools is the tools policy. At tool.before (and tool.permission.request) it denies calls
@@ -130,6 +135,7 @@ type toolRule struct {
 	targets  bool // effect restricted to protected targets
 	reason   string
 	code     string
+	ask      bool // action: ask
 }
 
 // NewTools validates cfg, compiles every expression once and builds the policy.
@@ -195,6 +201,13 @@ func compileToolRule(r ToolRule, where string) (toolRule, error) {
 	cr := toolRule{label: r.Name, tool: r.Tool, argument: r.Argument, reason: r.Reason, code: r.Code}
 	if cr.label == "" {
 		cr.label = where
+	}
+	switch r.Action {
+	case "", "deny":
+	case "ask":
+		cr.ask = true
+	default:
+		return cr, configErrorf("%s.action: unknown action %q (deny, ask)", where, r.Action)
 	}
 	if r.Tool != "" {
 		if _, err := path.Match(r.Tool, ""); err != nil {
@@ -320,6 +333,17 @@ func (p *Tools) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.
 	if !v.denied {
 		return results(), nil
 	}
+	if v.ask {
+		// The approval path holds the call (hookproxy.ask_reason tells the person why);
+		// without one, mandatory approval fails closed: the call is denied, saying so.
+		if caps.Has(ahp.EffectAsk) {
+			r := results(ahp.Effect{Type: ahp.EffectAsk})
+			reason, _ := json.Marshal(map[string]string{"reason": v.reason})
+			r.Extensions = map[string]json.RawMessage{askReasonExtension: reason}
+			return r, nil
+		}
+		v.reason += askSuffix
+	}
 	if e, ok := block(caps, v.reason, v.code); ok {
 		return results(e), nil
 	}
@@ -329,6 +353,7 @@ func (p *Tools) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.
 // verdict is the outcome of the rules for one call.
 type verdict struct {
 	denied       bool
+	ask          bool   // denied unless a person approves (action ask)
 	rule         string // rule label, or "allow" for the allow list
 	reason, code string
 }
@@ -343,6 +368,13 @@ func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 	}
 	var unsure *toolRule
 	var unsureCmd *shellCmd
+	// The first ask is kept while the rest is evaluated: a deny anywhere wins over it.
+	var asked *verdict
+	keepAsk := func(v verdict) {
+		if asked == nil {
+			asked = &v
+		}
+	}
 	for i := range p.rules {
 		r := &p.rules[i]
 		t, cmd := r.check(match, &in)
@@ -352,15 +384,28 @@ func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 		if t != triYes {
 			continue
 		}
-		return r.deny(name, cmd)
+		v := r.deny(name, cmd)
+		if !v.ask {
+			return v
+		}
+		keepAsk(v)
 	}
 	if unsure != nil && p.unanalysable != "allow" {
-		return p.unanalysableVerdict(name, unsureCmd, unsure.label)
+		v := p.unanalysableVerdict(name, unsureCmd, unsure.label)
+		if !v.ask {
+			return v
+		}
+		keepAsk(v)
 	}
-	if p.unanalysable == "deny" || p.unanalysable == "ask" || len(p.allowCommands) > 0 && p.unanalysable == "auto" {
+	if asked == nil && (p.unanalysable == "deny" || p.unanalysable == "ask" || len(p.allowCommands) > 0 && p.unanalysable == "auto") {
 		for i, c := range in.commands() {
 			if c.kind == cmdUnanalysable {
-				return p.unanalysableVerdict(name, &in.cmds[i], "")
+				v := p.unanalysableVerdict(name, &in.cmds[i], "")
+				if !v.ask {
+					return v
+				}
+				keepAsk(v)
+				break
 			}
 		}
 	}
@@ -370,19 +415,29 @@ func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 	if len(p.allowCommands) > 0 {
 		for i := range in.commands() {
 			if c := &in.cmds[i]; c.kind == cmdRun && !p.commandAllowed(match, c) || c.kind == cmdForkBomb {
-				reason := fmt.Sprintf("Tool call %s is blocked: `%s` is not in the list of allowed commands.", name, c)
 				if p.unlisted == "ask" {
-					reason += askSuffix
+					keepAsk(verdict{denied: true, ask: true, rule: "allowCommands", code: "hookproxy.tools.not_allowed",
+						reason: fmt.Sprintf("Tool call %s: `%s` is not in the list of allowed commands; it needs approval.", name, c)})
+					continue
 				}
+				reason := fmt.Sprintf("Tool call %s is blocked: `%s` is not in the list of allowed commands.", name, c)
 				return verdict{denied: true, rule: "allowCommands", reason: reason, code: "hookproxy.tools.not_allowed"}
 			}
 		}
 	}
+	if asked != nil {
+		return *asked
+	}
 	return verdict{}
 }
 
-// askSuffix ends the reason of an "ask" action: approvals are not available yet.
-const askSuffix = " It needs approval, which this proxy cannot ask for yet, so it is refused."
+// askSuffix ends the reason of an "ask" verdict denied because no approval path exists
+// (ask is not advertised): mandatory approval fails closed.
+const askSuffix = " No approval path is configured (the admin listener is off), so it is refused."
+
+// askReasonExtension carries an ask's reason to the person deciding (the ask effect has
+// no reason field); the proxy reads it (proxy.ExtAskReason).
+const askReasonExtension = "hookproxy.ask_reason"
 
 func (p *Tools) unanalysableVerdict(tool string, c *shellCmd, rule string) verdict {
 	what := "a command"
@@ -395,7 +450,8 @@ func (p *Tools) unanalysableVerdict(tool string, c *shellCmd, rule string) verdi
 	}
 	reason += "."
 	if p.unanalysable == "ask" {
-		reason += askSuffix
+		reason += " It needs approval."
+		return verdict{denied: true, ask: true, rule: "unanalysable", reason: reason, code: "hookproxy.tools.unanalysable"}
 	}
 	return verdict{denied: true, rule: "unanalysable", reason: reason, code: "hookproxy.tools.unanalysable"}
 }
@@ -409,6 +465,15 @@ func (r *toolRule) deny(tool string, c *shellCmd) verdict {
 		reason = fmt.Sprintf("Tool call %s is blocked: `%s` refused by rule %s.", tool, c, r.label)
 	case reason == "":
 		reason = fmt.Sprintf("Tool call %s is blocked by policy rule %s.", tool, r.label)
+	}
+	if r.ask {
+		if r.reason == "" {
+			reason = fmt.Sprintf("Tool call %s needs approval (rule %s).", tool, r.label)
+			if c != nil {
+				reason = fmt.Sprintf("Tool call %s: `%s` needs approval (rule %s).", tool, c, r.label)
+			}
+		}
+		return verdict{denied: true, ask: true, rule: r.label, reason: reason, code: r.code}
 	}
 	return verdict{denied: true, rule: r.label, reason: reason, code: r.code}
 }

@@ -58,6 +58,8 @@ type BoundaryRecord struct {
 	// Held is set on response-side records (model.response.after, tool.before,
 	// turn.finish.before): enforcement.HeldWhole, enforcement.HeldToolCalls or enforcement.HeldNone.
 	Held enforcement.Held
+	// Approval is set on a tool.before record of a call held for a person's decision.
+	Approval *ApprovalAudit
 
 	// Event is the effective event (content included). Auditors must not write its
 	// content unless configured to (audit.includeContent); it never holds credentials.

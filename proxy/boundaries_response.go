@@ -252,7 +252,7 @@ func (x *lifecycle) settleToolCall(c mapping.ToolCall, parentID string, batch *a
 		b := *batch
 		ev.Batch = &b
 	}
-	st := x.settle(ev, capsToolBefore())
+	st := x.settle(ev, x.s.withAsk(capsToolBefore()))
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
 		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c.ID, c.Name)
@@ -268,6 +268,11 @@ func (x *lifecycle) settleToolCall(c mapping.ToolCall, parentID string, batch *a
 		x.audit(ev, st, DeliveryIntercept, enforcement.Stopped, c.ID, c.Name)
 		return mapping.CallVerdict{Remove: true, Stop: true,
 			Note: "Tool call " + c.Name + " was not run: stopped by policy: " + st.StopReason}, nil
+	}
+	if st.Permission == ahp.PermissionAsk {
+		if v, done, err := x.holdAsked(ev, st, c, x.wire); done {
+			return v, err
+		}
 	}
 	var v mapping.CallVerdict
 	action := enforcement.Forwarded

@@ -6,7 +6,9 @@ import "github.com/hookproxy/hookproxy/chain/ahp"
 // capabilities"). Each lists only what this proxy really enforces at that boundary on a model
 // route (AHP-CAP-001); no advertisement, and no empty effect list, ever grants what the agent's
 // own permissions, approval or sandbox would refuse (AHP-SEC-001):
-//   - never allow/ask: the harness's permission prompt is invisible to a proxy;
+//   - never allow: the harness's permission prompt is invisible to a proxy;
+//   - ask at tool.before only where an approval path exists (Server.withAsk): the proxy
+//     then holds the call until a person decides (approval_hold.go);
 //   - never message: there is no user channel;
 //   - never return at tool.before: the proxy cannot hand the harness a tool result;
 //   - never flow continue: there is no proxy-run continuation (maxContinuations 0).

@@ -75,6 +75,7 @@ func (x *lifecycle) audit(ev *ahp.Event, st *chain.Settlement, delivery string, 
 		rec.Held = x.mode.heldAs()
 	}
 	rec.settled(st)
+	rec.Approval, x.approval = x.approval, nil
 	x.s.auditor.OnBoundary(x.ctx, rec)
 }
 

@@ -89,11 +89,14 @@ type responsePart struct {
 	errTap           *bodyTap // head of an upstream error body, for model.error
 	streamErr        *mapping.UpstreamError
 	streamErrLatency time.Duration
-	final            *finalResponse // what the client received, for turn.end
-	responseAfterID  string         // model.response.after's id when it is observed after a stream
-	streamStopped    bool           // a streamed tool call stopped the flow
-	heldResponse     int64          // bytes of a held response counted in the server's budget
-	streamHeld       int64          // bytes a stream editor holds, counted likewise (holdStream)
+	final            *finalResponse      // what the client received, for turn.end
+	responseAfterID  string              // model.response.after's id when it is observed after a stream
+	streamStopped    bool                // a streamed tool call stopped the flow
+	heldResponse     int64               // bytes of a held response counted in the server's budget
+	streamHeld       int64               // bytes a stream editor holds, counted likewise (holdStream)
+	client           http.ResponseWriter // the client's writer, for a held stream's keep-alives (approval_hold.go)
+	wire             *streamWire         // set while a stream is edited incrementally
+	approval         *ApprovalAudit      // the approval of the tool call being audited next
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -116,6 +119,7 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 
 // serve walks the request from its settled request side to the last byte sent.
 func (x *lifecycle) serve(w http.ResponseWriter, r *http.Request) {
+	x.client = w
 	// The decoded request is held until the lifecycle ends: it counts against the
 	// server-wide budget.
 	n := int64(len(x.req.Original))

@@ -44,6 +44,7 @@ type mcpExchange struct {
 	// meant it. It is then not advertised (AHP spec, capability-auth.md "Discovery and honest
 	// capabilities").
 	modifyInput bool
+	approval    *ApprovalAudit // the approval of the call being audited next (approval_hold_mcp.go)
 
 	outBody  []byte        // what goes upstream
 	local    [][]byte      // answers hookproxy gives itself, in body order
@@ -270,7 +271,7 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	}
 	ev := x.newEvent(ahp.EventToolBefore, c)
 	c.beforeID = ev.ID
-	st := x.settle(ev, capsMCPToolBefore(x.modifyInput))
+	st := x.settle(ev, withAsk(x.h.env.Approvals, capsMCPToolBefore(x.modifyInput)))
 	switch {
 	case st.Interrupted || x.ctx.Err() != nil:
 		x.audit(ev, st, DeliveryIntercept, enforcement.Refused, c)
@@ -293,6 +294,9 @@ func (x *mcpExchange) toolBefore(e *mcpEntry) error {
 	}
 	if st.Event != nil && st.Event.Tool != nil {
 		c.input = st.Event.Tool.Input
+	}
+	if st.Permission == ahp.PermissionAsk && x.holdAsked(e, ev, st) {
+		return nil
 	}
 	if st.Candidate != nil {
 		return x.supplied(e, ev, st)
@@ -406,6 +410,7 @@ func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string
 		rec.SessionID = ev.Session.ID
 	}
 	rec.settled(st)
+	rec.Approval, x.approval = x.approval, nil
 	a.OnBoundary(x.ctx, rec)
 }
 

@@ -81,7 +81,7 @@ func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
 			return nil, errors.New("api \"mcp\" is not supported by this build yet")
 		}
 		h, err := opts.MCPHandler(MCPRoute{Route: rc, Upstream: up.String(), Chain: s.chain,
-			Transport: s.transport, Source: s.source, Limits: s.limits, Logger: s.log, Auditor: s.auditor, Tracer: s.tracer})
+			Transport: s.transport, Source: s.source, Limits: s.limits, Logger: s.log, Auditor: s.auditor, Tracer: s.tracer, Approvals: s.approvals})
 		if err != nil {
 			return nil, fmt.Errorf("mcp handler: %w", err)
 		}

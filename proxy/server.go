@@ -43,6 +43,8 @@ type Options struct {
 	// Tracer makes the request, boundary and interceptor spans (default: none; a caller's
 	// incoming trace context is still passed on to backends).
 	Tracer trace.Tracer
+	// Approvals is the approval path (nil: none; ask is not advertised).
+	Approvals *Approvals
 }
 
 // MCPHandlerFactory builds the handler of one `api: mcp` route. The handler receives
@@ -61,6 +63,7 @@ type MCPRoute struct {
 	Logger    *zap.Logger
 	Auditor   Auditor
 	Tracer    trace.Tracer // nil when tracing is off; see traceIntercept
+	Approvals *Approvals   // nil: no approval path (ask not advertised)
 }
 
 // Server is the proxy's http.Handler.
@@ -78,6 +81,7 @@ type Server struct {
 	mux       *chi.Mux
 	metrics   Metrics
 	tracer    trace.Tracer
+	approvals *Approvals
 	// active counts requests in progress and held the bytes of bodies held in memory, for
 	// limits.maxConcurrentRequests and limits.maxHeldBytes.
 	active, held atomic.Int64
@@ -103,6 +107,7 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 		limits:    cfg.Limits.WithDefaults(),
 		metrics:   opts.Metrics,
 		tracer:    opts.Tracer,
+		approvals: opts.Approvals,
 	}
 	if s.log == nil {
 		s.log = zap.NewNop()

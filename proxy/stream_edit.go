@@ -30,6 +30,7 @@ func (x *lifecycle) editStream(resp *http.Response, se mapping.StreamEditing) {
 	d := &streamDecider{x: x}
 	b.ed = se.NewStreamEditor(b.out, d)
 	d.held = b.ed.Held
+	x.wire = newStreamWire(b, x.client, x.tr, resp.Header.Get("Content-Type"))
 	// Observers are served after the stream from assembled copies: the upstream's message
 	// for model.response.after, the client's for turn.finish.before and turn.end. Nothing
 	// is kept when nobody observes, so memory does not grow with the text.

@@ -265,3 +265,9 @@ func (r *Redis) Ping(ctx context.Context) error {
 
 // Close implements Store.
 func (r *Redis) Close() error { return r.c.Close() }
+
+// Client is the store's Redis client, for the approvals sharing its connection settings.
+func (r *Redis) Client() *redis.Client { return r.c }
+
+// KeyPrefix is the prefix every key of the store starts with.
+func (r *Redis) KeyPrefix() string { return r.prefix }

@@ -127,6 +127,7 @@ func TestMain(m *testing.M) {
 // proxy is a running hookproxy child process.
 type proxy struct {
 	url    string // http://127.0.0.1:PORT
+	admin  string // http://127.0.0.1:PORT of the admin listener
 	dir    string
 	stderr *testsupport.LockedBuffer
 	stop   func() // SIGTERM (graceful: the audit log and capture flushed), then SIGKILL; idempotent
@@ -164,9 +165,9 @@ func registration(t *testing.T, victim string) []byte {
 
 // startProxy runs `hookproxy serve` with reg as its registration document and the three
 // model routes pointed at upstream. It is stopped (SIGTERM, then SIGKILL) when the test ends.
-func startProxy(t *testing.T, upstream string, reg []byte) *proxy {
+func startProxy(t *testing.T, upstream string, reg []byte, extraConfig ...string) *proxy {
 	t.Helper()
-	return startProxyWith(t, upstream, reg, "")
+	return startProxyWith(t, upstream, reg, strings.Join(extraConfig, ""))
 }
 
 // startProxyWith is startProxy with extra configuration appended verbatim.
@@ -187,7 +188,7 @@ func startProxyWith(t *testing.T, upstream string, reg []byte, extra string) *pr
 	if err := os.WriteFile(filepath.Join(dir, "hooks.json"), reg, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{url: "http://" + listen, dir: dir, stderr: &testsupport.LockedBuffer{}}
+	p := &proxy{url: "http://" + listen, admin: "http://" + admin, dir: dir, stderr: &testsupport.LockedBuffer{}}
 	cmd := exec.Command(bin, "serve", "--config", filepath.Join(dir, "hookproxy.yaml"), "--log-level", "debug")
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

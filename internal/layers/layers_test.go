@@ -45,7 +45,7 @@ var floors = []floor{
 		pkgs: []string{"chain", "mapping/...", "policies", "metrics", "admin"},
 		may:  []string{"leaves", "protocol"}},
 	{name: "serving", what: "the proxy and what it is built with from a configuration; the standalone backend; the rollout tools",
-		pkgs: []string{"proxy", "state", "tracing", "audit", "backend", "capture", "shadow", "replay"},
+		pkgs: []string{"proxy", "approvals", "state", "tracing", "audit", "backend", "capture", "shadow", "replay"},
 		may:  []string{"leaves", "configuration", "protocol", "engine"}},
 	{name: "assembly", what: "configuration → a running generation",
 		pkgs: []string{"app"},

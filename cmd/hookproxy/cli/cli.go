@@ -22,6 +22,8 @@ commands:
   demo     [--listen ADDR]   offline demo: the proxy, the built-in policies and an imitation model API
                              (default 127.0.0.1:8088, else a free port; never serve's 8080)
   fake-model [--listen ADDR] run only the imitation of the OpenAI, Anthropic and Gemini APIs
+  approvals list|show ID|approve ID|deny ID [--reason TEXT] [--admin ADDR]
+                             held tool calls on the admin listener (token: $HOOKPROXY_ADMIN_TOKEN)
   version                    print the version
 `
 
@@ -46,6 +48,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTest(args[1:], stdout, stderr)
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
+	case "approvals":
+		return runApprovals(args[1:], stdout, stderr)
 	case "fake-model":
 		return runFakeModel(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -1,0 +1,7 @@
+package responses
+
+import "github.com/hookproxy/hookproxy/mapping"
+
+// KeepAlive implements mapping.KeepAliver: an SSE comment line, which openai-go and the
+// other OpenAI clients skip.
+func (*Translator) KeepAlive(string) []byte { return mapping.SSEComment }
