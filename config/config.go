@@ -51,6 +51,8 @@ type Config struct {
 	Capture Capture `yaml:"capture" json:"capture"`
 	// Approvals holds tool calls a policy asks a person about (on with the admin listener).
 	Approvals Approvals `yaml:"approvals" json:"approvals"`
+	// Pinning pins tool definitions (nil: off); see pinning.go.
+	Pinning *Pinning `yaml:"pinning" json:"pinning"`
 
 	// Path is the file this configuration was read from ("" for the embedded default);
 	// a relative Registration is resolved against its directory.

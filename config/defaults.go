@@ -110,6 +110,7 @@ func applyDefaults(c *Config) {
 	if st.Redis.TimeoutMs == 0 {
 		st.Redis.TimeoutMs = DefaultStateTimeoutMs
 	}
+	applyPinningDefaults(c.Pinning)
 	for i := range c.Routes {
 		r := &c.Routes[i]
 		if r.API == APIMCP && r.ServerID == "" {

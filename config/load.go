@@ -275,4 +275,5 @@ func resolvePaths(cfg *Config, baseDir string) {
 	if p := cfg.Audit.Path; p != "" && p != "-" && !filepath.IsAbs(p) {
 		cfg.Audit.Path = filepath.Join(baseDir, p)
 	}
+	resolvePinningFile(cfg.Pinning, baseDir)
 }

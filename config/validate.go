@@ -141,6 +141,7 @@ func validate(c *Config) []Problem {
 	if c.Shadow.Registration == RegistrationNone {
 		add("shadow.registration", "leave the shadow block out instead of naming none")
 	}
+	validatePinning(c.Pinning, add)
 	return ps
 }
 
