@@ -30,6 +30,7 @@ var (
 	// Concealment phrasings not covered by the injection detector's "do not tell the user".
 	reConcealment = regexp.MustCompile(`(?i)\bwithout\s+(?:telling|informing|notifying|alerting|asking)\s+the\s+user\b` +
 		`|\b(?:do\s+not|don'?t|never)\s+(?:mention|reveal|disclose|show|explain)\s+(?:this|it|that|anything)(?:\s+\w+){0,3}\s+to\s+the\s+user\b` +
+		`|\b(?:do\s+not|don'?t|never)\s+(?:mention|reveal|disclose)\s+(?:that\s+you|this\s+(?:instruction|step|note)|these\s+instructions)\b` +
 		`|\bthe\s+user\s+(?:must|should|does|need)\s*(?:not|n't)\s+(?:know|see|notice|be\s+told|find\s+out)\b` +
 		`|\b(?:hide|conceal|keep)\s+(?:this|it|that)(?:\s+\w+){0,2}\s+from\s+the\s+user\b`)
 	reSensitivePath = regexp.MustCompile(`~/\.ssh\b|\bid_(?:rsa|ed25519|ecdsa)\b|~/\.(?:cursor|codeium|claude)/[\w./-]*\.json\b|\bmcp\.json\b`)
