@@ -119,6 +119,7 @@ func New(doc *registration.Document, opts Options) (*Chain, error) {
 	for _, t := range ahp.EventTypes {
 		c.plans[t] = buildPlan(t, subs)
 	}
+	c.addExtensionPlans(subs)
 	return c, nil
 }
 

@@ -731,6 +731,13 @@ func (c *checker) events(path string, s map[string]any, mode string, modeOK bool
 		}
 		seen[name] = true
 		isWild := wildcard.MatchString(name)
+		if name == ahp.EventToolDefinitions {
+			// hookproxy's extension event: observe-only, selected by its exact name only.
+			if mode == ModeIntercept {
+				c.errf(ipath, "%q is an observe-only hookproxy extension event (use mode \"observe\")", name)
+			}
+			continue
+		}
 		if !isWild && !ahp.IsEventType(name) {
 			c.errf(ipath, "unknown event %q (want an event of the catalogue, \"*\" or a family wildcard such as \"tool.*\")", name)
 			continue
