@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/audit"
 	"github.com/hookproxy/hookproxy/chain"
+	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/proxy"
@@ -40,6 +41,7 @@ func AuditRecord(rec proxy.BoundaryRecord) audit.Record {
 	if a := rec.Approval; a != nil {
 		out.Approval = &audit.Approval{ID: audit.Text(a.ID), Decision: audit.Text(a.Decision), By: audit.Text(a.By), WaitedMs: a.WaitedMs}
 	}
+	out.ToolDefinitions = rec.ToolDefinitions
 	return out
 }
 
@@ -69,6 +71,12 @@ func (b *Boundaries) OnBoundary(ctx context.Context, rec proxy.BoundaryRecord) {
 	}
 	if b.Decisions != nil {
 		defer b.Decisions.OnBoundary(ctx, rec)
+	}
+	if rec.EventType == ahp.EventToolDefinitions {
+		for _, c := range rec.ToolDefinitions {
+			b.Metrics.ObserveToolDefinitionChange(c.Kind)
+		}
+		return // no boundary was settled
 	}
 	b.Metrics.ObserveBoundary(rec.EventType, rec.Enforcement)
 	for i := range rec.Records {

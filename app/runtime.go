@@ -21,6 +21,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/metrics"
+	"github.com/hookproxy/hookproxy/pinning"
 	"github.com/hookproxy/hookproxy/proxy"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -39,6 +40,7 @@ type Runtime struct {
 	metrics    *metrics.Metrics   // nil without an admin listener
 	tracer     trace.Tracer       // nil when tracing is off
 	store      state.Store        // shared by every generation: conversation state survives reloads
+	pinStore   pinning.Store      // tool-definition pins, shared by every generation (pins.go)
 	health     *proxy.StoreHealth // the store's outage state, shared by every generation
 	approvals  *approvals.Service // nil without an admin listener (no approval path)
 	configPath string             // "" = the embedded default
@@ -73,6 +75,7 @@ type generation struct {
 	policies []string
 	srv      *proxy.Server
 	audit    *auditLog
+	pins     *pinning.Pinner // nil: pinning is off
 
 	// refs counts the requests using this generation, plus one while it is current. The
 	// generation closes when it drops to zero; it is never raised again from zero.
@@ -334,11 +337,17 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 	if rt.metrics != nil { // a nil *Metrics in the interface would still cost a call per hook
 		opts.Metrics = rt.metrics
 	}
+	if opts.Pins, err = rt.newPinner(cfg); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = al.release(ctx)
+		return nil, err
+	}
 	srv, err := proxy.New(cfg, ch, opts)
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, rollout: ro, policies: names, srv: srv, audit: al, closed: make(chan struct{})}
+	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, rollout: ro, policies: names, srv: srv, audit: al, pins: opts.Pins, closed: make(chan struct{})}
 	return g, nil
 }
 

@@ -49,6 +49,10 @@ type Record struct {
 	Shadow *Shadow `json:"shadow,omitempty"`
 	// Approval is set when the call was held for a person's decision.
 	Approval *Approval `json:"approval,omitempty"`
+	// ToolDefinitions is set on the records of tool-definition pinning (eventType
+	// hookproxy.tool_definitions, the extension event): what differs from the pins. It
+	// holds names, kinds and digests, never a description.
+	ToolDefinitions []ahp.ToolDefinitionChange `json:"toolDefinitions,omitempty"`
 	// Content is written only when config.Audit.IncludeContent is set; the Writer clears it
 	// otherwise, so a caller cannot turn content logging on by filling it in.
 	Content *Content `json:"content,omitempty"`
@@ -283,12 +287,13 @@ func (p FailurePolicy) MarshalText() ([]byte, error) {
 	return closed(string(p), registration.FailOpen, registration.FailClosed), nil
 }
 
-// EventType is one of the 32 AHP event names.
+// EventType is one of the 32 AHP event names, or hookproxy's extension event
+// (ahp.EventToolDefinitions).
 type EventType string
 
 // MarshalText implements encoding.TextMarshaler.
 func (e EventType) MarshalText() ([]byte, error) {
-	if ahp.IsEventType(string(e)) {
+	if ahp.IsEventType(string(e)) || e == ahp.EventToolDefinitions {
 		return []byte(e), nil
 	}
 	return []byte(Unknown), nil

@@ -51,6 +51,8 @@ type Metrics struct {
 	shadowDropped       prometheus.Counter
 	captureFailures     *prometheus.CounterVec
 	approvals           approvalMetrics
+	// toolDefinitionChanges counts what tool-definition pinning reported (pins.go).
+	toolDefinitionChanges *prometheus.CounterVec
 
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
@@ -102,6 +104,7 @@ func New() *Metrics {
 	m.captureFailures = counterVec("hookproxy_capture_failures_total",
 		"Capture lines lost (queue_full, write, encode, closed); traffic is never refused for them.",
 		"reason")
+	m.toolDefinitionChanges = newToolDefinitionChanges()
 	m.configReloads = counterVec("hookproxy_config_reloads_total",
 		"Configuration reload attempts, by result (success or failure).",
 		"result")
@@ -123,7 +126,7 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.boundaryDecisions, m.interceptorLatency, m.interceptorFailures, m.invalidReplies,
 		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
-		m.storeFailures, m.shadowDecisions, m.shadowDisagree, m.shadowDropped, m.captureFailures,
+		m.storeFailures, m.shadowDecisions, m.shadowDisagree, m.shadowDropped, m.captureFailures, m.toolDefinitionChanges,
 		auditDepth, auditDropped,
 	)
 	m.registerApprovals()

@@ -259,8 +259,11 @@ func confusableWith(name string, pinned []string) string {
 }
 
 // Blocked returns the reason the calls of tool name in scope are refused, or "" when they
-// may run: its definition changed (or is unknown in file mode) under onChange deny, or it
-// carries poison findings under onPoison deny. A name pinning never saw is not blocked.
+// may run: its definition changed (or is unknown in file mode) under onChange deny or
+// strip, or it carries poison findings under onPoison deny or strip (a stripped tool was
+// not shown to the agent, so a call of it — a model that remembers the name, a client
+// that cached the list — runs a definition nobody accepted). A name pinning never saw is
+// not blocked.
 func (p *Pinner) Blocked(ctx context.Context, scope, name string) (string, error) {
 	entries, err := p.store.Load(ctx, scope)
 	if err != nil {
@@ -271,19 +274,21 @@ func (p *Pinner) Blocked(ctx context.Context, scope, name string) (string, error
 		return "", nil
 	}
 	if o := e.Pending; o != nil && o.Kind != KindRemoved {
-		if p.onChange == ActionDeny {
+		if refuses(p.onChange) {
 			return blockedReason(name, o.Kind, o.Like), nil
 		}
-		if p.onPoison == ActionDeny && len(o.Poison) > 0 {
+		if refuses(p.onPoison) && len(o.Poison) > 0 {
 			return blockedReason(name, KindPoisoned, ""), nil
 		}
 		return "", nil
 	}
-	if e.Digest != "" && len(e.Poison) > 0 && p.onPoison == ActionDeny {
+	if e.Digest != "" && len(e.Poison) > 0 && refuses(p.onPoison) {
 		return blockedReason(name, KindPoisoned, ""), nil
 	}
 	return "", nil
 }
+
+func refuses(action string) bool { return action == ActionDeny || action == ActionStrip }
 
 func blockedReason(name, kind, like string) string {
 	switch kind {

@@ -147,7 +147,7 @@ func TestPoisonFollowsOnPoison(t *testing.T) {
 	for _, tc := range []struct {
 		action        string
 		strip, denied bool
-	}{{ActionWarn, false, false}, {ActionStrip, true, false}, {ActionDeny, false, true}} {
+	}{{ActionWarn, false, false}, {ActionStrip, true, true}, {ActionDeny, false, true}} {
 		p, _ := New(Options{OnPoison: tc.action})
 		v, _ := p.Check(ctx, "s", []Tool{bad, tool("sub", "Subtracts.", `{}`)}, true)
 		if got := kinds(v); !slices.Equal(got, []string{"poisoned:add"}) {

@@ -61,6 +61,10 @@ type BoundaryRecord struct {
 	// Approval is set on a tool.before record of a call held for a person's decision.
 	Approval *ApprovalAudit
 
+	// ToolDefinitions is set on the records of tool-definition pinning (EventType
+	// ahp.EventToolDefinitions): the changes and findings reported.
+	ToolDefinitions []ahp.ToolDefinitionChange
+
 	// Event is the effective event (content included). Auditors must not write its
 	// content unless configured to (audit.includeContent); it never holds credentials.
 	Event *ahp.Event

@@ -53,6 +53,9 @@ func NewMCPHandler(env MCPRoute) (http.Handler, error) {
 		h.log = zap.NewNop()
 	}
 	h.env.Limits = env.Limits.WithDefaults()
+	if env.Pins != nil {
+		h.pins = &pinEnv{pinner: env.Pins, chain: env.Chain, auditor: env.Auditor, log: h.log, source: env.Source}
+	}
 	h.connURL = connectionURL(up)
 	h.rp = &httputil.ReverseProxy{
 		Rewrite:        h.rewrite,
@@ -86,6 +89,7 @@ type mcpHandler struct {
 	connURL  string
 	log      *zap.Logger
 	rp       *httputil.ReverseProxy
+	pins     *pinEnv // nil when pinning is off (mcp_pins.go)
 }
 
 // mcpSubs says which tool events have a matching subscription.
@@ -113,6 +117,9 @@ func (h *mcpHandler) subscriptions() mcpSubs {
 func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
+		if h.pins != nil && h.servePinned(w, r) {
+			return
+		}
 		if subs := h.subscriptions(); subs.before || subs.after {
 			h.serveCalls(w, r, subs)
 			return
@@ -217,6 +224,8 @@ func (h *mcpHandler) modifyResponse(resp *http.Response) error {
 			}
 		}
 		return st.x.onResponse(resp)
+	case st != nil && st.pinList != nil:
+		return h.pinListResponse(resp, st.pinList)
 	case st != nil && st.getStream:
 		// The session stream is read too: a server that compresses it anyway is decoded.
 		if err := decodeResponseBody(resp); err != nil {
@@ -277,6 +286,7 @@ type mcpState struct {
 	body      *limitedBody // fast path: the streamed, limited request body
 	x         *mcpExchange // tools/call path
 	getStream bool         // a GET while tool.after is subscribed: responses are refused (mcp_get_stream.go)
+	pinList   *mcpPinList  // a tools/list while pinning is on (mcp_pins.go)
 }
 
 type mcpStateKey struct{}

@@ -81,7 +81,7 @@ func (s *Server) newRoute(rc config.Route, opts Options) (*route, error) {
 			return nil, errors.New("api \"mcp\" is not supported by this build yet")
 		}
 		h, err := opts.MCPHandler(MCPRoute{Route: rc, Upstream: up.String(), Chain: s.chain,
-			Transport: s.transport, Source: s.source, Limits: s.limits, Logger: s.log, Auditor: s.auditor, Tracer: s.tracer, Approvals: s.approvals})
+			Transport: s.transport, Source: s.source, Limits: s.limits, Logger: s.log, Auditor: s.auditor, Tracer: s.tracer, Approvals: s.approvals, Pins: opts.Pins})
 		if err != nil {
 			return nil, fmt.Errorf("mcp handler: %w", err)
 		}
@@ -232,6 +232,12 @@ func (rt *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					rt.serveBoundaries(w, r, endpoint{key: key, tr: mapping.OpaqueJSON(rt.errT), requestOnly: true}, subs)
 					return
 				}
+			}
+		}
+		if tr != nil && r.Method == http.MethodPost && rt.s.pins != nil {
+			var ok bool
+			if r, ok = rt.pinModelTools(w, r, ep); !ok {
+				return
 			}
 		}
 		if tr != nil && r.Method == http.MethodPost {

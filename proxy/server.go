@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/pinning"
 	"github.com/hookproxy/hookproxy/state"
 )
 
@@ -45,6 +46,8 @@ type Options struct {
 	Tracer trace.Tracer
 	// Approvals is the approval path (nil: none; ask is not advertised).
 	Approvals *Approvals
+	// Pins pins tool definitions on every route (default: none; pins.go).
+	Pins *pinning.Pinner
 }
 
 // MCPHandlerFactory builds the handler of one `api: mcp` route. The handler receives
@@ -62,8 +65,9 @@ type MCPRoute struct {
 	Limits    config.Limits
 	Logger    *zap.Logger
 	Auditor   Auditor
-	Tracer    trace.Tracer // nil when tracing is off; see traceIntercept
-	Approvals *Approvals   // nil: no approval path (ask not advertised)
+	Tracer    trace.Tracer    // nil when tracing is off; see traceIntercept
+	Approvals *Approvals      // nil: no approval path (ask not advertised)
+	Pins      *pinning.Pinner // nil when pinning is off (mcp_pins.go)
 }
 
 // Server is the proxy's http.Handler.
@@ -82,6 +86,7 @@ type Server struct {
 	metrics   Metrics
 	tracer    trace.Tracer
 	approvals *Approvals
+	pins      *pinEnv // nil when pinning is off
 	// active counts requests in progress and held the bytes of bodies held in memory, for
 	// limits.maxConcurrentRequests and limits.maxHeldBytes.
 	active, held atomic.Int64
@@ -138,6 +143,9 @@ func New(cfg *config.Config, ch *chain.Chain, opts Options) (*Server, error) {
 	}
 	if s.auditor != nil {
 		s.auditor = scopedAuditor{next: s.auditor}
+	}
+	if opts.Pins != nil {
+		s.pins = &pinEnv{pinner: opts.Pins, chain: ch, auditor: s.auditor, log: s.log, source: s.source}
 	}
 	s.mux = chi.NewRouter()
 	s.mux.Use(s.instrument, s.recoverer)
