@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-chi/chi/v5"
+
+	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/pinning"
 	"github.com/hookproxy/hookproxy/state"
@@ -48,4 +51,16 @@ func (rt *Runtime) Pinner() *pinning.Pinner {
 		return g.pins
 	}
 	return nil
+}
+
+// protectedRoutes mounts every endpoint of the admin listener that sits behind its
+// authentication: the approvals (when on) and the pins.
+func (rt *Runtime) protectedRoutes() func(chi.Router) {
+	approvals, pins := rt.approvalRoutes(), admin.PinsRoutes(rt.Pinner)
+	return func(r chi.Router) {
+		if approvals != nil {
+			approvals(r)
+		}
+		pins(r)
+	}
 }

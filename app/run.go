@@ -187,7 +187,7 @@ func Run(ctx context.Context, opts Options) error {
 	if adminLn != nil {
 		as = &http.Server{
 			Handler: admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin"), Auth: adminAuth(cfg, log.Named("admin")),
-				Protected: rt.approvalRoutes(), Manifest: rt.manifest()}),
+				Protected: rt.protectedRoutes(), Manifest: rt.manifest()}),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          zap.NewStdLog(log.Named("admin-http")),

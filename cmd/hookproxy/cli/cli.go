@@ -24,6 +24,8 @@ commands:
   fake-model [--listen ADDR] run only the imitation of the OpenAI, Anthropic and Gemini APIs
   approvals list|show ID|approve ID|deny ID [--reason TEXT] [--admin ADDR]
                              held tool calls on the admin listener (token: $HOOKPROXY_ADMIN_TOKEN)
+  pins     [--config FILE] [--admin ADDR] list | export | accept TOOL | forget TOOL
+                             review tool-definition pins through the admin listener
   version                    print the version
 `
 
@@ -52,6 +54,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runApprovals(args[1:], stdout, stderr)
 	case "fake-model":
 		return runFakeModel(args[1:], stdout, stderr)
+	case "pins":
+		return runPins(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help", "-help":
