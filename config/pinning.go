@@ -17,8 +17,9 @@ type Pinning struct {
 	File string `yaml:"file" json:"file"`
 	// OnChange says what a changed, renamed or confusable tool (and, in file mode, one
 	// not in the file) does: "warn" (default: audit and count), "strip" (taken out of the
-	// list the agent receives) or "deny" (its calls are refused at tool.before). "ask"
-	// needs the approvals capability, which this build does not have.
+	// list the agent receives, its calls refused), "deny" (its calls are refused at
+	// tool.before) or "ask" (its calls wait for a person's approval; needs the admin
+	// listener, where approvals are decided).
 	OnChange string `yaml:"onChange" json:"onChange"`
 	// OnPoison says what a description with instructions for the model or hidden text
 	// does: "warn" (default), "strip" or "deny".
@@ -52,7 +53,7 @@ func applyPinningDefaults(p *Pinning) {
 }
 
 // validatePinning checks the pinning block.
-func validatePinning(p *Pinning, add func(key, format string, args ...any)) {
+func validatePinning(p *Pinning, admin string, add func(key, format string, args ...any)) {
 	if p == nil {
 		return
 	}
@@ -73,9 +74,12 @@ func validatePinning(p *Pinning, add func(key, format string, args ...any)) {
 	switch p.OnChange {
 	case PinningWarn, PinningStrip, PinningDeny:
 	case PinningAsk:
-		add("pinning.onChange", "\"ask\" holds calls for approval and needs the approvals capability, which this build does not have; use warn, strip or deny")
+		if admin == "" {
+			// Approvals exist with the admin listener only: it is where people decide.
+			add("pinning.onChange", "\"ask\" holds calls for approval, which needs the admin listener (admin:); without it use warn, strip or deny")
+		}
 	default:
-		add("pinning.onChange", "%q is not warn, strip or deny", p.OnChange)
+		add("pinning.onChange", "%q is not warn, strip, deny or ask", p.OnChange)
 	}
 	switch p.OnPoison {
 	case PinningWarn, PinningStrip, PinningDeny:

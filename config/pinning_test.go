@@ -32,8 +32,11 @@ func TestPinningBlock(t *testing.T) {
 	if cfg.Pinning.File != filepath.Join(dir, "pins.json") {
 		t.Fatalf("file not resolved against the configuration: %q", cfg.Pinning.File)
 	}
+	if _, err := Parse([]byte(base+"admin: 127.0.0.1:9099\npinning: {onChange: ask}\n"), dir); err != nil {
+		t.Fatalf("ask with the admin listener: %v", err)
+	}
 	for doc, want := range map[string]string{
-		"pinning: {onChange: ask}":               `pinning.onChange: "ask" holds calls for approval and needs the approvals capability`,
+		"pinning: {onChange: ask}":               `pinning.onChange: "ask" holds calls for approval, which needs the admin listener`,
 		"pinning: {onPoison: block}":             `pinning.onPoison: "block" is not warn, strip or deny`,
 		"pinning: {mode: file}":                  "pinning.file: is required with mode file",
 		"pinning: {mode: file, file: nope.json}": "pinning.file:",

@@ -141,7 +141,7 @@ func validate(c *Config) []Problem {
 	if c.Shadow.Registration == RegistrationNone {
 		add("shadow.registration", "leave the shadow block out instead of naming none")
 	}
-	validatePinning(c.Pinning, add)
+	validatePinning(c.Pinning, c.Admin, add)
 	return ps
 }
 

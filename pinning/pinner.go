@@ -21,9 +21,9 @@ const (
 // Actions (pinning.onChange, pinning.onPoison).
 const (
 	ActionWarn  = "warn"  // audit and count; the definition and its calls pass
-	ActionStrip = "strip" // the tool is taken out of the list the agent receives
+	ActionStrip = "strip" // the tool is taken out of the list the agent receives; its calls are refused
 	ActionDeny  = "deny"  // the list passes; every call of the tool is refused at tool.before
-	ActionAsk   = "ask"   // calls are held for approval (needs the approvals capability)
+	ActionAsk   = "ask"   // onChange only: the list passes; every call waits for a person's approval
 )
 
 // Kinds of Change, the label values of hookproxy_tool_definition_changes_total.
@@ -42,7 +42,7 @@ var Kinds = []string{KindNew, KindRemoved, KindChanged, KindRenamed, KindConfusa
 // Options configure a Pinner.
 type Options struct {
 	Mode     string // ModeTOFU (default) or ModeFile
-	OnChange string // ActionWarn (default), ActionStrip or ActionDeny
+	OnChange string // ActionWarn (default), ActionStrip, ActionDeny or ActionAsk
 	OnPoison string // ActionWarn (default), ActionStrip or ActionDeny
 	Store    Store  // default: NewMemory()
 	Now      func() time.Time
@@ -55,8 +55,8 @@ type Pinner struct {
 	now                      func() time.Time
 }
 
-// New returns a Pinner. ActionAsk is refused here: holding calls needs an approvals
-// capability this package does not have.
+// New returns a Pinner. onChange ActionAsk makes CallVerdict ask for a person's approval;
+// the caller holds the call (the proxy's approval path).
 func New(o Options) (*Pinner, error) {
 	p := &Pinner{mode: o.Mode, onChange: o.OnChange, onPoison: o.OnPoison, store: o.Store, now: o.Now}
 	if p.mode == "" {
@@ -77,10 +77,15 @@ func New(o Options) (*Pinner, error) {
 	if p.mode != ModeTOFU && p.mode != ModeFile {
 		return nil, fmt.Errorf("pinning.mode: %q is not tofu or file", p.mode)
 	}
-	for key, a := range map[string]string{"onChange": p.onChange, "onPoison": p.onPoison} {
-		if a != ActionWarn && a != ActionStrip && a != ActionDeny {
-			return nil, fmt.Errorf("pinning.%s: %q is not warn, strip or deny", key, a)
-		}
+	switch p.onChange {
+	case ActionWarn, ActionStrip, ActionDeny, ActionAsk:
+	default:
+		return nil, fmt.Errorf("pinning.onChange: %q is not warn, strip, deny or ask", p.onChange)
+	}
+	switch p.onPoison {
+	case ActionWarn, ActionStrip, ActionDeny:
+	default:
+		return nil, fmt.Errorf("pinning.onPoison: %q is not warn, strip or deny", p.onPoison)
 	}
 	return p, nil
 }
@@ -265,27 +270,39 @@ func confusableWith(name string, pinned []string) string {
 // that cached the list — runs a definition nobody accepted). A name pinning never saw is
 // not blocked.
 func (p *Pinner) Blocked(ctx context.Context, scope, name string) (string, error) {
+	reason, ask, err := p.CallVerdict(ctx, scope, name)
+	if ask {
+		return "", err
+	}
+	return reason, err
+}
+
+// CallVerdict is Blocked with onChange ask: reason is also set, with ask true, when a
+// call of the changed tool must wait for a person's approval instead of being refused.
+func (p *Pinner) CallVerdict(ctx context.Context, scope, name string) (reason string, ask bool, err error) {
 	entries, err := p.store.Load(ctx, scope)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	e, ok := entries[name]
 	if !ok {
-		return "", nil
+		return "", false, nil
 	}
 	if o := e.Pending; o != nil && o.Kind != KindRemoved {
-		if refuses(p.onChange) {
-			return blockedReason(name, o.Kind, o.Like), nil
+		switch {
+		case refuses(p.onChange):
+			return blockedReason(name, o.Kind, o.Like), false, nil
+		case refuses(p.onPoison) && len(o.Poison) > 0:
+			return blockedReason(name, KindPoisoned, ""), false, nil
+		case p.onChange == ActionAsk:
+			return blockedReason(name, o.Kind, o.Like), true, nil
 		}
-		if refuses(p.onPoison) && len(o.Poison) > 0 {
-			return blockedReason(name, KindPoisoned, ""), nil
-		}
-		return "", nil
+		return "", false, nil
 	}
 	if e.Digest != "" && len(e.Poison) > 0 && refuses(p.onPoison) {
-		return blockedReason(name, KindPoisoned, ""), nil
+		return blockedReason(name, KindPoisoned, ""), false, nil
 	}
-	return "", nil
+	return "", false, nil
 }
 
 func refuses(action string) bool { return action == ActionDeny || action == ActionStrip }

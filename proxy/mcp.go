@@ -117,8 +117,11 @@ func (h *mcpHandler) subscriptions() mcpSubs {
 func (h *mcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodPost:
-		if h.pins != nil && h.servePinned(w, r) {
-			return
+		if h.pins != nil {
+			var done bool
+			if r, done = h.servePinned(w, r); done {
+				return
+			}
 		}
 		if subs := h.subscriptions(); subs.before || subs.after {
 			h.serveCalls(w, r, subs)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/tidwall/sjson"
 	"go.uber.org/zap"
 
+	"github.com/hookproxy/hookproxy/approvals"
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
@@ -39,34 +41,38 @@ type mcpPinList struct {
 func (h *mcpHandler) pinScope() string { return "mcp:" + h.serverID }
 
 // servePinned looks at a POST before the usual handling. It answers a body holding a
-// tools/call that pinning blocks, and forwards a body holding tools/list requests with the
-// list check in place; it returns false, with the body put back, for everything else.
-func (h *mcpHandler) servePinned(w http.ResponseWriter, r *http.Request) bool {
+// tools/call that pinning refuses (or, under onChange ask, that a person did not approve),
+// and forwards a body holding tools/list requests with the list check in place. Otherwise
+// it returns the request to go on with (body put back, the pin scope in its context so a
+// tool.before settlement applies the same verdicts) and false.
+func (h *mcpHandler) servePinned(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	limit := h.env.Limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		h.writeRPCError(w, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest, h.tooLargeMessage())
-		return true
+		return r, true
 	}
 	raw, err := readAllLimited(r.Body, limit, r.ContentLength)
 	if err != nil {
 		h.mcpReadError(w, r, err)
-		return true
+		return r, true
 	}
 	if len(r.Header.Values("Content-Encoding")) > 0 {
 		// The names judged are those of the decoded body, which is what goes upstream.
 		if raw, err = decodeRequestBody(r.Header, raw, limit); err != nil {
 			h.mcpCodingError(w, err)
-			return true
+			return r, true
 		}
 		r.Header.Del("Content-Encoding")
 	}
 	setInboundBody(r, raw)
+	r = r.WithContext(withPinCheck(r.Context(), &pinCheck{env: h.pins, scope: h.pinScope()}))
 	body, err := mcp.ParseBody(raw)
 	if err != nil {
-		return false // the usual handling answers what it cannot read
+		return r, false // the usual handling answers what it cannot read
 	}
 	pl := &mcpPinList{ids: map[string]bool{}, paged: map[string]bool{}}
 	blocked := map[int]string{}
+	asked := map[int]string{}
 	hasCall := false
 	for i := range body.Messages {
 		m := &body.Messages[i]
@@ -82,27 +88,57 @@ func (h *mcpHandler) servePinned(w http.ResponseWriter, r *http.Request) bool {
 			continue
 		}
 		hasCall = true
-		reason, err := h.pins.pinner.Blocked(r.Context(), h.pinScope(), call.Name)
-		if err != nil {
+		reason, ask, err := h.pins.pinner.CallVerdict(r.Context(), h.pinScope(), call.Name)
+		switch {
+		case err != nil:
 			h.log.Warn("pinning: the pins could not be read; the call is judged without them", zap.String("route", h.prefix), zap.String("error", safeError(err)))
-			continue
-		}
-		if reason != "" {
+		case reason != "" && ask:
+			asked[i] = reason
+		case reason != "":
 			blocked[i] = reason
+		}
+	}
+	if len(asked) > 0 && !h.subscriptions().before {
+		// No tool.before settlement would hold the call: it is held here.
+		if len(body.Messages) != 1 {
+			maps.Copy(blocked, asked) // a batch is not held call by call: refused
+		} else if reason, ok := asked[0]; ok && !h.holdForApproval(r, body, reason) {
+			blocked[0] = "" // answered by holdForApproval
 		}
 	}
 	switch {
 	case len(blocked) > 0:
 		h.refuseBlocked(w, r, body, blocked)
-		return true
+		return r, true
 	case len(pl.ids) == 0 || hasCall:
 		// No list, or a (2025-03-26) batch that mixes one with calls: the calls take the
 		// usual path and that list goes unchecked (docs/pinning.md).
-		return false
+		return r, false
 	}
 	pl.session, _ = h.sessionOf(r)
 	h.forwardWith(w, r, &mcpState{pinList: pl})
-	return true
+	return r, true
+}
+
+// holdForApproval holds the single tools/call of body until a person decides (onChange
+// ask) and reports whether it was approved. Without an approval path (no admin listener)
+// it is not.
+func (h *mcpHandler) holdForApproval(r *http.Request, body *mcp.Body, reason string) bool {
+	a := h.env.Approvals
+	if a == nil {
+		return false
+	}
+	call, _, _ := mcp.ToolCallOf(&body.Messages[0])
+	session, _ := h.sessionOf(r)
+	sid := ""
+	if session != nil {
+		sid = session.ID
+	}
+	o := a.Service.Hold(r.Context(), approvals.Ask{Route: h.prefix, Session: sid, Tool: call.Name, Input: call.Arguments,
+		Generation: a.Generation, AskedBy: []string{pinsBackendID}, Reasons: []string{reason}}, 0, nil)
+	h.log.Info("held MCP tool call decided", zap.String("approval", o.Record.ID), zap.String("tool", call.Name),
+		zap.String("decision", o.Decision), zap.String("by", o.By), zap.Duration("waited", o.Waited))
+	return o.Approved
 }
 
 // refuseBlocked answers a POST holding calls of blocked tools, none of it forwarded: each
@@ -116,6 +152,9 @@ func (h *mcpHandler) refuseBlocked(w http.ResponseWriter, r *http.Request, body 
 		m := &body.Messages[i]
 		if reason, ok := blocked[i]; ok {
 			call, _, _ := mcp.ToolCallOf(m)
+			if reason == "" {
+				reason = "Tool call " + call.Name + " changed since it was pinned and was not approved."
+			}
 			out = append(out, mcp.ResultResponse(m.ID, mcp.DenialResult(reason)))
 			h.auditPinRefusal(r.Context(), session, call, reason)
 			continue

@@ -85,22 +85,39 @@ func withPinCheck(ctx context.Context, c *pinCheck) context.Context {
 	return context.WithValue(ctx, pinCheckKey{}, c)
 }
 
-// pinRefusal is the settlement of a tool.before whose tool pinning blocks (onChange or
-// onPoison deny), or nil. It is decided before any interceptor is called: the call is
-// refused whatever a backend would say, like a deny early in the chain.
-func pinRefusal(ctx context.Context, ev *ahp.Event) *chain.Settlement {
+// pinSettlement is the settlement of a tool.before whose tool pinning blocks, or nil when
+// pinning has nothing to say. Refused (onChange deny or strip, onPoison deny or strip):
+// decided before any interceptor is called, the call is refused whatever a backend would
+// say, like a deny early in the chain. Asked (onChange ask): the chain settles as usual,
+// and unless it refused or stopped the call, the call waits for a person's approval
+// (permission ask, with pinning's reason for the person deciding).
+func pinSettlement(ctx context.Context, ch *chain.Chain, ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
 	c, _ := ctx.Value(pinCheckKey{}).(*pinCheck)
 	if c == nil || ev == nil || ev.Type != ahp.EventToolBefore || ev.Tool == nil {
 		return nil
 	}
-	reason, err := c.env.pinner.Blocked(ctx, c.scope, ev.Tool.Name)
+	reason, ask, err := c.env.pinner.CallVerdict(ctx, c.scope, ev.Tool.Name)
 	if err != nil {
 		c.env.log.Warn("pinning: the pins could not be read; the call is judged without them", zap.String("error", safeError(err)))
 		return nil
 	}
-	if reason == "" {
+	switch {
+	case reason == "":
 		return nil
+	case !ask:
+		return &chain.Settlement{Event: ev, Permission: ahp.PermissionDeny, Flow: ahp.FlowNone,
+			Denial: &chain.Denial{Reason: reason, Code: codeToolDefinition, BackendID: pinsBackendID}}
 	}
-	return &chain.Settlement{Event: ev, Permission: ahp.PermissionDeny, Flow: ahp.FlowNone,
-		Denial: &chain.Denial{Reason: reason, Code: codeToolDefinition, BackendID: pinsBackendID}}
+	var st *chain.Settlement
+	if ch != nil {
+		st = ch.Intercept(ctx, ev, caps, ext...)
+	}
+	st = settledOrNone(st, ev)
+	if st.Refused() || st.Stopped() {
+		return st
+	}
+	st.Permission = ahp.PermissionAsk
+	b, _ := json.Marshal(map[string]string{"reason": reason})
+	st.Extensions = append(st.Extensions, chain.ReplyExtension{BackendID: pinsBackendID, Key: ExtAskReason, Value: b})
+	return st
 }

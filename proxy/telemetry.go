@@ -329,7 +329,7 @@ func settledOrNone(st *chain.Settlement, ev *ahp.Event) *chain.Settlement {
 // (MCP routes). tracer may be nil: then no span is made, and only a caller's incoming
 // trace context is passed on to the backends.
 func traceIntercept(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, ev *ahp.Event, caps ahp.Capabilities, ext ...string) *chain.Settlement {
-	if st := pinRefusal(ctx, ev); st != nil {
+	if st := pinSettlement(ctx, ch, ev, caps, ext...); st != nil {
 		return st
 	}
 	if tracer == nil || ev == nil {
