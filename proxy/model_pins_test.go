@@ -89,6 +89,9 @@ func TestModelPinningChangedDescription(t *testing.T) {
 				t.Fatalf("second request: %d %s", status, body)
 			}
 			sent := up.requests()[1].Body
+			if up.requests()[1].Header.Get(AgentHeader) != "" {
+				t.Fatal("the agent header reached the upstream")
+			}
 			if v := openAIChatToolRules(sent); v != "" {
 				t.Fatalf("the upstream received a request the provider refuses: %s: %s", v, sent)
 			}

@@ -150,6 +150,7 @@ func (rt *route) target(pr *httputil.ProxyRequest) {
 		}
 	}
 	out.Header.Del(SessionHeader)
+	out.Header.Del(AgentHeader) // hookproxy's own, like the session header
 }
 
 // modifyResponse is the fast path's ModifyResponse.
