@@ -34,6 +34,8 @@ type Options struct {
 	// Protected registers the endpoints that change state or show held calls
 	// (approvals, ...); every one is served behind Auth.
 	Protected func(r chi.Router)
+	// Console, when set, serves the console at /ui/ (NewConsole).
+	Console *ConsoleOptions
 }
 
 // maxRPCBytes bounds a discovery request; a hooks/capabilities request is ~100 bytes.
@@ -47,6 +49,7 @@ const maxRPCBytes = 64 << 10
 //	GET  /metrics        Prometheus exposition (when Options.Metrics is set)
 //	POST /  and  /ahp    JSON-RPC hooks/capabilities (capability discovery)
 //	GET  /ahp/manifest   the same manifest, pretty-printed for people
+//	GET  /ui/            the console (when Options.Console is set)
 func New(opts Options) http.Handler {
 	log := opts.Logger
 	if log == nil {
@@ -89,6 +92,23 @@ func New(opts Options) http.Handler {
 	}
 	if opts.Metrics != nil {
 		index["GET /metrics"] = "Prometheus metrics"
+	}
+	if opts.Console != nil {
+		co := *opts.Console
+		if co.Logger == nil {
+			co.Logger = log.Named("console")
+		}
+		co.Auth = opts.Auth
+		if co.Approvals == nil && opts.Protected != nil {
+			// The console calls the protected API in-process for a caller it has already
+			// authorized (Bearer, session cookie or loopback), so it gets the routes
+			// without the guard.
+			api := chi.NewRouter()
+			opts.Protected(api)
+			co.Approvals = api
+		}
+		r.Mount("/ui", NewConsole(co))
+		index["GET /ui/"] = "the console: live decisions, sessions, approvals, health (for people, in a browser)"
 	}
 	indexJSON, _ := json.MarshalIndent(map[string]any{"service": "hookproxy admin", "endpoints": index}, "", "  ")
 	indexJSON = append(indexJSON, '\n')

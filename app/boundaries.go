@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/audit"
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -53,6 +54,10 @@ type Boundaries struct {
 	Log     *zap.Logger
 	// Decisions, when set, is told of every boundary last (the demo's decision printer).
 	Decisions proxy.Auditor
+	// Console, when set, keeps the console's window of recent decisions (ConsoleDecision);
+	// Transports names each backend's transport there (nil: none named).
+	Console    *admin.Window
+	Transports *chain.Chain
 }
 
 var (
@@ -68,6 +73,9 @@ func (b *Boundaries) OnBoundary(ctx context.Context, rec proxy.BoundaryRecord) {
 		// already enforced. The writer bounds the wait itself (audit.waitTimeout); a loss
 		// is counted and logged there.
 		_ = b.Audit.Write(context.Background(), AuditRecord(rec))
+	}
+	if b.Console != nil {
+		b.Console.Add(ConsoleDecision(proxy.RequestID(ctx), rec, b.Transports))
 	}
 	if b.Decisions != nil {
 		defer b.Decisions.OnBoundary(ctx, rec)

@@ -32,13 +32,14 @@ func BuildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.C
 	return ch, err
 }
 
-// buildChain is BuildChain that also names the policies in force (PolicyNames).
-func buildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.Chain, []string, error) {
+// buildChain is BuildChain that also returns the registration document in force (nil
+// for a plain proxy), from which PolicyNames and the console's chain view are taken.
+func buildChain(cfg *config.Config, source string, logger *zap.Logger) (*chain.Chain, *registration.Document, error) {
 	return buildChainTap(cfg, source, logger, nil)
 }
 
 // buildChainTap is buildChain with the rollout tap (shadow and capture) on the chain.
-func buildChainTap(cfg *config.Config, source string, logger *zap.Logger, tap func(*chain.Tapped)) (*chain.Chain, []string, error) {
+func buildChainTap(cfg *config.Config, source string, logger *zap.Logger, tap func(*chain.Tapped)) (*chain.Chain, *registration.Document, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
@@ -64,7 +65,7 @@ func buildChainTap(cfg *config.Config, source string, logger *zap.Logger, tap fu
 	if err != nil {
 		return nil, nil, err
 	}
-	return ch, PolicyNames(doc), nil
+	return ch, doc, nil
 }
 
 // LoadRegistration reads and validates the registration document of cfg: its file, or

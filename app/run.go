@@ -155,11 +155,13 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	// Metrics are only reachable through the admin listener: without one, none are kept.
 	var m *metrics.Metrics
+	var window *admin.Window // the console's recent decisions, kept only when it can be opened
 	if cfg.Admin != "" {
 		m = metrics.New()
+		window = admin.NewWindow(admin.DefaultWindowSize)
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
-		Decisions: opts.Decisions, Override: opts.Override})
+		Decisions: opts.Decisions, Override: opts.Override, Window: window})
 	// Anything that fails from here on must still release what was started.
 	cleanup := func() {
 		closeListeners()
@@ -187,7 +189,8 @@ func Run(ctx context.Context, opts Options) error {
 	if adminLn != nil {
 		as = &http.Server{
 			Handler: admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin"), Auth: adminAuth(cfg, log.Named("admin")),
-				Protected: rt.protectedRoutes(), Manifest: rt.manifest()}),
+				Protected: rt.protectedRoutes(), Manifest: rt.manifest(),
+				Console: &admin.ConsoleOptions{Window: window, Health: rt.consoleHealth}}),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          zap.NewStdLog(log.Named("admin-http")),

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/audit"
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/config"
@@ -47,6 +48,7 @@ type Runtime struct {
 	level      *zap.AtomicLevel   // nil: the level is fixed (set by flag)
 	load       func(path string) (*config.Config, error)
 	decisions  proxy.Auditor // nil: only the audit log, metrics and logs hear of a boundary
+	window     *admin.Window // the console's recent decisions; nil without an admin listener
 	// override, when set, is applied to every configuration loaded (serve's --listen and
 	// --admin flags), so a reload neither undoes a flag nor reports it as a change.
 	override func(*config.Config)
@@ -73,6 +75,7 @@ type generation struct {
 	rollout *rollout
 	// policies names the hooks in force, in chain order (PolicyNames).
 	policies []string
+	hooks    []admin.HookView // the chain in force, for the console's Health page
 	srv      *proxy.Server
 	audit    *auditLog
 	pins     *pinning.Pinner // nil: pinning is off
@@ -102,6 +105,7 @@ type runtimeOptions struct {
 	Load       func(path string) (*config.Config, error)
 	Decisions  proxy.Auditor
 	Override   func(*config.Config)
+	Window     *admin.Window
 }
 
 func newRuntime(o runtimeOptions) *Runtime {
@@ -114,6 +118,7 @@ func newRuntime(o runtimeOptions) *Runtime {
 		level:      o.Level,
 		load:       o.Load,
 		decisions:  o.Decisions,
+		window:     o.Window,
 		override:   o.Override,
 		live:       map[*generation]struct{}{},
 	}
@@ -316,18 +321,20 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 			ro.close(rt.log)
 		}
 	}()
-	ch, names, err := buildChainTap(cfg, cfg.Source, rt.log, ro.tap.Func())
+	ch, doc, err := buildChainTap(cfg, cfg.Source, rt.log, ro.tap.Func())
 	if err != nil {
 		return nil, err
 	}
+	names := PolicyNames(doc)
 	defer func() {
 		if err != nil && ch != nil {
 			_ = ch.Close()
 		}
 	}()
 	opts := proxy.Options{
-		Logger:      rt.log,
-		Auditor:     &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log, Decisions: rt.decisions},
+		Logger: rt.log,
+		Auditor: &Boundaries{Audit: al.w, Metrics: rt.metrics, Log: rt.log, Decisions: rt.decisions,
+			Console: rt.window, Transports: ch},
 		State:       rt.store,
 		StoreHealth: rt.health,
 		Tracer:      rt.tracer,
@@ -347,7 +354,8 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 	if err != nil {
 		return nil, err
 	}
-	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, rollout: ro, policies: names, srv: srv, audit: al, pins: opts.Pins, closed: make(chan struct{})}
+	g := &generation{rt: rt, seq: rt.seq.Add(1), cfg: cfg, chain: ch, rollout: ro, policies: names, hooks: hookViews(doc),
+		srv: srv, audit: al, pins: opts.Pins, closed: make(chan struct{})}
 	return g, nil
 }
 

@@ -39,8 +39,9 @@ type Chain struct {
 
 // backend is one entry of the ordered hooks array.
 type backend struct {
-	id string
-	tr transport.Transport
+	id   string
+	kind string // registration.Transport* of its transport
+	tr   transport.Transport
 }
 
 // subscription is one registered subscription with everything the hot path needs
@@ -106,7 +107,7 @@ func New(doc *registration.Document, opts Options) (*Chain, error) {
 			_ = c.closeTransports()
 			return nil, fmt.Errorf("chain: backend %s: %w", b.ID, err)
 		}
-		c.backends = append(c.backends, &backend{id: b.ID, tr: tr})
+		c.backends = append(c.backends, &backend{id: b.ID, kind: b.Transport.Type, tr: tr})
 	}
 	// Attach backends to subscriptions (same order as doc.Hooks).
 	i := 0
@@ -185,6 +186,22 @@ func (c *Chain) plan(eventType string) *plan {
 func (c *Chain) Subscribed(eventType string) (intercept, observe bool) {
 	p := c.plan(eventType)
 	return p.intercept, p.observe
+}
+
+// TransportOf returns the transport type (registration.Transport*: in_process, http,
+// stdio) of the backend with the given id, or "" when the chain has none by that id.
+// Tracing names an interceptor call's span after it: an in-process policy runs inside
+// hookproxy, an HTTP or stdio backend is a client call.
+func (c *Chain) TransportOf(backendID string) string {
+	if c == nil {
+		return ""
+	}
+	for _, b := range c.backends {
+		if b.id == backendID {
+			return b.kind
+		}
+	}
+	return ""
 }
 
 // Ready reports whether every backend that owns a long-lived resource (a persistent stdio

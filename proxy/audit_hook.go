@@ -68,6 +68,15 @@ type BoundaryRecord struct {
 	// Event is the effective event (content included). Auditors must not write its
 	// content unless configured to (audit.includeContent); it never holds credentials.
 	Event *ahp.Event
+	// Original is the event as the chain received it, set only when the settlement changed
+	// it (the chain copies on write, so Event and Original never share an edited part):
+	// what a redaction replaced is Original's text against Event's. The same rule as
+	// Event applies: it never holds credentials, and its content is the auditor's to
+	// keep out of anything written unless configured otherwise.
+	Original *ahp.Event
+	// UpstreamStatus is the HTTP status of the upstream's answer on a model route, once
+	// it arrived (response-side records); 0 before or without one.
+	UpstreamStatus int
 }
 
 // settled fills in what the settlement st decided (nothing, when st is nil: the record's

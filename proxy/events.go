@@ -74,6 +74,10 @@ func (x *lifecycle) audit(ev *ahp.Event, st *chain.Settlement, delivery string, 
 	case ahp.EventModelResponseAfter, ahp.EventToolBefore, ahp.EventTurnFinishBefore:
 		rec.Held = x.mode.heldAs()
 	}
+	rec.UpstreamStatus = x.upstreamStatus
+	if st != nil && st.Event != nil && st.Event != ev {
+		rec.Original = ev // the chain copies on write: ev is the event as it was judged first
+	}
 	rec.settled(st)
 	rec.Approval, x.approval = x.approval, nil
 	x.s.auditor.OnBoundary(x.ctx, rec)

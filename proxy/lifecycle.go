@@ -97,6 +97,7 @@ type responsePart struct {
 	client           http.ResponseWriter // the client's writer, for a held stream's keep-alives (approval_hold.go)
 	wire             *streamWire         // set while a stream is edited incrementally
 	approval         *ApprovalAudit      // the approval of the tool call being audited next
+	upstreamStatus   int                 // the upstream's HTTP status, once its answer arrived
 }
 
 // finalResponse is the response the client received, as canonical content.
@@ -280,6 +281,7 @@ func (x *lifecycle) prepareOutbound(out *http.Request) {
 // holds when only tool.before intercepts a stream, tapped when only observers want it,
 // otherwise passed untouched.
 func (x *lifecycle) onUpstreamResponse(resp *http.Response) error {
+	x.upstreamStatus = resp.StatusCode
 	streaming := isEventStream(resp.Header.Get("Content-Type"))
 	switch x.modeFor(resp) {
 	case modeStreamedWithHolds:

@@ -409,6 +409,9 @@ func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string
 	if ev.Session != nil {
 		rec.SessionID = ev.Session.ID
 	}
+	if st != nil && st.Event != nil && st.Event != ev {
+		rec.Original = ev // the chain copies on write: ev is the event as it was judged first
+	}
 	rec.settled(st)
 	rec.Approval, x.approval = x.approval, nil
 	a.OnBoundary(x.ctx, rec)

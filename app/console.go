@@ -1,0 +1,337 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hookproxy/hookproxy/admin"
+	"github.com/hookproxy/hookproxy/audit"
+	"github.com/hookproxy/hookproxy/chain"
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/registration"
+	"github.com/hookproxy/hookproxy/proxy"
+)
+
+// The console's window is fed here, from the record the audit line is made of
+// (AuditRecord), so it shows what the audit log says. It adds what a person reviewing a
+// session needs and the log does not carry: the text a settlement changed, with the
+// removed text masked, and a tool call's arguments. Every text goes through the audit
+// scrubber (audit.Text) on its way in, so no credential enters the window, and a removed
+// string is masked wherever else in the same decision it would appear.
+
+const (
+	// redactionContext is how much unchanged text is shown each side of a change.
+	redactionContext = 40
+	// maxConsoleText bounds one text of a decision in the window.
+	maxConsoleText = 4096
+	// maskVisible is the most of a removed string ever shown: enough to tell an "sk-"
+	// key from an AWS one, never enough to use it.
+	maskVisible = 4
+)
+
+// ConsoleDecision converts a settled boundary into the console's view of it.
+func ConsoleDecision(requestID string, rec proxy.BoundaryRecord, ch *chain.Chain) admin.Decision {
+	ar := AuditRecord(rec)
+	d := admin.Decision{
+		Time: ar.Time, RequestID: requestID, Route: scrub(rec.Route), API: rec.API,
+		Session: scrub(rec.SessionID), Turn: scrub(rec.TurnID), EventID: scrub(rec.EventID),
+		EventType: closedText(ar.EventType), Delivery: rec.Delivery, CallID: scrub(rec.CallID),
+		Tool: scrub(rec.ToolName), Model: scrub(rec.Model), Enforcement: closedText(ar.Enforcement),
+		Permission: closedText(ar.Permission), Flow: closedText(ar.Flow), Held: closedText(ar.Held),
+		UpstreamStatus: rec.UpstreamStatus, Injections: rec.Injections, Reapplied: rec.Reapplied,
+		Resettled: rec.Resettled, Interceptors: make([]admin.DecisionInterceptor, 0, len(ar.Interceptors)),
+	}
+	for _, ic := range ar.Interceptors {
+		effects := make([]string, len(ic.Effects))
+		for i, e := range ic.Effects {
+			effects[i] = closedText(e)
+		}
+		d.Interceptors = append(d.Interceptors, admin.DecisionInterceptor{
+			Backend: scrub(string(ic.BackendID)), Transport: ch.TransportOf(string(ic.BackendID)),
+			Subscription: ic.Subscription, Outcome: closedText(ic.Outcome), Effects: effects,
+			LatencyMs: ic.LatencyMs, FailureKind: closedText(ic.FailureKind), Violation: closedText(ic.Violation),
+			FailurePolicy: closedText(ic.FailurePolicy),
+		})
+	}
+	var removed []string
+	d.Redactions, removed = redactions(rec.Original, rec.Event)
+	if ar.Denial != nil {
+		d.Denial = &admin.DecisionDenial{Reason: maskAll(scrub(string(ar.Denial.Reason)), removed),
+			Code: scrub(string(ar.Denial.Code)), Backend: scrub(string(ar.Denial.BackendID)), Synthetic: ar.Denial.Synthetic}
+	}
+	if ev := rec.Event; ev != nil && ev.Tool != nil && len(ev.Tool.Input) > 0 {
+		d.ToolInput = maskAll(toolInputText(ev.Tool.Input), removed)
+	}
+	return d
+}
+
+// scrub is the audit log's scrubbing of a free text (credential-shaped values replaced,
+// length bounded).
+func scrub(s string) string {
+	b, _ := audit.Text(s).MarshalText()
+	return string(b)
+}
+
+// closedText renders a closed-vocabulary value as the audit log writes it ("" stays "").
+func closedText[T interface{ MarshalText() ([]byte, error) }](v T) string {
+	b, _ := v.MarshalText()
+	if s := string(b); s != audit.Unknown || fmt.Sprint(v) != "" {
+		return s
+	}
+	return ""
+}
+
+// toolInputText is the tool input as the audit log would write it: every string scrubbed,
+// credential-named members replaced; a non-JSON input is left out.
+func toolInputText(in json.RawMessage) string {
+	b, err := json.Marshal(audit.Content{ToolInput: in})
+	if err != nil {
+		return ""
+	}
+	var out struct {
+		ToolInput json.RawMessage `json:"toolInput"`
+	}
+	if json.Unmarshal(b, &out) != nil || len(out.ToolInput) == 0 {
+		return ""
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, out.ToolInput, "", "  ") != nil {
+		return ""
+	}
+	return truncate(buf.String())
+}
+
+// redactions lists what the settlement changed in the text of the event: each changed
+// text part, and a changed tool input. It also returns the removed strings, for masking
+// elsewhere in the decision.
+func redactions(orig, eff *ahp.Event) ([]admin.Redaction, []string) {
+	if orig == nil || eff == nil {
+		return nil, nil
+	}
+	var out []admin.Redaction
+	var removed []string
+	add := func(where, before, after string) {
+		r, gone := textChange(before, after)
+		if gone == "" && r.Before == r.After {
+			return
+		}
+		r.Where = where
+		out = append(out, r)
+		if gone != "" {
+			removed = append(removed, gone)
+		}
+	}
+	byID := make(map[string]*ahp.Message, len(orig.Items))
+	for i := range orig.Items {
+		if id := orig.Items[i].ID; id != "" {
+			byID[id] = &orig.Items[i]
+		}
+	}
+	for i := range eff.Items {
+		m := &eff.Items[i]
+		var o *ahp.Message
+		if m.ID != "" {
+			o = byID[m.ID]
+		} else if i < len(orig.Items) {
+			o = &orig.Items[i]
+		}
+		if o == nil {
+			continue // an injected message: not a change of existing text
+		}
+		for j := range m.Parts {
+			if j >= len(o.Parts) || m.Parts[j].Text == nil || o.Parts[j].Text == nil || *m.Parts[j].Text == *o.Parts[j].Text {
+				continue
+			}
+			add(fmt.Sprintf("message %d (%s), part %d", i+1, m.Role, j+1), *o.Parts[j].Text, *m.Parts[j].Text)
+		}
+	}
+	if orig.Tool != nil && eff.Tool != nil && !bytes.Equal(orig.Tool.Input, eff.Tool.Input) {
+		add("tool "+orig.Tool.Name+" arguments", string(orig.Tool.Input), string(eff.Tool.Input))
+	}
+	// Every removed string is masked in every shown text, including the other changes'.
+	for i := range out {
+		out[i].Before = maskAll(out[i].Before, removed)
+		out[i].After = maskAll(out[i].After, removed)
+	}
+	return out, removed
+}
+
+// textChange shows the stretch where after differs from before, with up to
+// redactionContext runes of unchanged text each side: the removed stretch masked in
+// Before, the replacement as it went on in After. gone is the removed stretch.
+func textChange(before, after string) (r admin.Redaction, gone string) {
+	p := commonPrefix(before, after)
+	s := commonSuffix(before[p:], after[p:])
+	gone = before[p : len(before)-s]
+	put := after[p : len(after)-s]
+	lead, tail := lastRunes(before[:p], redactionContext), firstRunes(before[len(before)-s:], redactionContext)
+	r.Before = scrubContent(lead + mask(gone) + tail)
+	r.After = scrubContent(lead + put + tail)
+	return r, gone
+}
+
+// scrubContent is scrub for a text that must keep its shape: it keeps the audit
+// scrubber's replacements and bound.
+func scrubContent(s string) string { return scrub(s) }
+
+// mask hides all of s but its first few runes (at most a quarter of it, at most
+// maskVisible), and says how long it was.
+func mask(s string) string {
+	n := utf8.RuneCountInString(s)
+	if n == 0 {
+		return ""
+	}
+	show := min(maskVisible, n/4)
+	return firstRunes(s, show) + strings.Repeat("•", min(n-show, 12)) + fmt.Sprintf("[%d chars removed]", n)
+}
+
+// maskAll masks every occurrence of each removed string (of 6 bytes or more: shorter
+// ones are too common to be secrets and would mangle the text) in s.
+func maskAll(s string, removed []string) string {
+	for _, g := range removed {
+		for _, piece := range removedPieces(g) {
+			if strings.Contains(s, piece) {
+				s = strings.ReplaceAll(s, piece, mask(piece))
+			}
+		}
+	}
+	return s
+}
+
+// removedPieces are the whitespace-separated words of a removed stretch worth masking on
+// their own (one stretch can hold several secrets and the text between them).
+func removedPieces(g string) []string {
+	var out []string
+	if len(g) >= 6 {
+		out = append(out, g)
+	}
+	for _, f := range strings.Fields(g) {
+		if len(f) >= 6 && f != g {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
+}
+
+func commonSuffix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[len(a)-n]) {
+		n--
+	}
+	return n
+}
+
+func lastRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := len(s)
+	for range n {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return "…" + s[i:]
+}
+
+func firstRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	if n == 0 {
+		return ""
+	}
+	return s[:i] + "…"
+}
+
+func truncate(s string) string {
+	if len(s) <= maxConsoleText {
+		return s
+	}
+	cut := maxConsoleText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…[truncated]"
+}
+
+// hookViews is the chain in force as the console's Health page lists it: ids, transport,
+// what each reaches (a policy name, a URL without credentials, a command name) and the
+// subscriptions. Authentication settings and policy configuration are left out.
+func hookViews(doc *registration.Document) []admin.HookView {
+	if doc == nil {
+		return nil
+	}
+	out := make([]admin.HookView, 0, len(doc.Hooks))
+	for _, h := range doc.Hooks {
+		v := admin.HookView{ID: scrub(h.ID), Transport: h.Transport.Type}
+		switch h.Transport.Type {
+		case registration.TransportInProcess:
+			v.Target = h.Transport.Policy
+		case registration.TransportHTTP:
+			v.Target = urlWithoutSecrets(h.Transport.URL)
+		default:
+			v.Target = scrub(h.Transport.Command)
+		}
+		for _, s := range h.Subscriptions {
+			v.Subscriptions = append(v.Subscriptions, admin.SubscriptionView{Events: s.Events, Mode: s.Mode,
+				FailurePolicy: s.FailurePolicy, TimeoutMs: s.TimeoutMs})
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// urlWithoutSecrets keeps scheme, host and path of a backend URL: userinfo and query may
+// carry credentials.
+func urlWithoutSecrets(raw string) string {
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i]
+	}
+	if i := strings.Index(raw, "://"); i >= 0 {
+		rest := raw[i+3:]
+		if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
+			raw = raw[:i+3] + rest[at+1:]
+		}
+	}
+	return scrub(raw)
+}
+
+// consoleHealth is the Health page's view of the current generation and the state store.
+func (rt *Runtime) consoleHealth() admin.Health {
+	g := rt.cur.Load()
+	if g == nil {
+		return admin.Health{}
+	}
+	h := admin.Health{Generation: g.seq, Registration: RegistrationSource(g.cfg), Hooks: g.hooks,
+		Store: admin.StoreView{Backend: g.cfg.State.Backend, Down: rt.health.Down()}}
+	if h.Store.Backend == "" {
+		h.Store.Backend = "memory"
+	}
+	if g.audit != nil && g.audit.w.Enabled() {
+		h.AuditPath = scrub(g.cfg.Audit.Path)
+		h.AuditDropped, h.AuditQueue = g.audit.w.Dropped(), g.audit.w.QueueDepth()
+	}
+	return h
+}
