@@ -115,14 +115,12 @@ func redactions(orig, eff *ahp.Event) ([]admin.Redaction, []string) {
 	var removed []string
 	add := func(where, before, after string) {
 		r, gone := textChange(before, after)
-		if gone == "" && r.Before == r.After {
+		if len(gone) == 0 && r.Before == r.After {
 			return
 		}
 		r.Where = where
 		out = append(out, r)
-		if gone != "" {
-			removed = append(removed, gone)
-		}
+		removed = append(removed, gone...)
 	}
 	byID := make(map[string]*ahp.Message, len(orig.Items))
 	for i := range orig.Items {
@@ -159,18 +157,146 @@ func redactions(orig, eff *ahp.Event) ([]admin.Redaction, []string) {
 	return out, removed
 }
 
-// textChange shows the stretch where after differs from before, with up to
-// redactionContext runes of unchanged text each side: the removed stretch masked in
-// Before, the replacement as it went on in After. gone is the removed stretch.
-func textChange(before, after string) (r admin.Redaction, gone string) {
-	p := commonPrefix(before, after)
-	s := commonSuffix(before[p:], after[p:])
-	gone = before[p : len(before)-s]
-	put := after[p : len(after)-s]
-	lead, tail := lastRunes(before[:p], redactionContext), firstRunes(before[len(before)-s:], redactionContext)
-	r.Before = scrubContent(lead + mask(gone) + tail)
-	r.After = scrubContent(lead + put + tail)
+// textChange shows where after differs from before: the changed stretches (a token-level
+// diff, so two secrets in one message are two stretches and the words between them stay
+// readable), with up to redactionContext runes of unchanged text around each and the
+// rest elided. In Before each removed stretch is masked; After shows what went on in its
+// place. gone lists the removed stretches.
+func textChange(before, after string) (r admin.Redaction, gone []string) {
+	a, b := tokens(before), tokens(after)
+	if len(a)*len(b) > maxDiffCells {
+		// Too long to diff token by token: one stretch from the first to the last change.
+		p := commonPrefix(before, after)
+		s := commonSuffix(before[p:], after[p:])
+		a = []string{before[:p], before[p : len(before)-s], before[len(before)-s:]}
+		b = []string{after[:p], after[p : len(after)-s], after[len(after)-s:]}
+	}
+	// Segments alternate: unchanged text, then a change (removed, inserted), and so on.
+	type segment struct {
+		same     string
+		del, ins string
+		change   bool
+	}
+	var segs []segment
+	for _, op := range diffTokens(a, b) {
+		n := len(segs)
+		if op.kind == '=' {
+			if n == 0 || segs[n-1].change {
+				segs = append(segs, segment{})
+				n++
+			}
+			segs[n-1].same += op.text
+			continue
+		}
+		if n == 0 || !segs[n-1].change {
+			segs = append(segs, segment{change: true})
+			n++
+		}
+		if op.kind == '-' {
+			segs[n-1].del += op.text
+		} else {
+			segs[n-1].ins += op.text
+		}
+	}
+	var bb, ab strings.Builder
+	for i, sg := range segs {
+		if sg.change {
+			if sg.del != "" {
+				gone = append(gone, sg.del)
+			}
+			bb.WriteString(mask(sg.del))
+			ab.WriteString(sg.ins)
+			continue
+		}
+		t := sg.same
+		first, last := i == 0, i == len(segs)-1
+		switch {
+		case first && last: // no change at all
+		case first:
+			t = lastRunes(t, redactionContext)
+		case last:
+			t = firstRunes(t, redactionContext)
+		case utf8.RuneCountInString(t) > 2*redactionContext:
+			t = firstRunes(t, redactionContext) + lastRunes(t, redactionContext)
+		}
+		bb.WriteString(t)
+		ab.WriteString(t)
+	}
+	r.Before, r.After = scrubContent(bb.String()), scrubContent(ab.String())
 	return r, gone
+}
+
+// maxDiffCells bounds the token diff's table (tokens before × tokens after).
+const maxDiffCells = 4_000_000
+
+// tokens splits s into words (letters, digits and the -_ that keys are made of) and the
+// single characters between them; concatenated they are s again.
+func tokens(s string) []string {
+	var out []string
+	start := -1
+	for i, r := range s {
+		word := r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127
+		switch {
+		case word && start < 0:
+			start = i
+		case !word:
+			if start >= 0 {
+				out = append(out, s[start:i])
+				start = -1
+			}
+			out = append(out, string(r))
+		}
+	}
+	if start >= 0 {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+type diffOp struct {
+	kind byte // '=', '-', '+'
+	text string
+}
+
+// diffTokens is the longest-common-subsequence diff of two token lists.
+func diffTokens(a, b []string) []diffOp {
+	n, m := len(a), len(b)
+	lcs := make([][]int32, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int32, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if a[i] == b[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []diffOp
+	i, j := 0, 0
+	for i < n && j < m {
+		switch {
+		case a[i] == b[j]:
+			out = append(out, diffOp{'=', a[i]})
+			i++
+			j++
+		case lcs[i+1][j] >= lcs[i][j+1]:
+			out = append(out, diffOp{'-', a[i]})
+			i++
+		default:
+			out = append(out, diffOp{'+', b[j]})
+			j++
+		}
+	}
+	for ; i < n; i++ {
+		out = append(out, diffOp{'-', a[i]})
+	}
+	for ; j < m; j++ {
+		out = append(out, diffOp{'+', b[j]})
+	}
+	return out
 }
 
 // scrubContent is scrub for a text that must keep its shape: it keeps the audit
@@ -188,32 +314,15 @@ func mask(s string) string {
 	return firstRunes(s, show) + strings.Repeat("•", min(n-show, 12)) + fmt.Sprintf("[%d chars removed]", n)
 }
 
-// maskAll masks every occurrence of each removed string (of 6 bytes or more: shorter
-// ones are too common to be secrets and would mangle the text) in s.
+// maskAll masks every occurrence of each removed stretch in s (stretches of 6 bytes or
+// more: shorter ones are too common to be secrets, and masking them would mangle text).
 func maskAll(s string, removed []string) string {
 	for _, g := range removed {
-		for _, piece := range removedPieces(g) {
-			if strings.Contains(s, piece) {
-				s = strings.ReplaceAll(s, piece, mask(piece))
-			}
+		if len(g) >= 6 && strings.Contains(s, g) {
+			s = strings.ReplaceAll(s, g, mask(g))
 		}
 	}
 	return s
-}
-
-// removedPieces are the whitespace-separated words of a removed stretch worth masking on
-// their own (one stretch can hold several secrets and the text between them).
-func removedPieces(g string) []string {
-	var out []string
-	if len(g) >= 6 {
-		out = append(out, g)
-	}
-	for _, f := range strings.Fields(g) {
-		if len(f) >= 6 && f != g {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func commonPrefix(a, b string) int {
