@@ -86,9 +86,9 @@ const (
 )
 
 type console struct {
-	opts   ConsoleOptions
-	pages  map[string]*template.Template
-	log    *zap.Logger
+	opts  ConsoleOptions
+	pages map[string]*template.Template
+	log   *zap.Logger
 }
 
 // NewConsole returns the console's handler, to be mounted at /ui.
