@@ -39,9 +39,10 @@ type Chain struct {
 
 // backend is one entry of the ordered hooks array.
 type backend struct {
-	id   string
-	kind string // registration.Transport* of its transport
-	tr   transport.Transport
+	id     string
+	kind   string // registration.Transport* of its transport
+	policy string // the built-in policy of an in-process backend
+	tr     transport.Transport
 }
 
 // subscription is one registered subscription with everything the hot path needs
@@ -107,7 +108,7 @@ func New(doc *registration.Document, opts Options) (*Chain, error) {
 			_ = c.closeTransports()
 			return nil, fmt.Errorf("chain: backend %s: %w", b.ID, err)
 		}
-		c.backends = append(c.backends, &backend{id: b.ID, kind: b.Transport.Type, tr: tr})
+		c.backends = append(c.backends, &backend{id: b.ID, kind: b.Transport.Type, policy: b.Transport.Policy, tr: tr})
 	}
 	// Attach backends to subscriptions (same order as doc.Hooks).
 	i := 0
@@ -199,6 +200,20 @@ func (c *Chain) TransportOf(backendID string) string {
 	for _, b := range c.backends {
 		if b.id == backendID {
 			return b.kind
+		}
+	}
+	return ""
+}
+
+// PolicyOf returns the built-in policy an in-process backend runs ("tools", "secrets",
+// ...), or "" for another transport or an unknown id.
+func (c *Chain) PolicyOf(backendID string) string {
+	if c == nil {
+		return ""
+	}
+	for _, b := range c.backends {
+		if b.id == backendID && b.kind == registration.TransportInProcess {
+			return b.policy
 		}
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/tracing"
 )
@@ -344,7 +346,7 @@ func traceIntercept(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, e
 	addTraceContext(ctx, ev)
 	st := ch.Intercept(ctx, ev, caps, ext...)
 	if st != nil {
-		interceptorSpans(ctx, tracer, start, st.Records)
+		interceptorSpans(ctx, tracer, ch, start, ev, st)
 		attrs := []attribute.KeyValue{
 			attribute.String("ahp.permission", st.Permission),
 			attribute.String("ahp.flow", st.Flow),
@@ -360,34 +362,112 @@ func traceIntercept(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, e
 	return st
 }
 
-// interceptorSpans records one span per interceptor call of a settled boundary. Calls run
-// serially (AHP-COMP-001), so each starts where the previous one ended; the durations are
-// the chain's own measurements (Record.Latency). Reconstructing them here keeps the
-// engine free of any tracing dependency.
-func interceptorSpans(ctx context.Context, tracer trace.Tracer, start time.Time, recs []chain.Record) {
+// interceptorSpans records one span per interceptor call of a settled boundary, named and
+// described in the OpenTelemetry GenAI guardrail vocabulary (development status; see
+// tracing/genai.go): gen_ai.run_guardrail.internal for an in-process policy,
+// gen_ai.run_guardrail.client for an HTTP or stdio backend, with the hook's verdict, what
+// hookproxy enforced, and a gen_ai.security.finding event per finding; the ahp.*
+// attributes say the same in the protocol's own words. Calls run serially
+// (AHP-COMP-001), so each starts where the previous one ended; the durations are the
+// chain's own measurements (Record.Latency). Reconstructing them here keeps the engine
+// free of any tracing dependency.
+func interceptorSpans(ctx context.Context, tracer trace.Tracer, ch *chain.Chain, start time.Time, ev *ahp.Event, st *chain.Settlement) {
 	at := start
-	for i := range recs {
-		r := &recs[i]
+	action := guardrailAction(st)
+	for i := range st.Records {
+		r := &st.Records[i]
 		switch r.Outcome {
 		case chain.OutcomeNotCalled, chain.OutcomeObserved:
 			continue // no call was made at decision time
 		}
 		end := at.Add(r.Latency)
-		_, span := tracer.Start(ctx, "ahp.intercept "+r.BackendID, trace.WithTimestamp(at),
-			trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(
-				attribute.String("ahp.backend.id", r.BackendID),
-				attribute.Int("ahp.subscription", r.Subscription),
-				attribute.String("ahp.outcome", string(r.Outcome)),
-				attribute.StringSlice("ahp.effects", r.Effects)))
+		transport := ch.TransportOf(r.BackendID)
+		name, kind := tracing.SpanGuardrailClient, trace.SpanKindClient
+		if transport == registration.TransportInProcess {
+			name, kind = tracing.SpanGuardrailInternal, trace.SpanKindInternal
+		}
+		verdict := guardrailVerdict(r)
+		attrs := []attribute.KeyValue{
+			attribute.String(tracing.AttrOperationName, tracing.OperationRunGuardrail),
+			attribute.String(tracing.AttrGuardrailID, r.BackendID),
+			attribute.String(tracing.AttrTargetType, tracing.TargetType(ev.Type)),
+			attribute.String(tracing.AttrVerdictType, verdict),
+			attribute.String(tracing.AttrActionType, action),
+			attribute.Bool(tracing.AttrContentModified, slices.Contains(r.Effects, ahp.EffectModify)),
+			attribute.String("ahp.backend.id", r.BackendID),
+			attribute.String("ahp.backend.transport", transport),
+			attribute.Int("ahp.subscription", r.Subscription),
+			attribute.String("ahp.outcome", string(r.Outcome)),
+			attribute.StringSlice("ahp.effects", r.Effects),
+		}
+		if ev.Session != nil && ev.Session.ID != "" {
+			attrs = append(attrs, attribute.String(tracing.AttrConversationID, ev.Session.ID))
+		}
+		policy := ch.PolicyOf(r.BackendID)
+		if policy != "" {
+			attrs = append(attrs, attribute.String(tracing.AttrPolicyID, policy), attribute.String(tracing.AttrGuardrailName, policy))
+		} else {
+			attrs = append(attrs, attribute.String(tracing.AttrGuardrailName, r.BackendID))
+		}
+		// The rule: the deny code of this hook's denial (a built-in policy names its rule
+		// class there, e.g. hookproxy.tools.destructive, hookproxy.secrets.github_token).
+		rule := ""
+		if d := st.Denial; d != nil && d.BackendID == r.BackendID && !d.Synthetic && d.Code != "" {
+			rule = d.Code
+			attrs = append(attrs, attribute.String(tracing.AttrVerdictCode, d.Code), attribute.String(tracing.AttrPolicyRuleID, d.Code))
+		}
+		_, span := tracer.Start(ctx, name, trace.WithTimestamp(at), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+		for _, eff := range r.Effects {
+			if eff == ahp.EffectAllow || eff == ahp.EffectMessage {
+				continue // not a finding: nothing was flagged
+			}
+			fa := []attribute.KeyValue{attribute.String(tracing.AttrVerdictType, eff),
+				attribute.String(tracing.AttrTargetType, tracing.TargetType(ev.Type))}
+			if eff == ahp.EffectDeny && rule != "" {
+				fa = append(fa, attribute.String(tracing.AttrPolicyRuleID, rule))
+			}
+			if policy != "" {
+				fa = append(fa, attribute.String(tracing.AttrPolicyID, policy))
+			}
+			span.AddEvent(tracing.EventFinding, trace.WithTimestamp(end), trace.WithAttributes(fa...))
+		}
 		if r.FailureKind != "" {
 			span.SetAttributes(attribute.String("ahp.failure.kind", string(r.FailureKind)),
-				attribute.String("ahp.failure.policy", r.Policy))
+				attribute.String("ahp.failure.policy", r.Policy), attribute.String("error.type", string(r.FailureKind)))
 			span.SetStatus(codes.Error, string(r.FailureKind))
 		}
 		span.End(trace.WithTimestamp(end))
 		at = end
 	}
+}
+
+// guardrailVerdict is one hook's answer as the proposal's verdict: its strongest accepted
+// effect (deny, ask, flow, return, modify, inject, message, allow in that order), "allow"
+// for an answer with none, "error" for a failed call.
+func guardrailVerdict(r *chain.Record) string {
+	if r.Outcome == chain.OutcomeFailed {
+		return tracing.VerdictError
+	}
+	for _, e := range []string{ahp.EffectDeny, ahp.EffectAsk, ahp.EffectFlow, ahp.EffectReturn,
+		ahp.EffectModify, ahp.EffectInject, ahp.EffectMessage, ahp.EffectAllow} {
+		if slices.Contains(r.Effects, e) {
+			return e
+		}
+	}
+	return tracing.VerdictAllow
+}
+
+// guardrailAction is what hookproxy enforces for the settled boundary: block (denied,
+// fail-closed, or flow stopped), modify (changed, injected or answered from a supplied
+// result), else allow.
+func guardrailAction(st *chain.Settlement) string {
+	switch {
+	case st.Refused() || st.Stopped():
+		return tracing.ActionBlock
+	case st.Modified || len(st.Injections) > 0 || st.Candidate != nil:
+		return tracing.ActionModify
+	}
+	return tracing.ActionAllow
 }
 
 // traceObserved passes the trace context on to the observers of an observe-only event.

@@ -89,7 +89,7 @@ func TestTracingSpans(t *testing.T) {
 	if !ok || boundary.Parent.SpanID() != req.SpanContext.SpanID() {
 		t.Fatalf("boundary span missing or not a child of the request span; spans: %v", names(exp.GetSpans()))
 	}
-	call, ok := spans["ahp.intercept test-backend"]
+	call, ok := spans[tracing.SpanGuardrailInternal]
 	if !ok || call.Parent.SpanID() != boundary.SpanContext.SpanID() {
 		t.Fatalf("interceptor span missing or not a child of the boundary span; spans: %v", names(exp.GetSpans()))
 	}
