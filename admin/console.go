@@ -188,9 +188,12 @@ func (c *console) cookieCaller(v string) string {
 	return found
 }
 
+// sameOrigin reports whether a browser request came from a page of this origin: the
+// browser's own Sec-Fetch-Site says so where it is sent (every current browser); else the
+// Origin header must name this host. An opaque origin ("null") is not this origin.
 func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
-		return false
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin"
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
@@ -260,7 +263,8 @@ func (c *console) render(w http.ResponseWriter, page string, data map[string]any
 	// Only this origin's own script and style; no framing.
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Links out of the console carry no address of it; its own requests keep their Origin.
+	h.Set("Referrer-Policy", "same-origin")
 	_, _ = buf.WriteTo(w)
 }
 
@@ -405,8 +409,20 @@ func (a approvalRecord) Left() string {
 	return d.String()
 }
 
-// InputText is the call's arguments as text.
-func (a approvalRecord) InputText() string { return string(a.Tool.Input) }
+// InputText is the call's arguments as indented JSON.
+func (a approvalRecord) InputText() string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(a.Tool.Input), "", "  "); err != nil {
+		return string(a.Tool.Input)
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, buf.Bytes()); err != nil {
+		return buf.String()
+	}
+	buf.Reset()
+	_ = json.Indent(&buf, out.Bytes(), "", "  ")
+	return buf.String()
+}
 
 // callAPI sends one request to the approvals API in-process, as the console's caller.
 func (c *console) callAPI(ctx context.Context, method, target string, body []byte) (int, []byte) {
@@ -479,7 +495,9 @@ func (c *console) decide(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `decision must be "approve" or "deny"`, http.StatusBadRequest)
 		return
 	}
-	body, _ := json.Marshal(map[string]string{"decision": decision, "reason": r.FormValue("reason")})
+	// The digest shown with the call goes along: the decision applies to that exact call
+	// and is refused (409) if the record is about another.
+	body, _ := json.Marshal(map[string]string{"decision": decision, "reason": r.FormValue("reason"), "digest": r.FormValue("digest")})
 	id := chi.URLParam(r, "id")
 	code, resp := c.callAPI(r.Context(), http.MethodPost, "/approvals/"+url.PathEscape(id), body)
 	notice := decision + "d " + id

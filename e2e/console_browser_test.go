@@ -49,21 +49,31 @@ type consoleRig struct {
 	rec                *recorder
 }
 
-func startConsoleRig(t *testing.T) *consoleRig {
+// startConsoleRig starts the proxy with the default chain, or with the registration
+// document given.
+func startConsoleRig(t *testing.T, registration ...string) *consoleRig {
 	t.Helper()
 	model := httptest.NewServer(fakemodel.New().Handler())
 	t.Cleanup(model.Close)
+	dir, reg := t.TempDir(), ""
+	if len(registration) > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "hooks.json"), []byte(registration[0]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		reg = "registration: hooks.json"
+	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
 admin:
   listen: %s
   token: %s
 source: urn:hookproxy:e2e-console
+%s
 routes:
   - prefix: /openai
     api: openai
     upstream: %s
-`, testsupport.FreeAddr(t), consoleAdminToken, model.URL)), "")
+`, testsupport.FreeAddr(t), consoleAdminToken, reg, model.URL)), dir)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -145,7 +155,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.WindowSize(1360, 860), chromedp.Flag("hide-scrollbars", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
 		t.Fatalf("start chromium: %v", err)
@@ -270,6 +280,98 @@ func TestConsoleInBrowser(t *testing.T) {
 	for _, s := range consoleSecrets {
 		if strings.Contains(html, s) {
 			t.Errorf("the session page shows %q", s)
+		}
+	}
+}
+
+// TestConsoleApprovesHeldCall: a policy asks before any `rm` runs; the agent's call is
+// held while a person, on the console's Approvals page, sees it arrive by itself, reads the
+// command and approves it by clicking; the held call then reaches the agent as it was
+// judged, and the page lists the decision with the token's name as the decider.
+func TestConsoleApprovesHeldCall(t *testing.T) {
+	ctx := browser(t)
+	rig := startConsoleRig(t, `{"protocolVersion": "draft", "hooks": [
+  {"id": "hookproxy.builtin.tools", "transport": {"type": "in_process", "policy": "tools",
+     "config": {"deny": [{"name": "confirm-delete", "tool": "Bash", "command": "rm", "action": "ask"}]}},
+   "subscriptions": [{"events": ["tool.before"], "mode": "intercept", "timeoutMs": 2000,
+     "failurePolicy": "fail-closed", "content": {"default": "body"}}]}]}`)
+
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(rig.adminURL+"/ui/approvals"),
+		chromedp.SendKeys(chromedp.ID("token"), consoleAdminToken),
+		chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.ID("no-pending")),
+	); err != nil {
+		t.Fatalf("open the approvals page: %v", err)
+	}
+
+	type result struct {
+		answer *openai.ChatCompletion
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c := openai.NewClient(openaioption.WithBaseURL(rig.proxyURL+"/openai/v1"), openaioption.WithAPIKey(consoleClientKey),
+			openaioption.WithMaxRetries(0))
+		cctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		a, err := c.Chat.Completions.New(cctx, openai.ChatCompletionNewParams{Model: "gpt-4o",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Please clean up the build directory.")}})
+		done <- result{a, err}
+	}()
+
+	// The held call appears without a reload (the approvals event stream).
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("section.approval"))); err != nil {
+		t.Fatalf("the held call did not appear: %v", err)
+	}
+	held := textOf(t, ctx, "section.approval")
+	for _, want := range []string{"Bash", "rm -rf /", "hookproxy.builtin.tools", "confirm-delete"} {
+		if !strings.Contains(held, want) {
+			t.Errorf("the pending approval %q lacks %q", held, want)
+		}
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the call was not held: %+v %v", r.answer, r.err)
+	default:
+	}
+	screenshot(t, ctx, "console-approvals.png")
+	step := func(what string, a chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, a); err != nil {
+			html, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+			loc, _ := chromedp.Run(ctx, chromedp.Location())
+			t.Fatalf("%s: %v; at %s: %s", what, err, loc, html)
+		}
+	}
+	step("type a reason", chromedp.SendKeys(chromedp.CSS("section.approval input[name=reason]"), "cleaning the build box"))
+	step("click approve", chromedp.Click(chromedp.CSS("section.approval button.approve")))
+	step("see the notice", chromedp.WaitVisible(chromedp.ID("notice")))
+
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the approved call did not reach the agent")
+	}
+	if r.err != nil {
+		t.Fatalf("chat: %v", r.err)
+	}
+	var bash string
+	for _, c := range r.answer.Choices[0].Message.ToolCalls {
+		if c.Function.Name == "Bash" {
+			bash = c.Function.Arguments
+		}
+	}
+	if !strings.Contains(bash, "rm -rf /") {
+		t.Fatalf("the approved call is not in the answer: %+v", r.answer.Choices[0].Message)
+	}
+	decided := textOf(t, ctx, "table.decided tbody tr")
+	for _, want := range []string{"Bash", "approved", "admin", "cleaning the build box"} {
+		if !strings.Contains(decided, want) {
+			t.Errorf("the decided row %q lacks %q", decided, want)
 		}
 	}
 }
