@@ -411,17 +411,11 @@ func (a approvalRecord) Left() string {
 
 // InputText is the call's arguments as indented JSON.
 func (a approvalRecord) InputText() string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, bytes.TrimSpace(a.Tool.Input), "", "  "); err != nil {
+	var compact, out bytes.Buffer
+	if json.Compact(&compact, a.Tool.Input) != nil || json.Indent(&out, compact.Bytes(), "", "  ") != nil {
 		return string(a.Tool.Input)
 	}
-	var out bytes.Buffer
-	if err := json.Compact(&out, buf.Bytes()); err != nil {
-		return buf.String()
-	}
-	buf.Reset()
-	_ = json.Indent(&buf, out.Bytes(), "", "  ")
-	return buf.String()
+	return out.String()
 }
 
 // callAPI sends one request to the approvals API in-process, as the console's caller.
