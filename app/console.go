@@ -163,14 +163,17 @@ func redactions(orig, eff *ahp.Event) ([]admin.Redaction, []string) {
 // rest elided. In Before each removed stretch is masked; After shows what went on in its
 // place. gone lists the removed stretches.
 func textChange(before, after string) (r admin.Redaction, gone []string) {
-	a, b := tokens(before), tokens(after)
+	// The unchanged head and tail are set aside first, so the diff runs over the stretch
+	// from the first change to the last only.
+	p := commonPrefix(before, after)
+	sfx := commonSuffix(before[p:], after[p:])
+	a, b := tokens(before[p:len(before)-sfx]), tokens(after[p:len(after)-sfx])
 	if len(a)*len(b) > maxDiffCells {
-		// Too long to diff token by token: one stretch from the first to the last change.
-		p := commonPrefix(before, after)
-		s := commonSuffix(before[p:], after[p:])
-		a = []string{before[:p], before[p : len(before)-s], before[len(before)-s:]}
-		b = []string{after[:p], after[p : len(after)-s], after[len(after)-s:]}
+		// Too long to diff token by token on the request path: one masked stretch.
+		a, b = []string{before[p : len(before)-sfx]}, []string{after[p : len(after)-sfx]}
 	}
+	a = append([]string{before[:p]}, append(a, before[len(before)-sfx:])...)
+	b = append([]string{after[:p]}, append(b, after[len(after)-sfx:])...)
 	// Segments alternate: unchanged text, then a change (removed, inserted), and so on.
 	type segment struct {
 		same     string
@@ -226,8 +229,9 @@ func textChange(before, after string) (r admin.Redaction, gone []string) {
 	return r, gone
 }
 
-// maxDiffCells bounds the token diff's table (tokens before × tokens after).
-const maxDiffCells = 4_000_000
+// maxDiffCells bounds the token diff's table (tokens before × tokens after, 4 bytes each):
+// it runs on the request path.
+const maxDiffCells = 250_000
 
 // tokens splits s into words (letters, digits and the -_ that keys are made of) and the
 // single characters between them; concatenated they are s again.

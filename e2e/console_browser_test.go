@@ -175,8 +175,11 @@ func artifactsDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// screenshot saves the page as name under the artifacts directory and, with
-// HOOKPROXY_UPDATE_DOCS=1, as docs/img/name (the pictures README shows).
+// docPictures are the screenshots docs/console.md and README show.
+var docPictures = map[string]bool{"console-live.png": true, "console-session.png": true}
+
+// screenshot saves the page as name under the artifacts directory and, for the pictures
+// of the documentation with HOOKPROXY_UPDATE_DOCS=1, as docs/img/name.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -184,7 +187,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
 	dirs := []string{artifactsDir(t)}
-	if os.Getenv("HOOKPROXY_UPDATE_DOCS") == "1" {
+	if os.Getenv("HOOKPROXY_UPDATE_DOCS") == "1" && docPictures[name] {
 		dirs = append(dirs, filepath.Join("..", "docs", "img"))
 	}
 	for _, d := range dirs {
@@ -515,6 +518,13 @@ func TestConsoleShowsNoCredential(t *testing.T) {
 	mustNotContain(t, "what reached the model", received, consoleGitLab, consoleHF, consoleDBPassword)
 
 	pages := map[string]string{"event stream": stream.String()}
+	// The live view's filter: only the refusals.
+	refusals := consoleGet(t, rig.adminURL+"/ui/?outcome=refused", consoleAdminToken)
+	if !strings.Contains(refusals, "hookproxy.tools.destructive") || strings.Contains(refusals, `class="outcome-forwarded"`) ||
+		strings.Contains(refusals, `class="outcome-rewritten"`) {
+		t.Errorf("the live view filtered on refused shows other outcomes or not the refusal:\n%s", refusals)
+	}
+	pages["/ui/?outcome=refused"] = refusals
 	for _, p := range []string{"/ui/", "/ui/sessions", "/ui/health"} {
 		pages[p] = consoleGet(t, rig.adminURL+p, consoleAdminToken)
 	}
