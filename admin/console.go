@@ -274,16 +274,6 @@ func filterOf(r *http.Request) Filter {
 		Outcome: q.Get("outcome"), Policy: q.Get("policy")}
 }
 
-func filterQuery(f Filter) string {
-	v := url.Values{}
-	for k, s := range map[string]string{"route": f.Route, "session": f.Session, "boundary": f.Boundary, "outcome": f.Outcome, "policy": f.Policy} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v.Encode()
-}
-
 func (c *console) live(w http.ResponseWriter, r *http.Request) {
 	f := filterOf(r)
 	c.render(w, "live", map[string]any{"Filter": f, "Decisions": c.opts.Window.Recent(f, pageLimit)})
