@@ -231,3 +231,24 @@ func TestConsoleEscapesText(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleWithoutTokenLoopbackOnly: with no admin token the console serves loopback
+// peers (control) and refuses any other peer, whatever its headers say.
+func TestConsoleWithoutTokenLoopbackOnly(t *testing.T) {
+	h := New(Options{Console: &ConsoleOptions{Window: NewWindow(10)}})
+	for _, tc := range []struct {
+		peer string
+		want int
+	}{{"127.0.0.1:5000", http.StatusOK}, {"[::1]:5000", http.StatusOK}, {"10.1.2.3:5000", http.StatusForbidden}, {"192.168.0.9:5000", http.StatusForbidden}} {
+		for _, path := range []string{"/ui/", "/ui/sessions", "/ui/health"} {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.RemoteAddr = tc.peer
+			req.Header.Set("X-Forwarded-For", "127.0.0.1")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Errorf("GET %s from %s: %d, want %d", path, tc.peer, rec.Code, tc.want)
+			}
+		}
+	}
+}
