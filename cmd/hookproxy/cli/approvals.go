@@ -9,28 +9,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/hookproxy/hookproxy/approvals"
-	"github.com/hookproxy/hookproxy/config"
-)
-
-// Environment of `hookproxy approvals`.
-const (
-	EnvAdmin      = "HOOKPROXY_ADMIN"       // the admin listener's address or URL
-	EnvAdminToken = "HOOKPROXY_ADMIN_TOKEN" // its bearer token (admin.token)
 )
 
 const approvalsUsage = `usage: hookproxy approvals list [--state pending|decided|all]
        hookproxy approvals show ID
        hookproxy approvals approve ID [--reason TEXT]
        hookproxy approvals deny ID [--reason TEXT]
-flags (anywhere): --admin ADDR (default $` + EnvAdmin + `, else the configuration's admin, else 127.0.0.1:9090)
-                  --config FILE, --token-env NAME (default ` + EnvAdminToken + `), --token-file PATH
-`
+flags may stand anywhere;
+` + adminUsage
 
 // runApprovals is `hookproxy approvals ...`: the admin listener's approvals endpoints from
 // the command line. Exit 0 done, 1 refused or failed (unknown id, already decided,
@@ -39,10 +29,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("approvals", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.Usage = func() { fmt.Fprint(stderr, approvalsUsage) }
-	adminAddr := flags.String("admin", "", "admin listener address host:port or URL")
-	configPath := flags.String("config", "", "configuration file naming the admin address")
-	tokenEnv := flags.String("token-env", EnvAdminToken, "environment variable holding the admin token")
-	tokenFile := flags.String("token-file", "", "file holding the admin token")
+	target := registerAdminFlags(flags)
 	state := flags.String("state", "pending", "list: pending, decided or all")
 	reason := flags.String("reason", "", "approve/deny: the reason recorded with the decision")
 	// Flags may follow the positional arguments (approve ID --reason TEXT).
@@ -65,24 +52,11 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, approvalsUsage)
 		return 2
 	}
-	base, err := adminBase(*adminAddr, *configPath)
+	c, err := target.client(30 * time.Second)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookproxy approvals: %v\n", err)
 		return 2
 	}
-	token := ""
-	switch {
-	case *tokenFile != "":
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			fmt.Fprintf(stderr, "hookproxy approvals: --token-file: %v\n", err)
-			return 2
-		}
-		token = strings.TrimSpace(string(b))
-	case *tokenEnv != "":
-		token = os.Getenv(*tokenEnv)
-	}
-	c := &adminClient{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}}
 	need := func(n int) bool {
 		if len(pos) != n {
 			fmt.Fprint(stderr, approvalsUsage)
@@ -121,7 +95,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 		if pos[0] == "deny" {
 			decision = approvals.DecisionDeny
 		}
-		body, _ := json.Marshal(map[string]string{"decision": decision, "reason": *reason})
+		body := map[string]string{"decision": decision, "reason": *reason}
 		var rec approvals.Record
 		if err := c.do(http.MethodPost, "/approvals/"+url.PathEscape(pos[1]), body, &rec); err != nil {
 			fmt.Fprintf(stderr, "hookproxy approvals %s: %v\n", pos[0], err)
@@ -135,75 +109,7 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// adminBase is the admin listener's base URL: --admin, $HOOKPROXY_ADMIN, the
-// configuration's admin address, or the default 127.0.0.1:9090.
-func adminBase(flagValue, configPath string) (string, error) {
-	addr := flagValue
-	if addr == "" {
-		addr = os.Getenv(EnvAdmin)
-	}
-	if addr == "" {
-		if p := config.PathFromEnv(configPath); p != "" {
-			cfg, err := config.Load(p)
-			if err != nil {
-				return "", err
-			}
-			addr = cfg.Admin
-		}
-	}
-	if addr == "" {
-		addr = "127.0.0.1:9090"
-	}
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
-	u, err := url.Parse(addr)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("--admin %q is not host:port or a URL", flagValue)
-	}
-	return strings.TrimRight(u.String(), "/"), nil
-}
-
-type adminClient struct {
-	base, token string
-	http        *http.Client
-}
-
-// do sends one request and decodes a 200 answer into out; any other status is an error
-// carrying the server's message.
-func (c *adminClient) do(method, path string, body []byte, out any) error {
-	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, msg)
-	}
-	return json.Unmarshal(b, out)
-}
-
+// printRecords writes one line per record, its input compacted and cut at 60 bytes.
 func printRecords(w io.Writer, recs []approvals.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tTOOL\tROUTE\tCREATED\tEXPIRES\tINPUT")

@@ -14,17 +14,14 @@ import (
 	"time"
 
 	"github.com/hookproxy/hookproxy/admin"
-	"github.com/hookproxy/hookproxy/config"
 )
 
-const pinsUsage = `usage: hookproxy pins [--config FILE] [--admin ADDR] [--scope SCOPE] COMMAND
+const pinsUsage = `usage: hookproxy pins [--config FILE] [--admin ADDR] [--scope SCOPE] [--token-env NAME | --token-file PATH] COMMAND
   list           every pinned tool and every definition waiting for review
   export         the pins as a pins file (pinning.mode file), to stdout or --out FILE
   accept TOOL    make the definition of TOOL last seen its pin
   forget TOOL    remove the pin of TOOL (tofu pins the next definition seen)
-The admin listener is --admin, else FILE's admin address, else 127.0.0.1:9090; its token is
-FILE's admin token, else $` + EnvAdminToken + `.
-`
+` + adminUsage
 
 // runPins is `hookproxy pins ...`, a client of the admin listener's /pins endpoints.
 // Exit 0 success, 1 failure (the listener refused or is unreachable), 2 usage error.
@@ -32,8 +29,7 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("pins", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.Usage = func() { fmt.Fprint(stderr, pinsUsage) }
-	configPath := flags.String("config", "", "configuration file (default: $"+config.EnvConfig+")")
-	adminAddr := flags.String("admin", "", "admin listener address (host:port or URL)")
+	target := registerAdminFlags(flags)
 	scope := flags.String("scope", "", "the scope of TOOL, when several hold it")
 	out := flags.String("out", "", "export: write the pins file here instead of stdout")
 	// Flags may stand before or after the command and its argument.
@@ -62,12 +58,11 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "hookproxy pins: %q needs %d argument(s)\n%s", cmd, n, pinsUsage)
 		return 2
 	}
-	base, token, err := pinsTarget(*configPath, *adminAddr)
+	c, err := target.client(10 * time.Second)
 	if err != nil {
 		fmt.Fprintf(stderr, "hookproxy pins: %v\n", err)
 		return 1
 	}
-	c := &pinsClient{base: base, token: token, http: &http.Client{Timeout: 10 * time.Second}}
 	switch cmd {
 	case "list":
 		var l admin.PinsList
@@ -101,82 +96,6 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s %s in %s\n", verb, res.Tool, res.Scope)
 	}
 	return 0
-}
-
-// pinsTarget finds the admin listener's base URL and token.
-func pinsTarget(configPath, adminAddr string) (string, string, error) {
-	addr, token := adminAddr, ""
-	if path := config.PathFromEnv(configPath); path != "" {
-		cfg, err := config.Load(path)
-		if err != nil {
-			return "", "", err
-		}
-		if addr == "" {
-			addr = cfg.Admin
-		}
-		if toks := cfg.AdminAuth.NamedTokens(); len(toks) > 0 {
-			if token, err = toks[0].Secret(); err != nil {
-				return "", "", fmt.Errorf("the admin token: %w", err)
-			}
-		}
-	}
-	if token == "" {
-		token = os.Getenv(EnvAdminToken)
-	}
-	if addr == "" {
-		addr = "127.0.0.1:9090"
-	}
-	if !strings.Contains(addr, "://") {
-		if strings.HasPrefix(addr, ":") {
-			addr = "127.0.0.1" + addr
-		}
-		addr = "http://" + addr
-	}
-	return strings.TrimSuffix(addr, "/"), token, nil
-}
-
-type pinsClient struct {
-	base, token string
-	http        *http.Client
-}
-
-func (c *pinsClient) do(method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("the admin listener at %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error  string   `json:"error"`
-			Scopes []string `json:"scopes"`
-		}
-		msg := strings.TrimSpace(string(raw))
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
-	}
-	return json.Unmarshal(raw, out)
 }
 
 // printPins writes one line per tool: scope, name, state, digest (short).

@@ -94,6 +94,11 @@ func TestPinsSharedByReplicasAndFileRoundTrip(t *testing.T) {
 	if code, _, errOut := pinsCLI(t, "--admin", ab, "list"); code != 1 || !strings.Contains(errOut, "HTTP 401") {
 		t.Fatalf("pins list with a wrong token: %d %s", code, errOut)
 	}
+	// A token in the environment wins over the configuration's; without one, --config's is sent.
+	if code, _, errOut := pinsCLI(t, "--config", cfgB, "list"); code != 1 || !strings.Contains(errOut, "HTTP 401") {
+		t.Fatalf("pins list with a wrong token in the environment: %d %s", code, errOut)
+	}
+	t.Setenv("HOOKPROXY_ADMIN_TOKEN", "")
 
 	// Export from b before accepting: the file holds the reviewed (original) definitions.
 	pinsFile := filepath.Join(dir, "pins.json")
