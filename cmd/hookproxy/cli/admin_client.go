@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,25 @@ admin token:    --token-file PATH, else $` + EnvAdminToken + ` (--token-env NAME
                 else the configuration's first admin token; never a flag value (it would show in ps)
 configuration:  --config FILE, else $` + config.EnvConfig + `
 `
+
+// parseInterspersed parses flags that may stand before, between or after the positional
+// arguments (approve ID --reason TEXT) and returns the positional ones. A parse error (its
+// message already written) gives exit code 2, -help 0.
+func parseInterspersed(flags *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	for {
+		if err := flags.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		if flags.NArg() == 0 {
+			return pos, 0, true
+		}
+		pos = append(pos, flags.Arg(0))
+		args = flags.Args()[1:]
+	}
+}
 
 // adminFlags are the flags that say where the admin listener is and which token to send.
 type adminFlags struct {

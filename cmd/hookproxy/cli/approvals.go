@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,21 +31,9 @@ func runApprovals(args []string, stdout, stderr io.Writer) int {
 	target := registerAdminFlags(flags)
 	state := flags.String("state", "pending", "list: pending, decided or all")
 	reason := flags.String("reason", "", "approve/deny: the reason recorded with the decision")
-	// Flags may follow the positional arguments (approve ID --reason TEXT).
-	var pos []string
-	rest := args
-	for {
-		if err := flags.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		pos = append(pos, flags.Arg(0))
-		rest = flags.Args()[1:]
+	pos, code, ok := parseInterspersed(flags, args)
+	if !ok {
+		return code
 	}
 	if len(pos) == 0 {
 		fmt.Fprint(stderr, approvalsUsage)

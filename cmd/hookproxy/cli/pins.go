@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -33,19 +32,9 @@ func runPins(args []string, stdout, stderr io.Writer) int {
 	scope := flags.String("scope", "", "the scope of TOOL, when several hold it")
 	out := flags.String("out", "", "export: write the pins file here instead of stdout")
 	// Flags may stand before or after the command and its argument.
-	var rest []string
-	for {
-		if err := flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		rest = append(rest, flags.Arg(0))
-		args = flags.Args()[1:]
+	rest, code, ok := parseInterspersed(flags, args)
+	if !ok {
+		return code
 	}
 	if len(rest) == 0 {
 		fmt.Fprint(stderr, pinsUsage)
