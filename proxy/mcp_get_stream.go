@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 
@@ -22,16 +21,6 @@ import (
 // calls a POST stream left unanswered were failed when that stream ended (mcpStream.finish),
 // so resuming loses no result a client could still have taken.
 
-// mcpGetStream relays a GET stream event by event without its responses.
-type mcpGetStream struct {
-	h    *mcpHandler
-	src  io.ReadCloser
-	rd   *mcp.EventReader
-	out  bytes.Buffer
-	done bool
-	err  error
-}
-
 // errMCPEncodedStream refuses a GET stream in a content coding, which the filter cannot
 // read (hookproxy asked for identity).
 var errMCPEncodedStream = errors.New("the MCP server's GET stream is in a content coding hookproxy did not ask for")
@@ -45,45 +34,22 @@ func (h *mcpHandler) filterGetStream(resp *http.Response) error {
 		resp.Body.Close()
 		return errMCPEncodedStream
 	}
-	resp.Body = &mcpGetStream{h: h, src: resp.Body, rd: mcp.NewEventReader(resp.Body, h.env.Limits.MaxResponseBytes)}
+	resp.Body = newMCPEventFilter(resp.Body, h.env.Limits.MaxResponseBytes, h.filterGetEvent)
 	resp.ContentLength = -1
 	resp.Header.Del("Content-Length")
 	return nil
 }
 
-func (s *mcpGetStream) Read(p []byte) (int, error) {
-	for s.out.Len() == 0 {
-		if s.done {
-			return 0, s.err
-		}
-		ev, err := s.rd.Next()
-		if errors.Is(err, mcp.ErrEventTooLarge) {
-			ev.Raw = nil // never relay part of an event
-		}
-		if len(ev.Raw) > 0 {
-			s.process(ev)
-		}
-		if err != nil {
-			s.done, s.err = true, io.EOF
-			if !errors.Is(err, io.EOF) {
-				s.err = err
-			}
-		}
-	}
-	return s.out.Read(p)
-}
-
-func (s *mcpGetStream) Close() error { return s.src.Close() }
-
-func (s *mcpGetStream) process(ev mcp.Event) {
+// filterGetEvent relays one event of a GET stream without its responses.
+func (h *mcpHandler) filterGetEvent(ev mcp.Event, out *bytes.Buffer) {
 	data, ok := ev.MessageData()
 	if !ok {
-		s.out.Write(ev.Raw)
+		out.Write(ev.Raw)
 		return
 	}
 	body, err := mcp.ParseBody(data)
 	if err != nil {
-		s.h.log.Warn("mcp: dropped a message event of the GET stream that is not valid JSON-RPC", zap.String("route", s.h.prefix))
+		h.log.Warn("mcp: dropped a message event of the GET stream that is not valid JSON-RPC", zap.String("route", h.prefix))
 		return
 	}
 	keep := make([][]byte, 0, len(body.Messages))
@@ -95,10 +61,10 @@ func (s *mcpGetStream) process(ev mcp.Event) {
 	}
 	switch {
 	case len(keep) == len(body.Messages):
-		s.out.Write(ev.Raw)
+		out.Write(ev.Raw)
 	case len(keep) > 0:
-		ev.WriteWithData(&s.out, body.Encode(keep))
+		ev.WriteWithData(out, body.Encode(keep))
 	default:
-		s.h.log.Warn("mcp: refused a response on the GET stream: it answers no request hookproxy is holding", zap.String("route", s.h.prefix))
+		h.log.Warn("mcp: refused a response on the GET stream: it answers no request hookproxy is holding", zap.String("route", h.prefix))
 	}
 }

@@ -3,8 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
 	"maps"
 	"net/http"
 	"strconv"
@@ -201,7 +199,17 @@ func (h *mcpHandler) pinListResponse(resp *http.Response, pl *mcpPinList) error 
 	}
 	ctx := resp.Request.Context()
 	if isEventStream(ct) {
-		resp.Body = &mcpPinStream{h: h, pl: pl, ctx: ctx, src: resp.Body, rd: mcp.NewEventReader(resp.Body, h.env.Limits.MaxResponseBytes)}
+		// An SSE answer is relayed event by event, the list results checked (and tools
+		// taken out) as they pass.
+		resp.Body = newMCPEventFilter(resp.Body, h.env.Limits.MaxResponseBytes, func(ev mcp.Event, out *bytes.Buffer) {
+			if data, ok := ev.MessageData(); ok {
+				if body, changed := h.pinBody(ctx, pl, data); changed {
+					ev.WriteWithData(out, body)
+					return
+				}
+			}
+			out.Write(ev.Raw)
+		})
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 		return nil
@@ -290,48 +298,3 @@ func rawOf(v gjson.Result) []byte {
 	}
 	return []byte(v.Raw)
 }
-
-// mcpPinStream relays an SSE answer to a tools/list POST event by event, with the list
-// results checked (and tools taken out) as they pass.
-type mcpPinStream struct {
-	h    *mcpHandler
-	pl   *mcpPinList
-	ctx  context.Context
-	src  io.ReadCloser
-	rd   *mcp.EventReader
-	out  bytes.Buffer
-	done bool
-	err  error
-}
-
-func (s *mcpPinStream) Read(p []byte) (int, error) {
-	for s.out.Len() == 0 {
-		if s.done {
-			return 0, s.err
-		}
-		ev, err := s.rd.Next()
-		if errors.Is(err, mcp.ErrEventTooLarge) {
-			ev.Raw = nil // never relay part of an event
-		}
-		if len(ev.Raw) > 0 {
-			if data, ok := ev.MessageData(); ok {
-				if out, changed := s.h.pinBody(s.ctx, s.pl, data); changed {
-					ev.WriteWithData(&s.out, out)
-				} else {
-					s.out.Write(ev.Raw)
-				}
-			} else {
-				s.out.Write(ev.Raw)
-			}
-		}
-		if err != nil {
-			s.done, s.err = true, io.EOF
-			if !errors.Is(err, io.EOF) {
-				s.err = err
-			}
-		}
-	}
-	return s.out.Read(p)
-}
-
-func (s *mcpPinStream) Close() error { return s.src.Close() }
