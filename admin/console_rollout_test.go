@@ -48,7 +48,7 @@ func TestConsoleShadowPage(t *testing.T) {
 	win.Add(Decision{EventID: "ev_live", Session: "ses_a", EventType: "tool.before", Tool: "Bash", Enforcement: "forwarded"})
 	win.Add(Decision{EventID: "ev_live", Session: "ses_a", EventType: "tool.before", Tool: "Bash", Enforcement: "forwarded",
 		Shadow: &DecisionShadow{LiveOutcome: "forwarded", Outcome: "refused", Differs: true, Diff: "the call would have been refused",
-			Denial: &DecisionDenial{Code: "strict.no-bash", Reason: "no shell"},
+			Denial:       &DecisionDenial{Code: "strict.no-bash", Reason: "no shell"},
 			Interceptors: []DecisionInterceptor{{Backend: "strict", Outcome: "accepted", Effects: []string{"deny"}}}}})
 	win.Add(Decision{EventID: "ev_2", Session: "ses_a", EventType: "model.request.before", Enforcement: "forwarded",
 		Shadow: &DecisionShadow{LiveOutcome: "forwarded", Outcome: "forwarded", Differs: false}})
@@ -115,7 +115,9 @@ func TestConsolePinsPage(t *testing.T) {
 			{Tool: "add", Kind: "poisoned", Poison: []string{"sensitive_path"}, Action: "warn"}}})
 	var pinner atomic.Pointer[pinning.Pinner]
 	pinner.Store(p)
-	scrubKey := func(s string) string { return strings.ReplaceAll(s, "sk-ant-PINSunitTESTkey0123456789abcdef", "[REDACTED]") }
+	scrubKey := func(s string) string {
+		return strings.ReplaceAll(s, "sk-ant-PINSunitTESTkey0123456789abcdef", "[REDACTED]")
+	}
 	srv := newRolloutConsole(t, ConsoleOptions{Window: win, Pins: pinner.Load, Scrub: scrubKey})
 
 	code, page := consoleGet(t, srv, "/ui/pins")
@@ -149,4 +151,3 @@ func TestConsolePinsPage(t *testing.T) {
 		t.Errorf("the navigation links the Pins page with pinning off")
 	}
 }
-

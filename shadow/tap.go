@@ -30,10 +30,10 @@ const (
 // without Capture no capture, and a Tap with neither is not worth building (New returns
 // nil).
 type Options struct {
-	Chain     *chain.Chain    // the shadow chain
-	Capture   *capture.Writer // the capture writer
-	Audit     *audit.Writer
-	Metrics   *metrics.Metrics
+	Chain   *chain.Chain    // the shadow chain
+	Capture *capture.Writer // the capture writer
+	Audit   *audit.Writer
+	Metrics *metrics.Metrics
 	// OnSettled, when set, is told of each shadow settlement with the live outcome of the
 	// same boundary, on a shadow worker (the console's window of recent decisions). The
 	// record is the one the audit log gets, whether or not the audit log is on.
