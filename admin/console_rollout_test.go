@@ -59,7 +59,7 @@ func TestConsoleShadowPage(t *testing.T) {
 	}
 	for _, want := range []string{`href="/ui/shadow"`, "ses_a", "tool.before", "Bash", ">forwarded<", "→ refused",
 		"the call would have been refused", "strict.no-bash", "strict: accepted (deny)",
-		"2 shadow settlements since the start, <b>1</b> differing: tool.before 1."} {
+		"Shadow settlements since the start: 2; differing from the live one: <b>1</b> (tool.before 1)."} {
 		if !strings.Contains(page, want) {
 			t.Errorf("shadow page lacks %q:\n%s", want, page)
 		}
