@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
+
+	"github.com/hookproxy/hookproxy/pinning"
 )
 
 // The console is server-rendered HTML (html/template) with one small vanilla script for
@@ -40,6 +42,16 @@ type ConsoleOptions struct {
 	// /approvals/{id}, GET /approvals/events); nil hides the Approvals page. The console
 	// calls it in-process with the request's own authorization.
 	Approvals http.Handler
+	// Shadow reports whether the configuration in force has a shadow chain; nil or false
+	// hides the Shadow page. Its settlements reach the page through Window.
+	Shadow func() bool
+	// Pins returns the current tool-definition pinning (nil: off, which hides the Pins
+	// page). The page reads the pins and pending definitions from it, and the recent
+	// changes and findings from Window.
+	Pins func() *pinning.Pinner
+	// Scrub is applied to each tool description the Pins page shows (the audit log's
+	// credential scrubber); nil shows no description.
+	Scrub func(string) string
 	// Auth is the admin listener's authentication, which the console sits behind (nil:
 	// no token, loopback clients only).
 	Auth   *Auth
@@ -105,7 +117,9 @@ func NewConsole(opts ConsoleOptions) http.Handler {
 			return []string{"forwarded", "rewritten", "refused", "stopped", "supplied", "forwarded_unexamined"}
 		},
 	}
-	for _, p := range []string{"live", "sessions", "session", "approvals", "health", "login"} {
+	funcs["short"] = shortDigest
+	funcs["counts"] = sortedCounts
+	for _, p := range []string{"live", "sessions", "session", "approvals", "health", "shadow", "pins", "login"} {
 		c.pages[p] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(consoleFS, "ui/layout.html", "ui/"+p+".html"))
 	}
 	static, _ := fs.Sub(consoleFS, "ui/static")
@@ -121,6 +135,8 @@ func NewConsole(opts ConsoleOptions) http.Handler {
 		r.Get("/sessions", c.sessions)
 		r.Get("/sessions/{id}", c.session)
 		r.Get("/health", c.health)
+		r.Get("/shadow", c.shadowPage)
+		r.Get("/pins", c.pinsPage)
 		r.Get("/approvals", c.approvals)
 		r.Get("/approvals/events", c.approvalEvents)
 		r.Post("/approvals/{id}", c.decide)
@@ -250,6 +266,8 @@ func safeNext(n string) string {
 func (c *console) render(w http.ResponseWriter, page string, data map[string]any) {
 	data["Page"] = page
 	data["Approvals"] = c.opts.Approvals != nil
+	data["Shadow"] = c.shadowOn()
+	data["Pins"] = c.pinner() != nil
 	data["Login"] = c.tokens()
 	var buf bytes.Buffer
 	if err := c.pages[page].Execute(&buf, data); err != nil {

@@ -41,7 +41,43 @@ type Decision struct {
 	Injections int    `json:"injections,omitempty"`
 	Reapplied  int    `json:"reapplied,omitempty"`
 	Resettled  bool   `json:"resettled,omitempty"`
+	// Shadow is set on a shadow settlement: the shadow chain's settlement of the boundary
+	// beside the live one. These arrive after the live decision (the shadow chain runs off
+	// the request path) and are kept apart from it: the window stores only those that
+	// differ, and the live view, sessions and backend statistics leave them out.
+	Shadow *DecisionShadow `json:"shadow,omitempty"`
+	// ToolDefinitions is set on the decisions of tool-definition pinning (EventType
+	// hookproxy.tool_definitions): what differs from the pins of Scope. Names, kinds and
+	// digests, never a description.
+	ToolDefinitions []ToolDefinitionChange `json:"toolDefinitions,omitempty"`
+	Scope           string                 `json:"scope,omitempty"`
 }
+
+// DecisionShadow is what the shadow chain settled, against what the proxy did live.
+type DecisionShadow struct {
+	LiveOutcome  string                `json:"liveOutcome"`
+	Outcome      string                `json:"outcome"`
+	Effects      []string              `json:"effects"`
+	Differs      bool                  `json:"differs"`
+	Diff         string                `json:"diff,omitempty"`
+	Denial       *DecisionDenial       `json:"denial,omitempty"`
+	Interceptors []DecisionInterceptor `json:"interceptors"`
+}
+
+// ToolDefinitionChange is one difference between a tool definition shown to an agent and
+// its pin.
+type ToolDefinitionChange struct {
+	Tool   string   `json:"tool"`
+	Kind   string   `json:"kind"`
+	Like   string   `json:"like,omitempty"`
+	Digest string   `json:"digest,omitempty"`
+	Pinned string   `json:"pinned,omitempty"`
+	Poison []string `json:"poison,omitempty"`
+	Action string   `json:"action"`
+}
+
+// EventToolDefinitions is the event type of pinning's decisions (the extension event).
+const EventToolDefinitions = "hookproxy.tool_definitions"
 
 // DecisionDenial says why a boundary was refused.
 type DecisionDenial struct {
@@ -128,6 +164,15 @@ type Window struct {
 	pos  int        // next slot to write once full
 	seq  uint64
 	subs map[chan Decision]struct{}
+	// shadow counts every shadow settlement added since the start, kept or not.
+	shadow ShadowCounts
+}
+
+// ShadowCounts are the shadow settlements the window was given since the process started:
+// all of them, those that differ from the live one, and the disagreements per boundary.
+type ShadowCounts struct {
+	Settled, Differs int
+	ByBoundary       map[string]int
 }
 
 // NewWindow keeps the last size decisions (DefaultWindowSize when size <= 0).
@@ -145,6 +190,19 @@ func (w *Window) Add(d Decision) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if d.Shadow != nil {
+		// A shadow settlement is counted; only a disagreement takes a place in the window
+		// (the agreeing ones would push live decisions out), and none goes to the live view.
+		w.shadow.Settled++
+		if !d.Shadow.Differs {
+			return
+		}
+		w.shadow.Differs++
+		if w.shadow.ByBoundary == nil {
+			w.shadow.ByBoundary = map[string]int{}
+		}
+		w.shadow.ByBoundary[d.EventType]++
+	}
 	w.seq++
 	d.Seq = w.seq
 	if len(w.buf) < w.size {
@@ -152,6 +210,9 @@ func (w *Window) Add(d Decision) {
 	} else {
 		w.buf[w.pos] = d
 		w.pos = (w.pos + 1) % w.size
+	}
+	if d.Shadow != nil {
+		return // the live view is of live decisions
 	}
 	for ch := range w.subs {
 		select {
@@ -161,14 +222,60 @@ func (w *Window) Add(d Decision) {
 	}
 }
 
-// snapshot returns the window oldest first.
-func (w *Window) snapshot() []Decision {
+// snapshot returns the window's live decisions oldest first (shadow settlements are left
+// out: see shadowSnapshot).
+func (w *Window) snapshot() []Decision { return w.snapshotOf(false) }
+
+// shadowSnapshot returns the window's shadow disagreements oldest first.
+func (w *Window) shadowSnapshot() []Decision { return w.snapshotOf(true) }
+
+func (w *Window) snapshotOf(shadow bool) []Decision {
+	if w == nil {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]Decision, 0, len(w.buf))
-	out = append(out, w.buf[w.pos:]...)
-	out = append(out, w.buf[:w.pos]...)
+	for _, part := range [][]Decision{w.buf[w.pos:], w.buf[:w.pos]} {
+		for i := range part {
+			if (part[i].Shadow != nil) == shadow {
+				out = append(out, part[i])
+			}
+		}
+	}
 	return out
+}
+
+// ShadowDisagreements returns up to limit shadow settlements that differ from the live
+// one, newest first.
+func (w *Window) ShadowDisagreements(limit int) []Decision {
+	all := w.shadowSnapshot()
+	var out []Decision
+	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, all[i])
+	}
+	return out
+}
+
+// ShadowCounts returns the shadow settlements counted since the start.
+func (w *Window) ShadowCounts() ShadowCounts {
+	if w == nil {
+		return ShadowCounts{}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.shadow
+	c.ByBoundary = make(map[string]int, len(w.shadow.ByBoundary))
+	for k, v := range w.shadow.ByBoundary {
+		c.ByBoundary[k] = v
+	}
+	return c
+}
+
+// ToolDefinitionChanges returns up to limit decisions of tool-definition pinning, newest
+// first.
+func (w *Window) ToolDefinitionChanges(limit int) []Decision {
+	return w.Recent(Filter{Boundary: EventToolDefinitions}, limit)
 }
 
 // Recent returns up to limit decisions matching f, newest first.

@@ -12,6 +12,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/registration"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/proxy"
 )
 
@@ -42,19 +43,10 @@ func ConsoleDecision(requestID string, rec proxy.BoundaryRecord, ch *chain.Chain
 		Tool: scrub(rec.ToolName), Model: scrub(rec.Model), Enforcement: closedText(ar.Enforcement),
 		Permission: closedText(ar.Permission), Flow: closedText(ar.Flow), Held: closedText(ar.Held),
 		UpstreamStatus: rec.UpstreamStatus, Injections: rec.Injections, Reapplied: rec.Reapplied,
-		Resettled: rec.Resettled, Interceptors: make([]admin.DecisionInterceptor, 0, len(ar.Interceptors)),
+		Resettled: rec.Resettled, Interceptors: consoleInterceptors(ar.Interceptors, ch),
 	}
-	for _, ic := range ar.Interceptors {
-		effects := make([]string, len(ic.Effects))
-		for i, e := range ic.Effects {
-			effects[i] = closedText(e)
-		}
-		d.Interceptors = append(d.Interceptors, admin.DecisionInterceptor{
-			Backend: scrub(string(ic.BackendID)), Transport: ch.TransportOf(string(ic.BackendID)),
-			Subscription: ic.Subscription, Outcome: closedText(ic.Outcome), Effects: effects,
-			LatencyMs: ic.LatencyMs, FailureKind: closedText(ic.FailureKind), Violation: closedText(ic.Violation),
-			FailurePolicy: closedText(ic.FailurePolicy),
-		})
+	if len(rec.ToolDefinitions) > 0 {
+		d.ToolDefinitions, d.Scope = toolDefinitionChanges(rec)
 	}
 	var removed []string
 	d.Redactions, removed = redactions(rec.Original, rec.Event)
@@ -64,6 +56,77 @@ func ConsoleDecision(requestID string, rec proxy.BoundaryRecord, ch *chain.Chain
 	}
 	if ev := rec.Event; ev != nil && ev.Tool != nil && len(ev.Tool.Input) > 0 {
 		d.ToolInput = maskAll(toolInputText(ev.Tool.Input), removed)
+	}
+	return d
+}
+
+// consoleInterceptors converts the audit record's interceptors; ch names their transports.
+func consoleInterceptors(ics []audit.Interceptor, ch *chain.Chain) []admin.DecisionInterceptor {
+	out := make([]admin.DecisionInterceptor, 0, len(ics))
+	for _, ic := range ics {
+		effects := make([]string, len(ic.Effects))
+		for i, e := range ic.Effects {
+			effects[i] = closedText(e)
+		}
+		out = append(out, admin.DecisionInterceptor{
+			Backend: scrub(string(ic.BackendID)), Transport: ch.TransportOf(string(ic.BackendID)),
+			Subscription: ic.Subscription, Outcome: closedText(ic.Outcome), Effects: effects,
+			LatencyMs: ic.LatencyMs, FailureKind: closedText(ic.FailureKind), Violation: closedText(ic.Violation),
+			FailurePolicy: closedText(ic.FailurePolicy),
+		})
+	}
+	return out
+}
+
+// toolDefinitionChanges is what pinning reported on a hookproxy.tool_definitions record:
+// the changes (names, kinds, digests and finding kinds, scrubbed like every text of the
+// window) and the scope, from the event's report.
+func toolDefinitionChanges(rec proxy.BoundaryRecord) ([]admin.ToolDefinitionChange, string) {
+	out := make([]admin.ToolDefinitionChange, 0, len(rec.ToolDefinitions))
+	for _, c := range rec.ToolDefinitions {
+		poison := make([]string, len(c.Poison))
+		for i, p := range c.Poison {
+			poison[i] = scrub(p)
+		}
+		out = append(out, admin.ToolDefinitionChange{Tool: scrub(c.Tool), Kind: scrub(c.Kind), Like: scrub(c.Like),
+			Digest: scrub(c.Digest), Pinned: scrub(c.Pinned), Poison: poison, Action: scrub(c.Action)})
+	}
+	scope := ""
+	if ev := rec.Event; ev != nil {
+		var rep ahp.ToolDefinitionReport
+		if raw, ok := ev.Extensions[ahp.ExtToolDefinitions]; ok && json.Unmarshal(raw, &rep) == nil {
+			scope = scrub(rep.Scope)
+		}
+	}
+	return out, scope
+}
+
+// ConsoleShadowDecision converts a shadow settlement (the audit record with its shadow
+// part) into the console's view of it; live is what the proxy did at that boundary and
+// ch is the shadow chain (naming its backends' transports).
+func ConsoleShadowDecision(rec audit.Record, live enforcement.Action, ch *chain.Chain) admin.Decision {
+	d := admin.Decision{
+		Time: rec.Time, Session: closedText(rec.SessionID), Turn: closedText(rec.TurnID),
+		EventID: closedText(rec.EventID), EventType: closedText(rec.EventType), CallID: closedText(rec.CallID),
+		Tool: closedText(rec.Tool), Model: closedText(rec.Model), Enforcement: closedText(live),
+		Permission: closedText(rec.Permission), Flow: closedText(rec.Flow),
+		Interceptors: consoleInterceptors(rec.Interceptors, nil),
+	}
+	if dn := rec.Denial; dn != nil {
+		d.Denial = &admin.DecisionDenial{Reason: closedText(dn.Reason), Code: closedText(dn.Code),
+			Backend: closedText(dn.BackendID), Synthetic: dn.Synthetic}
+	}
+	if sh := rec.Shadow; sh != nil {
+		effects := make([]string, len(sh.Effects))
+		for i, e := range sh.Effects {
+			effects[i] = closedText(e)
+		}
+		d.Shadow = &admin.DecisionShadow{LiveOutcome: closedText(live), Outcome: closedText(sh.Outcome),
+			Effects: effects, Differs: sh.Differs, Diff: closedText(sh.Diff), Interceptors: consoleInterceptors(sh.Interceptors, ch)}
+		if dn := sh.Denial; dn != nil {
+			d.Shadow.Denial = &admin.DecisionDenial{Reason: closedText(dn.Reason), Code: closedText(dn.Code),
+				Backend: closedText(dn.BackendID), Synthetic: dn.Synthetic}
+		}
 	}
 	return d
 }
@@ -429,6 +492,13 @@ func urlWithoutSecrets(raw string) string {
 		}
 	}
 	return scrub(raw)
+}
+
+// consoleShadow reports whether the generation in force runs a shadow chain (the
+// console's Shadow page).
+func (rt *Runtime) consoleShadow() bool {
+	g := rt.cur.Load()
+	return g != nil && g.rollout != nil && g.rollout.shadow != nil
 }
 
 // consoleHealth is the Health page's view of the current generation and the state store.

@@ -6,11 +6,13 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/audit"
 	"github.com/hookproxy/hookproxy/capture"
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/registration"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/shadow"
@@ -63,7 +65,8 @@ type rollout struct {
 }
 
 // buildRollout builds the shadow chain and the capture writer of cfg; nil parts are off.
-func buildRollout(cfg *config.Config, seq uint64, aw *audit.Writer, m *metrics.Metrics, log *zap.Logger) (*rollout, error) {
+// window, when set, is given each shadow settlement (the console's Shadow page).
+func buildRollout(cfg *config.Config, seq uint64, aw *audit.Writer, m *metrics.Metrics, window *admin.Window, log *zap.Logger) (*rollout, error) {
 	sc, err := BuildShadowChain(cfg, log)
 	if err != nil {
 		return nil, err
@@ -82,8 +85,14 @@ func buildRollout(cfg *config.Config, seq uint64, aw *audit.Writer, m *metrics.M
 			return nil, fmt.Errorf("capture.dir: %w", err)
 		}
 	}
+	var onSettled func(audit.Record, enforcement.Action)
+	if window != nil && sc != nil {
+		onSettled = func(rec audit.Record, live enforcement.Action) {
+			window.Add(ConsoleShadowDecision(rec, live, sc))
+		}
+	}
 	return &rollout{shadow: sc, tap: shadow.New(shadow.Options{
-		Chain: sc, Capture: cw, Audit: aw, Metrics: m, Logger: log.Named("shadow"),
+		Chain: sc, Capture: cw, Audit: aw, Metrics: m, OnSettled: onSettled, Logger: log.Named("shadow"),
 	})}, nil
 }
 

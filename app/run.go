@@ -190,7 +190,8 @@ func Run(ctx context.Context, opts Options) error {
 		as = &http.Server{
 			Handler: admin.New(admin.Options{Ready: rt.Ready, Metrics: m.Handler(), Logger: log.Named("admin"), Auth: adminAuth(cfg, log.Named("admin")),
 				Protected: rt.protectedRoutes(), Manifest: rt.manifest(),
-				Console: &admin.ConsoleOptions{Window: window, Health: rt.consoleHealth}}),
+				Console: &admin.ConsoleOptions{Window: window, Health: rt.consoleHealth,
+					Shadow: rt.consoleShadow, Pins: rt.Pinner, Scrub: scrub}}),
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          zap.NewStdLog(log.Named("admin-http")),

@@ -312,7 +312,7 @@ func (rt *Runtime) build(cfg *config.Config, prev *generation) (_ *generation, e
 		}
 	}()
 	seq := rt.seq.Load() + 1 // the number this generation gets if it is built
-	ro, err := buildRollout(cfg, seq, al.w, rt.metrics, rt.log)
+	ro, err := buildRollout(cfg, seq, al.w, rt.metrics, rt.window, rt.log)
 	if err != nil {
 		return nil, err
 	}

@@ -53,14 +53,24 @@ type consoleRig struct {
 // document given.
 func startConsoleRig(t *testing.T, registration ...string) *consoleRig {
 	t.Helper()
+	files, extra := map[string]string{}, ""
+	if len(registration) > 0 {
+		files["hooks.json"], extra = registration[0], "registration: hooks.json"
+	}
+	return startConsoleRigWith(t, files, extra)
+}
+
+// startConsoleRigWith starts the proxy with the files written to its configuration's
+// directory and the extra top-level configuration (registration, shadow, pinning, ...).
+func startConsoleRigWith(t *testing.T, files map[string]string, extra string) *consoleRig {
+	t.Helper()
 	model := httptest.NewServer(fakemodel.New().Handler())
 	t.Cleanup(model.Close)
-	dir, reg := t.TempDir(), ""
-	if len(registration) > 0 {
-		if err := os.WriteFile(filepath.Join(dir, "hooks.json"), []byte(registration[0]), 0o600); err != nil {
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		reg = "registration: hooks.json"
 	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
@@ -73,7 +83,7 @@ routes:
   - prefix: /openai
     api: openai
     upstream: %s
-`, testsupport.FreeAddr(t), consoleAdminToken, reg, model.URL)), dir)
+`, testsupport.FreeAddr(t), consoleAdminToken, extra, model.URL)), dir)
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}

@@ -7,5 +7,6 @@
 // chain runs on its own goroutines behind a bounded queue (a full queue drops the event
 // and counts it), and its backends' failures, hangs and crashes never reach a client or
 // the live decision. Each shadow settlement is written to the audit log beside the live
-// one, as a record with a shadow part saying whether, and how, it differs.
+// one, as a record with a shadow part saying whether, and how, it differs; the same record
+// goes to Options.OnSettled (the console's window), audit log or not.
 package shadow

@@ -13,6 +13,7 @@ import (
 	"github.com/hookproxy/hookproxy/capture"
 	"github.com/hookproxy/hookproxy/chain"
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/enforcement"
 	"github.com/hookproxy/hookproxy/metrics"
 )
 
@@ -29,10 +30,14 @@ const (
 // without Capture no capture, and a Tap with neither is not worth building (New returns
 // nil).
 type Options struct {
-	Chain     *chain.Chain    // the shadow chain
-	Capture   *capture.Writer // the capture writer
-	Audit     *audit.Writer
-	Metrics   *metrics.Metrics
+	Chain   *chain.Chain    // the shadow chain
+	Capture *capture.Writer // the capture writer
+	Audit   *audit.Writer
+	Metrics *metrics.Metrics
+	// OnSettled, when set, is told of each shadow settlement with the live outcome of the
+	// same boundary, on a shadow worker (the console's window of recent decisions). The
+	// record is the one the audit log gets, whether or not the audit log is on.
+	OnSettled func(rec audit.Record, live enforcement.Action)
 	Logger    *zap.Logger
 	QueueSize int // shadow queue bound (default DefaultQueueSize)
 	Workers   int // shadow chains run at once (default DefaultWorkers)
@@ -216,7 +221,7 @@ func (t *Tap) settle(j *job) {
 		j.line.Shadow = &dec
 		t.o.Capture.Write(j.line)
 	}
-	if !t.o.Audit.Enabled() {
+	if !t.o.Audit.Enabled() && t.o.OnSettled == nil {
 		return
 	}
 	live := &chain.Settlement{Records: j.records, Permission: j.live.Permission, Flow: j.live.Flow}
@@ -236,9 +241,15 @@ func (t *Tap) settle(j *job) {
 		Outcome: dec.Outcome, Differs: differs, Diff: audit.Text(diff),
 		Denial: audit.DenialOf(st.Denial), Interceptors: audit.Interceptors(st.Records),
 	}
-	// Not t.ctx: a shadow line of a settled event is kept even while closing; the writer
-	// bounds its own wait.
-	_ = t.o.Audit.Write(context.Background(), rec)
+	rec.Time = time.Now().UTC()
+	if t.o.OnSettled != nil {
+		t.o.OnSettled(rec, j.live.Outcome)
+	}
+	if t.o.Audit.Enabled() {
+		// Not t.ctx: a shadow line of a settled event is kept even while closing; the
+		// writer bounds its own wait.
+		_ = t.o.Audit.Write(context.Background(), rec)
+	}
 }
 
 // Close stops taking events, lets queued shadow work finish for a few seconds, then
