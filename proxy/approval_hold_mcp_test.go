@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +157,93 @@ func TestMCPHeldCallReportsProgress(t *testing.T) {
 			}
 			if r := files.received(); len(r) != 2 {
 				t.Fatalf("the denied call reached the server: %v", r)
+			}
+		})
+	}
+}
+
+// The wire form of a held call, from a plain HTTP client: the stream starts with a
+// progress notification carrying the client's token, and the server's answer follows as
+// one message event, whatever form it had (a JSON result, or an HTTP error without a
+// JSON-RPC answer, which becomes an error for the call's id). A client that does not
+// accept SSE gets JSON as before.
+func TestMCPHeldCallWire(t *testing.T) {
+	const callBody = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"/x"},"_meta":{"progressToken":"t-9"}}}`
+	const result = `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"deleted /x"}]}}`
+	for _, tc := range []struct {
+		name, accept string
+		status       int
+		upstream     string
+		wantCT       string
+		want         string
+	}{
+		{"sse", "application/json, text/event-stream", 200, result, "text/event-stream", "event: message\ndata: " + result + "\n\n"},
+		{"sse-upstream-error", "application/json, text/event-stream", 404, "session not found", "text/event-stream",
+			`"id":1,"error":{"code":-32603,"message":"hookproxy: the MCP server answered HTTP 404"`},
+		{"json-only-client", "application/json", 200, result, "application/json", result},
+		{"sse-refused-q0", "application/json, text/event-stream;q=0", 200, result, "application/json", result},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+				if tc.status != 200 {
+					http.Error(w, tc.upstream, tc.status)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, tc.upstream)
+			})
+			svc := newApprovals(t, time.Minute)
+			pol := &fakePolicy{effects: func(ev *ahp.Event) []ahp.Effect { return []ahp.Effect{{Type: ahp.EffectAsk}} }}
+			px := startProxy(t, mcpRouteConfig(up.URL), newTestChain(t, pol, intercept("tool.before")),
+				Options{MCPHandler: NewMCPHandler, Approvals: &Approvals{Service: svc, Generation: "g"}})
+			type answer struct {
+				resp *http.Response
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, px.URL+"/mcp/files", strings.NewReader(callBody))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", tc.accept)
+				resp, err := http.DefaultClient.Do(req)
+				done <- answer{resp, err}
+			}()
+			rec := pendingOne(t, svc)
+			var r *bufio.Reader
+			var a answer
+			if strings.Contains(tc.wantCT, "event-stream") {
+				// The headers and the first notification arrive while the call is held.
+				a = <-done
+				if a.err != nil {
+					t.Fatal(a.err)
+				}
+				defer a.resp.Body.Close()
+				r = bufio.NewReader(a.resp.Body)
+				head := streamUntil(t, r, "\n\n")
+				if want := "event: message\ndata: " + `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t-9","progress":1,"message":"waiting for approval"}}` + "\n\n"; head != want {
+					t.Fatalf("first event %q, want %q", head, want)
+				}
+			}
+			if _, err := svc.Decide(context.Background(), rec.ID, approvals.DecisionApprove, "alice", "", ""); err != nil {
+				t.Fatal(err)
+			}
+			if r == nil {
+				a = <-done
+				if a.err != nil {
+					t.Fatal(a.err)
+				}
+				defer a.resp.Body.Close()
+				r = bufio.NewReader(a.resp.Body)
+			}
+			rest, _ := io.ReadAll(r)
+			if ct := a.resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tc.wantCT) || a.resp.StatusCode != 200 {
+				t.Fatalf("status %d Content-Type %q, want %q", a.resp.StatusCode, ct, tc.wantCT)
+			}
+			if !strings.Contains(string(rest), tc.want) || strings.Contains(string(rest), "session not found") {
+				t.Fatalf("answer %q, want %q", rest, tc.want)
+			}
+			if n := len(up.requests()); n != 1 {
+				t.Fatalf("upstream saw %d requests", n)
 			}
 		})
 	}
