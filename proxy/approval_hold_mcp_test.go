@@ -141,8 +141,12 @@ func TestMCPHeldCallReportsProgress(t *testing.T) {
 			if res := <-done; res == nil || res.IsError || !strings.Contains(mcpText(res), "[redacted]") {
 				t.Fatalf("approved call without a token: %+v", res)
 			}
-			if n := len(progress); n != 0 {
-				t.Fatalf("%d progress notifications without a progressToken: %+v", n, <-progress)
+			// Only the hold's own notifications count: the server's "reading" of the first
+			// call may still be on its way.
+			for len(progress) > 0 {
+				if p := <-progress; p.Message == approvalProgressMessage {
+					t.Fatalf("a progress notification without a progressToken: %+v", p)
+				}
 			}
 
 			// Denied, with an integer progressToken: the denial comes on the stream.
