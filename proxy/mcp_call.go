@@ -45,6 +45,11 @@ type mcpExchange struct {
 	// capabilities").
 	modifyInput bool
 	approval    *ApprovalAudit // the approval of the call being audited next (approval_hold_mcp.go)
+	// w and sseOK let a call held for approval turn the answer into an SSE stream that
+	// carries progress notifications (mcp_held_stream.go); held is that stream once begun.
+	w     http.ResponseWriter
+	sseOK bool
+	held  *mcpHeldStream
 
 	outBody  []byte        // what goes upstream
 	local    [][]byte      // answers hookproxy gives itself, in body order
@@ -105,7 +110,7 @@ func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcp
 		return
 	}
 	ctx := withPolicyBudget(r.Context(), h.env.Limits)
-	x := &mcpExchange{h: h, ctx: ctx, subs: subs, body: body, modifyInput: true}
+	x := &mcpExchange{h: h, ctx: ctx, subs: subs, body: body, modifyInput: true, w: w, sseOK: acceptsEventStream(r.Header)}
 	// A hook call owns the observations it dispatched: they finish within the request.
 	defer x.wait()
 	x.session, x.scope = h.sessionOf(r)
@@ -141,7 +146,16 @@ func (h *mcpHandler) serveCalls(w http.ResponseWriter, r *http.Request, subs mcp
 	if changed {
 		x.outBody = body.Encode(out)
 	}
-	h.rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, &mcpState{x: x})))
+	fwd := r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, &mcpState{x: x}))
+	if x.held != nil {
+		// The answer is already an SSE stream (a call waited for approval with progress
+		// notifications): the server's answer, checked as always, goes out on it.
+		rw := x.held.relay(x)
+		h.rp.ServeHTTP(rw, fwd)
+		rw.finish()
+		return
+	}
+	h.rp.ServeHTTP(w, fwd)
 }
 
 // sessionOf returns session.id and the call-id scope. The Mcp-Session-Id value is hashed,
@@ -418,9 +432,14 @@ func (x *mcpExchange) audit(ev *ahp.Event, st *chain.Settlement, delivery string
 }
 
 // writeLocal answers a POST that the server never sees: every request in it was answered
-// by hookproxy (HTTP 200, JSON, in the body's own single or batch shape).
+// by hookproxy (HTTP 200, JSON, in the body's own single or batch shape; one SSE message
+// event when a held call already made the answer a stream).
 func (x *mcpExchange) writeLocal(w http.ResponseWriter) {
 	body := x.body.Encode(x.local)
+	if x.held != nil {
+		x.held.message(body) // the answer is already an SSE stream: one message event
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
@@ -435,7 +454,9 @@ func (x *mcpExchange) prepareOutbound(out *http.Request) {
 // readsResponse reports whether the server's answer must be read: results to check, or
 // local answers to merge into it.
 func (x *mcpExchange) readsResponse() bool {
-	return (x.subs.after && x.callsPending()) || len(x.local) > 0
+	// A held stream relays the answer into an SSE stream it framed itself, which must not
+	// carry bytes in a Content-Encoding the client never sees announced.
+	return (x.subs.after && x.callsPending()) || len(x.local) > 0 || x.held != nil
 }
 
 // scrub removes the client's credentials and session id, and anything shaped like an API

@@ -281,11 +281,13 @@ func TestCodexApprovals(t *testing.T) {
 	version := checkVersion(t, bin, codexPkg)
 	c := codexCases[0]
 	for _, tc := range []struct {
-		name, decision string
-		pushed         bool
+		name, decision, timeout string
+		pushed                  bool
+		told                    string
 	}{
-		{"approved", "approve", true},
-		{"denied", "deny", false},
+		{"approved", "approve", "60s", true, ""},
+		{"denied", "deny", "60s", false, "was denied by loopback: e2e decision"},
+		{"expired", "", "3s", false, "was not run: approval timed out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newGitScratch(t)
@@ -294,7 +296,7 @@ func TestCodexApprovals(t *testing.T) {
 			im := newImitation(t, sc)
 			g := newGate()
 			trap := newEgressTrap(t)
-			p := startProxy(t, gatedUpstream(t, im, g), askRegistration(t, s.victim), "approvals:\n  timeout: 60s\n")
+			p := startProxy(t, gatedUpstream(t, im, g), askRegistration(t, s.victim), "approvals:\n  timeout: "+tc.timeout+"\n")
 			stop := decider(t, p, tc.decision, g, nil)
 			res := runCodex(t, bin, c.model, p.url+"/openai/v1", s.scratch, trap)
 			recs := stop()
@@ -310,6 +312,13 @@ func TestCodexApprovals(t *testing.T) {
 			}
 			if tc.pushed != answered(im.requests(), answerFinal) {
 				t.Errorf("final turn reached = %v, want %v (turns %v)", !tc.pushed, tc.pushed, turns(im.requests()))
+			}
+			if tc.told != "" && !strings.Contains(res.stdout, tc.told) {
+				t.Errorf("the agent was not told %q:\n%s", tc.told, tail(res.stdout, 2<<10))
+			}
+			want := map[string]string{"approve": "approved", "deny": "denied", "": "expired"}[tc.decision]
+			if recs[0].State != want || !strings.Contains(p.auditLog(), `"approval":{"id":"`+recs[0].ID+`","decision":"`+want+`"`) {
+				t.Errorf("record %+v; audit:\n%s", recs[0], tail(p.auditLog(), 4<<10))
 			}
 		})
 	}

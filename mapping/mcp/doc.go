@@ -2,7 +2,8 @@
 // onto canonical AHP content and back. It owns the MCP framing: JSON-RPC messages and
 // batches (jsonrpc.go), the keys a response is paired with its request by (ids.go),
 // tools/call (call.go), CallToolResult mapping (result.go) and the SSE framing of
-// Streamable HTTP answers (sse.go). The HTTP side (requests, headers,
+// Streamable HTTP answers (sse.go), with the progress notifications hookproxy sends itself
+// (progress.go). The HTTP side (requests, headers,
 // sessions, limits) and the enforcement of settlements live in package proxy.
 //
 // Native JSON is read with gjson and patched with sjson, so a message or result that no
