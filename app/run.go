@@ -17,6 +17,7 @@ import (
 	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/metrics"
+	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
 	"github.com/hookproxy/hookproxy/tracing"
 )
@@ -157,6 +158,7 @@ func Run(ctx context.Context, opts Options) error {
 	var m *metrics.Metrics
 	if cfg.Admin != "" {
 		m = metrics.New()
+		m.RegisterScanCache(policies.ScanCacheStats)
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
 		Decisions: opts.Decisions, Override: opts.Override})

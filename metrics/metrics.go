@@ -50,6 +50,8 @@ type Metrics struct {
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
 	auditDropped atomic.Pointer[func() uint64]
+	// The built-in scanners' result caches (RegisterScanCache).
+	scanCache atomic.Pointer[func() (bytes, entries int64, hits, misses uint64)]
 }
 
 // New creates the metrics on a fresh registry, with the Go runtime and process collectors.
@@ -102,6 +104,31 @@ func New() *Metrics {
 		Help: "Audit records that never reached the audit log (queue full, write failure, shutdown).",
 	}, readThrough(&m.auditDropped))
 
+	scan := func(pick func(bytes, entries int64, hits, misses uint64) float64) func() float64 {
+		return func() float64 {
+			if f := m.scanCache.Load(); f != nil {
+				return pick((*f)())
+			}
+			return 0
+		}
+	}
+	scanBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookproxy_scan_cache_bytes",
+		Help: "Memory held by the built-in scanners' result caches (bounded per scanner), in bytes.",
+	}, scan(func(b, _ int64, _, _ uint64) float64 { return float64(b) }))
+	scanEntries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookproxy_scan_cache_entries",
+		Help: "Scan results held by the built-in scanners' result caches.",
+	}, scan(func(_, e int64, _, _ uint64) float64 { return float64(e) }))
+	scanHits := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookproxy_scan_cache_hits_total",
+		Help: "Texts and request params whose scan result was reused from a built-in scanner's cache.",
+	}, scan(func(_, _ int64, h, _ uint64) float64 { return float64(h) }))
+	scanMisses := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookproxy_scan_cache_misses_total",
+		Help: "Texts and request params a built-in scanner scanned (not in its cache).",
+	}, scan(func(_, _ int64, _, mi uint64) float64 { return float64(mi) }))
+
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -109,6 +136,7 @@ func New() *Metrics {
 		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
 		m.storeFailures,
 		auditDepth, auditDropped,
+		scanBytes, scanEntries, scanHits, scanMisses,
 	)
 	return m
 }
@@ -292,4 +320,13 @@ func (m *Metrics) RegisterAudit(depth func() int, dropped func() uint64) {
 	} else {
 		m.auditDropped.Store(&dropped)
 	}
+}
+
+// RegisterScanCache installs the reader of the built-in scanners' cache figures
+// (policies.ScanCacheStats).
+func (m *Metrics) RegisterScanCache(stats func() (bytes, entries int64, hits, misses uint64)) {
+	if m == nil || stats == nil {
+		return
+	}
+	m.scanCache.Store(&stats)
 }
