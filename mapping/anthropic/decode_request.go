@@ -742,8 +742,13 @@ var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
 func messagesResidue(msgs gjson.Result) (string, bool) {
 	var entries []string
 	found := false
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		r, ok := blocksResidue(m.Get("content"))
+	// One pass over each message and block, picking the members named (mapping.Pick):
+	// the texts around them are skipped undecoded, as the decode itself skips them.
+	var content [1]gjson.Result
+	mapping.Elements(msgs, func(m gjson.Result) bool {
+		content[0] = gjson.Result{}
+		mapping.Pick(m, []string{"content"}, content[:])
+		r, ok := blocksResidue(content[0])
 		if ok {
 			found = true
 			entries = append(entries, `{"content":`+r+`}`)
@@ -765,21 +770,30 @@ func blocksResidue(content gjson.Result) (string, bool) {
 	}
 	var entries []string
 	found := false
-	content.ForEach(func(_, b gjson.Result) bool {
+	// residueBlockMembers, then the block's type and (of a tool_result) content.
+	names := []string{residueBlockMembers[0], residueBlockMembers[1], residueBlockMembers[2], residueBlockMembers[3], "type", "content"}
+	var picked [6]gjson.Result
+	var url [1]gjson.Result
+	var a *mapping.Arena // strings are decoded as gjson decodes them
+	a.PickElements(content, names, picked[:], func(b gjson.Result) bool {
 		var members []string
 		if b.IsObject() {
-			for _, k := range residueBlockMembers {
-				v := b.Get(k)
+			for j, k := range residueBlockMembers {
+				v := picked[j]
 				if v.Type == gjson.String || (k == "citations" && v.IsArray()) {
 					members = append(members, mapping.Quote(k)+":"+v.Raw)
 				}
 			}
 			// An image or document fetched by URL: a signed URL carries a credential.
-			if u := b.Get("source.url"); u.Type == gjson.String && b.Get("source").IsObject() {
-				members = append(members, `"source":{"url":`+u.Raw+`}`)
+			if src := picked[2]; src.IsObject() {
+				url[0] = gjson.Result{}
+				mapping.Pick(src, []string{"url"}, url[:])
+				if u := url[0]; u.Type == gjson.String {
+					members = append(members, `"source":{"url":`+u.Raw+`}`)
+				}
 			}
-			if b.Get("type").Str == "tool_result" {
-				if r, ok := blocksResidue(b.Get("content")); ok {
+			if picked[4].Type == gjson.String && picked[4].Str == "tool_result" {
+				if r, ok := blocksResidue(picked[5]); ok {
 					members = append(members, `"content":`+r)
 				}
 			}
