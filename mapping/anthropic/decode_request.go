@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -742,20 +743,24 @@ var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
 func messagesResidue(msgs gjson.Result) (string, bool) {
 	var entries []string
 	found := false
-	// One pass over each message and block, picking the members named (mapping.Pick):
-	// the texts around them are skipped undecoded, as the decode itself skips them.
-	var content [1]gjson.Result
-	mapping.Elements(msgs, func(m gjson.Result) bool {
-		content[0] = gjson.Result{}
-		mapping.Pick(m, []string{"content"}, content[:])
-		r, ok := blocksResidue(content[0])
+	// One pass over each message and block that skips every value it does not keep
+	// undecoded (a tool result's text above all), as the decode itself does.
+	eachElementRaw(msgs.Raw, func(m string) {
+		content := ""
+		eachMemberRaw(m, func(k, v string) bool {
+			if k == "content" {
+				content = v
+				return false
+			}
+			return true
+		})
+		r, ok := blocksResidue(content)
 		if ok {
 			found = true
 			entries = append(entries, `{"content":`+r+`}`)
 		} else {
 			entries = append(entries, "{}")
 		}
-		return true
 	})
 	if !found {
 		return "", false
@@ -763,37 +768,54 @@ func messagesResidue(msgs gjson.Result) (string, bool) {
 	return "[" + strings.Join(entries, ",") + "]", true
 }
 
-// blocksResidue is the residue of a content array: one object per block.
-func blocksResidue(content gjson.Result) (string, bool) {
-	if !content.IsArray() {
+// blocksResidue is the residue of a content array (its raw JSON): one object per block.
+func blocksResidue(content string) (string, bool) {
+	if content == "" || content[0] != '[' {
 		return "", false
 	}
 	var entries []string
 	found := false
-	// residueBlockMembers, then the block's type and (of a tool_result) content.
-	names := []string{residueBlockMembers[0], residueBlockMembers[1], residueBlockMembers[2], residueBlockMembers[3], "type", "content"}
-	var picked [6]gjson.Result
-	var url [1]gjson.Result
-	var a *mapping.Arena // strings are decoded as gjson decodes them
-	a.PickElements(content, names, picked[:], func(b gjson.Result) bool {
+	eachElementRaw(content, func(b string) {
 		var members []string
-		if b.IsObject() {
+		if b[0] == '{' {
+			// The first value of each member asked for, as gjson's Get finds it.
+			var picked [len(residueBlockMembers)]string
+			var typ, inner string
+			eachMemberRaw(b, func(k, v string) bool {
+				for j, name := range residueBlockMembers {
+					if k == name && picked[j] == "" {
+						picked[j] = v
+					}
+				}
+				if k == "type" && typ == "" {
+					typ = v
+				}
+				if k == "content" && inner == "" {
+					inner = v
+				}
+				return true
+			})
 			for j, k := range residueBlockMembers {
-				v := picked[j]
-				if v.Type == gjson.String || (k == "citations" && v.IsArray()) {
-					members = append(members, mapping.Quote(k)+":"+v.Raw)
+				if v := picked[j]; v != "" && (v[0] == '"' || (k == "citations" && v[0] == '[')) {
+					members = append(members, mapping.Quote(k)+":"+v)
 				}
 			}
 			// An image or document fetched by URL: a signed URL carries a credential.
-			if src := picked[2]; src.IsObject() {
-				url[0] = gjson.Result{}
-				mapping.Pick(src, []string{"url"}, url[:])
-				if u := url[0]; u.Type == gjson.String {
-					members = append(members, `"source":{"url":`+u.Raw+`}`)
+			if src := picked[2]; src != "" && src[0] == '{' {
+				url := ""
+				eachMemberRaw(src, func(k, v string) bool {
+					if k == "url" {
+						url = v
+						return false
+					}
+					return true
+				})
+				if url != "" && url[0] == '"' {
+					members = append(members, `"source":{"url":`+url+`}`)
 				}
 			}
-			if picked[4].Type == gjson.String && picked[4].Str == "tool_result" {
-				if r, ok := blocksResidue(picked[5]); ok {
+			if typ != "" && typ[0] == '"' && jsontext.Unquote(typ) == "tool_result" {
+				if r, ok := blocksResidue(inner); ok {
 					members = append(members, `"content":`+r)
 				}
 			}
@@ -802,7 +824,57 @@ func blocksResidue(content gjson.Result) (string, bool) {
 			found = true
 		}
 		entries = append(entries, "{"+strings.Join(members, ",")+"}")
-		return true
 	})
 	return "[" + strings.Join(entries, ",") + "]", found
+}
+
+// eachElementRaw calls fn with the raw JSON of each element of the array s (a text that
+// passed the strict check).
+func eachElementRaw(s string, fn func(elem string)) {
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return
+	}
+	i = jsontext.SkipSpace(s, i+1)
+	for i < len(s) && s[i] != ']' {
+		end := jsontext.SkipValue(s, i)
+		if end <= i {
+			return
+		}
+		fn(s[i:end])
+		i = jsontext.SkipSpace(s, end)
+		if i < len(s) && s[i] == ',' {
+			i = jsontext.SkipSpace(s, i+1)
+		}
+	}
+}
+
+// eachMemberRaw calls fn with each member of the object s (a text that passed the strict
+// check): its name, unescaped, and its value's raw JSON, until fn returns false.
+func eachMemberRaw(s string, fn func(key, raw string) bool) {
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return
+	}
+	i = jsontext.SkipSpace(s, i+1)
+	for i < len(s) && s[i] == '"' {
+		kEnd := jsontext.SkipValue(s, i)
+		key := s[i+1 : kEnd-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = jsontext.Unquote(s[i:kEnd])
+		}
+		i = jsontext.SkipSpace(s, kEnd)
+		if i >= len(s) || s[i] != ':' {
+			return
+		}
+		vStart := jsontext.SkipSpace(s, i+1)
+		vEnd := jsontext.SkipValue(s, vStart)
+		if vEnd <= vStart || !fn(key, s[vStart:vEnd]) {
+			return
+		}
+		i = jsontext.SkipSpace(s, vEnd)
+		if i < len(s) && s[i] == ',' {
+			i = jsontext.SkipSpace(s, i+1)
+		}
+	}
 }

@@ -71,6 +71,7 @@ func FuzzMessagesResidue(f *testing.F) {
 		`{"messages":[{"role":"user","content":"hi"}]}`,
 		`{"messages":[{"role":"user","content":[{"type":"document","title":"T","context":"C\n","source":{"type":"url","url":"https://x.example/a?sig=1"},"citations":{"enabled":true}},{"type":"text","text":"a","citations":[{"type":"char_location","cited_text":"q"}]}]}]}`,
 		`{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result","source":"s","title":"t","content":[{"type":"text","text":"d"}]},{"type":"image","source":{"type":"url","url":"https://i.example/p.png"}}]}]}]}`,
+		`{"messages":[{"role":"user","content":[{"\u0074ype":"tool_r\u0065sult","tool_use_id":"t","content":[{"t\u0069tle":"T","type":"text","text":"x"}]}]}]}`,
 		`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGVsbG8="}},{"type":"text","text":"x\"y","title":5}]}]}`,
 	} {
 		f.Add([]byte(s))
