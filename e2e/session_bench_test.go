@@ -33,8 +33,9 @@ import (
 // CPU is each proxy process's own (the sum of its threads' run time from
 // /proc/PID/task/*/schedstat, nanosecond resolution), read before and after each request:
 // client and upstream live in the benchmark process and are not counted. Reported:
-// per-turn CPU of each proxy at turns 1, 10, 40, 80, 120 and 160 (each the median over the
-// N sessions of a 5-turn window ending there), the ratio default/none over the first 120
+// per-turn CPU of each proxy at turns 1, 10, 40, 80, 120 and 160 (each the mean over the
+// N sessions of the 10-turn window ending there, so that garbage collection, which lands
+// on whichever request runs when it does, is spread as it is paid), the ratio default/none over the first 120
 // turns of every session, and the default chain's turn-160 / turn-10 ratio (flatness).
 // Linux only. Run with -benchtime 1x; HOOKPROXY_SESSION_TURNS and HOOKPROXY_SESSIONS
 // change T (160) and N (4).
@@ -102,17 +103,15 @@ func BenchmarkAgentSession(b *testing.B) {
 			}
 		}
 	}
-	at := func(m, turn int) float64 { // median over sessions of the 5-turn window ending at turn
-		var xs []time.Duration
+	at := func(m, turn int) float64 { // mean over sessions of the 10-turn window ending at turn
+		var sum time.Duration
+		lo := max(turn-10, 0)
 		for s := 0; s < sessions; s++ {
-			lo := max(turn-5, 0)
-			var sum time.Duration
 			for t := lo; t < turn; t++ {
 				sum += cpu[m][s][t]
 			}
-			xs = append(xs, sum/time.Duration(turn-lo))
 		}
-		return medianMicros(xs)
+		return float64(sum.Nanoseconds()) / float64(sessions*(turn-lo)) / 1e3
 	}
 	for _, turn := range []int{1, 10, 40, 80, 120, 160} {
 		if turn > turns {
