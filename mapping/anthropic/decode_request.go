@@ -202,9 +202,12 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.SessionHint = v.Str
 	}
 	req.Params = []byte(root.Without("messages", "system"))
-	if residue, ok := messagesResidue(msgs); ok {
-		if p, err := sjson.SetRawBytes(req.Params, "messages", []byte(residue)); err == nil {
-			req.Params = p
+	// Without a block that has a member the residue keeps, it would be empty: skipped.
+	if d.residue {
+		if residue, ok := messagesResidue(msgs); ok {
+			if p, err := sjson.SetRawBytes(req.Params, "messages", []byte(residue)); err == nil {
+				req.Params = p
+			}
 		}
 	}
 	d.st.items = ahp.CloneMessages(d.items)
@@ -243,6 +246,9 @@ type requestDecoder struct {
 	calls    map[string]callRef
 	callList []seenCall
 	h        idHash // reset for each id
+	// residue is set once a block of the messages may give the messages residue
+	// (blockFields.mayHaveResidue): without one the residue pass is skipped.
+	residue bool
 
 	partSlab slab[ahp.Part]
 	strSlab  slab[string]
@@ -509,6 +515,7 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 	var bf blockFields
 	d.arena.PickElements(content, blockFieldNames[:], bf[:], func(b gjson.Result) bool {
 		f := &bf
+		d.residue = d.residue || f.mayHaveResidue()
 		typ := f[bType].String()
 		switch {
 		case typ == blockToolResult && roleStr == ahp.RoleAssistant:
@@ -620,6 +627,9 @@ func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) 
 		t.form = contentArray
 		var sf blockFields
 		d.arena.PickElements(c, blockFieldNames[:], sf[:], func(sb gjson.Result) bool {
+			// A nested tool_result: the residue looks into its content, which this decode
+			// does not read.
+			d.residue = d.residue || sf.mayHaveResidue() || sf[bType].String() == blockToolResult
 			if !sb.IsObject() {
 				err = errors.New("tool_result content blocks must be objects")
 				return false
