@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/admin"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
@@ -158,7 +159,11 @@ func Run(ctx context.Context, opts Options) error {
 	var m *metrics.Metrics
 	if cfg.Admin != "" {
 		m = metrics.New()
-		m.RegisterScanCache(policies.ScanCacheStats)
+		m.RegisterScanCache(func() (bytes, entries int64, hits, misses uint64) {
+			bytes, entries, hits, misses = policies.ScanCacheStats()
+			tb, te := transport.KnownTextStats()
+			return bytes + tb, entries + te, hits, misses
+		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
 		Decisions: opts.Decisions, Override: opts.Override})
