@@ -15,8 +15,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/admin"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/metrics"
+	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
 	"github.com/hookproxy/hookproxy/tracing"
 )
@@ -159,6 +161,11 @@ func Run(ctx context.Context, opts Options) error {
 	if cfg.Admin != "" {
 		m = metrics.New()
 		window = admin.NewWindow(admin.DefaultWindowSize)
+		m.RegisterScanCache(func() (bytes, entries int64, hits, misses uint64) {
+			bytes, entries, hits, misses = policies.ScanCacheStats()
+			tb, te := transport.KnownTextStats()
+			return bytes + tb, entries + te, hits, misses
+		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
 		Decisions: opts.Decisions, Override: opts.Override, Window: window})

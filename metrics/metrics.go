@@ -57,6 +57,8 @@ type Metrics struct {
 	// The audit writer is replaced on reload, so its gauges read through these.
 	auditDepth   atomic.Pointer[func() int]
 	auditDropped atomic.Pointer[func() uint64]
+	// The built-in scanners' result caches (RegisterScanCache).
+	scanCache atomic.Pointer[func() (bytes, entries int64, hits, misses uint64)]
 }
 
 // New creates the metrics on a fresh registry, with the Go runtime and process collectors.
@@ -121,6 +123,31 @@ func New() *Metrics {
 		Help: "Audit records that never reached the audit log (queue full, write failure, shutdown).",
 	}, readThrough(&m.auditDropped))
 
+	scan := func(pick func(bytes, entries int64, hits, misses uint64) float64) func() float64 {
+		return func() float64 {
+			if f := m.scanCache.Load(); f != nil {
+				return pick((*f)())
+			}
+			return 0
+		}
+	}
+	scanBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookproxy_scan_cache_bytes",
+		Help: "Memory held by the built-in scanners' result caches (bounded per scanner), in bytes.",
+	}, scan(func(b, _ int64, _, _ uint64) float64 { return float64(b) }))
+	scanEntries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookproxy_scan_cache_entries",
+		Help: "Scan results held by the built-in scanners' result caches.",
+	}, scan(func(_, e int64, _, _ uint64) float64 { return float64(e) }))
+	scanHits := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookproxy_scan_cache_hits_total",
+		Help: "Texts and request params whose scan result was reused from a built-in scanner's cache.",
+	}, scan(func(_, _ int64, h, _ uint64) float64 { return float64(h) }))
+	scanMisses := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "hookproxy_scan_cache_misses_total",
+		Help: "Texts and request params a built-in scanner scanned (not in its cache).",
+	}, scan(func(_, _ int64, _, mi uint64) float64 { return float64(mi) }))
+
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -128,6 +155,7 @@ func New() *Metrics {
 		m.upstreamLatency, m.upstreamTTFB, m.streamsActive, m.configReloads, m.unexamined,
 		m.storeFailures, m.shadowDecisions, m.shadowDisagree, m.shadowDropped, m.captureFailures, m.toolDefinitionChanges,
 		auditDepth, auditDropped,
+		scanBytes, scanEntries, scanHits, scanMisses,
 	)
 	m.registerApprovals()
 	return m
@@ -359,4 +387,13 @@ func (m *Metrics) CaptureFailure(reason string) {
 		reason = unknown
 	}
 	m.captureFailures.WithLabelValues(reason).Inc()
+}
+
+// RegisterScanCache installs the reader of the built-in scanners' cache figures
+// (policies.ScanCacheStats).
+func (m *Metrics) RegisterScanCache(stats func() (bytes, entries int64, hits, misses uint64)) {
+	if m == nil || stats == nil {
+		return
+	}
+	m.scanCache.Store(&stats)
 }

@@ -72,6 +72,8 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 		`hookproxy_config_reloads_total{result="failure"}`,
 		`hookproxy_audit_queue_depth`,
 		`hookproxy_audit_dropped_total`,
+		`hookproxy_scan_cache_bytes`,
+		`hookproxy_scan_cache_hits_total`,
 	} {
 		if v, ok := before[name]; !ok || v != 0 {
 			t.Errorf("%s = %v (present %v), want 0 before any call", name, v, ok)
@@ -106,6 +108,7 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 	m.StoreFailure("record", "fail-closed")
 	depth, dropped := 7, uint64(3)
 	m.RegisterAudit(func() int { return depth }, func() uint64 { return dropped })
+	m.RegisterScanCache(func() (int64, int64, uint64, uint64) { return 4096, 30, 120, 45 })
 
 	got := scrape(t, url)
 	want := map[string]float64{
@@ -129,6 +132,10 @@ func TestSeriesMoveWithCalls(t *testing.T) {
 		`hookproxy_state_store_failures_total{mode="re-settle",op="load"}`:                     2,
 		`hookproxy_state_store_failures_total{mode="fail-closed",op="record"}`:                 1,
 		`hookproxy_audit_dropped_total`:                                                        3,
+		`hookproxy_scan_cache_bytes`:                                                           4096,
+		`hookproxy_scan_cache_entries`:                                                         30,
+		`hookproxy_scan_cache_hits_total`:                                                      120,
+		`hookproxy_scan_cache_misses_total`:                                                    45,
 	}
 	for name, v := range want {
 		if got[name] != v {

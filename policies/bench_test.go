@@ -148,12 +148,27 @@ func BenchmarkPolicies(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	b.Run("secrets/clean", func(b *testing.B) { benchIntercept(b, mustSecrets(b), clean, caps, false) })
-	b.Run("secrets/3-secrets", func(b *testing.B) { benchIntercept(b, mustSecrets(b), withSecrets, caps, true) })
-	b.Run("pii/clean", func(b *testing.B) { benchIntercept(b, mustPII(b), clean, caps, false) })
-	b.Run("pii/3-values", func(b *testing.B) { benchIntercept(b, mustPII(b), withPII, caps, true) })
+	// These rows measure a scan: every iteration evaluates the same event, which the
+	// scanners' result cache (scan_cache.go) would otherwise answer from the second on.
+	// The -cached rows measure that: every text of the event already scanned.
+	secrets := func() *Secrets { p := mustSecrets(b); p.scan.cache = nil; return p }
+	pii := func() *PII { p := mustPII(b); p.scan.cache = nil; return p }
+	cachedInjection := injection
+	injection, err = NewInjection(InjectionConfig{Requests: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	injection.scan.cache = nil
+	b.Run("secrets/clean", func(b *testing.B) { benchIntercept(b, secrets(), clean, caps, false) })
+	b.Run("secrets/3-secrets", func(b *testing.B) { benchIntercept(b, secrets(), withSecrets, caps, true) })
+	b.Run("pii/clean", func(b *testing.B) { benchIntercept(b, pii(), clean, caps, false) })
+	b.Run("pii/3-values", func(b *testing.B) { benchIntercept(b, pii(), withPII, caps, true) })
 	b.Run("injection/clean", func(b *testing.B) { benchIntercept(b, injection, clean, caps, false) })
 	b.Run("injection/1-phrase", func(b *testing.B) { benchIntercept(b, injection, withInjection, caps, true) })
+	b.Run("secrets/clean-cached", func(b *testing.B) { benchIntercept(b, mustSecrets(b), clean, caps, false) })
+	b.Run("secrets/3-secrets-cached", func(b *testing.B) { benchIntercept(b, mustSecrets(b), withSecrets, caps, true) })
+	b.Run("pii/clean-cached", func(b *testing.B) { benchIntercept(b, mustPII(b), clean, caps, false) })
+	b.Run("injection/clean-cached", func(b *testing.B) { benchIntercept(b, cachedInjection, clean, caps, false) })
 	b.Run("tools/model.request.before", func(b *testing.B) { benchIntercept(b, tools, clean, caps, false) })
 	b.Run("models/clean", func(b *testing.B) { benchIntercept(b, models, clean, caps, false) })
 
@@ -165,7 +180,7 @@ func BenchmarkPolicies(b *testing.B) {
 	write := toolBeforeEvent("Write", string(content))
 	b.Run("tools/tool.before-command", func(b *testing.B) { benchIntercept(b, tools, cmd, tbCaps, false) })
 	b.Run("tools/tool.before-4KiB-write", func(b *testing.B) { benchIntercept(b, tools, write, tbCaps, false) })
-	b.Run("secrets/tool.before-command", func(b *testing.B) { benchIntercept(b, mustSecrets(b), cmd, tbCaps, false) })
+	b.Run("secrets/tool.before-command", func(b *testing.B) { benchIntercept(b, secrets(), cmd, tbCaps, false) })
 }
 
 // BenchmarkBaselineByteLoop is the floor the policies are measured against: one compare

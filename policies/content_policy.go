@@ -67,7 +67,7 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 	var ext map[string]json.RawMessage
 	if ev.Type == ahp.EventModelRequestBefore {
 		var refuse *ahp.Effect
-		ps := scanParams(ev.Params, d)
+		ps := d.scanParams(ev.Params) // scan_cache.go
 		if m.stopped() != nil {
 			return overBudget(m, caps)
 		}

@@ -27,7 +27,9 @@
 // tool.before modify replaces the input object with the strings rewritten recursively, or
 // merges only the changed top-level members when just merge is advertised. Regular expressions
 // are compiled once, at construction; the request path uses no reflection and allocates nothing
-// when there is nothing to report.
+// when there is nothing to report. The scanning policies (secrets, pii, injection) remember what
+// they found in each text and params object by its SHA-256, per policy instance, in a bounded
+// cache (scan_cache.go): a conversation's history is scanned once, not on every request.
 //
 // # secrets
 //

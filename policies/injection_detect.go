@@ -52,12 +52,15 @@ type injectionScanner struct {
 	kinds   kindSet
 	allow   allowList
 	extra   []*regexp.Regexp
+	cache   *scanCache // results by text digest (scan_cache.go)
 }
 
 var _ detector = (*injectionScanner)(nil)
 
+func (s *injectionScanner) results() *scanCache { return s.cache }
+
 func newInjectionScanner(kinds kindSet, allow allowList, extra []*regexp.Regexp) *injectionScanner {
-	s := &injectionScanner{kinds: kinds, allow: allow, extra: extra}
+	s := &injectionScanner{kinds: kinds, allow: allow, extra: extra, cache: newScanCache(scanCacheBytes)}
 	a := &s.anchors
 	if kinds.enabled(InjectionPhrase) {
 		for _, w := range []string{"ignore", "disregard", "forget", "override", "bypass"} {

@@ -58,12 +58,15 @@ type piiScanner struct {
 	anchors anchorSet
 	kinds   kindSet
 	allow   allowList
+	cache   *scanCache // results by text digest (scan_cache.go)
 }
 
 var _ detector = (*piiScanner)(nil)
 
+func (s *piiScanner) results() *scanCache { return s.cache }
+
 func newPIIScanner(kinds kindSet, allow allowList) *piiScanner {
-	s := &piiScanner{kinds: kinds, allow: allow}
+	s := &piiScanner{kinds: kinds, allow: allow, cache: newScanCache(scanCacheBytes)}
 	a := &s.anchors
 	if kinds.enabled(PIIEmail) {
 		a.add(anchor{lit: "@", inner: true, match: matchEmail})

@@ -137,12 +137,15 @@ type secretScanner struct {
 	allow      allowList
 	minEntropy float64
 	minLength  int
+	cache      *scanCache // results by text digest (scan_cache.go)
 }
 
 var _ detector = (*secretScanner)(nil)
 
+func (s *secretScanner) results() *scanCache { return s.cache }
+
 func newSecretScanner(kinds kindSet, allow allowList, minEntropy float64, minLength int) *secretScanner {
-	s := &secretScanner{kinds: kinds, allow: allow, minEntropy: minEntropy, minLength: minLength}
+	s := &secretScanner{kinds: kinds, allow: allow, minEntropy: minEntropy, minLength: minLength, cache: newScanCache(scanCacheBytes)}
 	a := &s.anchors
 	// Anchors of disabled kinds are left out: they would cost time and be filtered anyway.
 	on := kinds.enabled

@@ -42,14 +42,17 @@ type meter struct {
 	ctx    context.Context
 	budget *transport.WorkBudget // nil: the call counts against a budget of its own
 	own    int64                 // what the call spent when budget is nil
-	err    error                 // why the call stopped: errWorkBudget or the context's error
+	// charged is every unit the call charged, for the scan cache (scan_cache.go).
+	charged int64
+	err     error // why the call stopped: errWorkBudget or the context's error
 }
 
 // newMeter returns the detector of one call of s, metered against the budget ctx carries;
 // without one (a policy served by `hookproxy backend`, a test) the call gets a budget of
 // its own of the default size. The detector and its meter are one allocation.
 func newMeter(ctx context.Context, s scanner) *metered {
-	return &metered{s: s, meter: meter{ctx: ctx, budget: transport.WorkBudgetFrom(ctx)}}
+	return &metered{s: s, cache: s.results(), td: transport.TextDigestsFrom(ctx),
+		meter: meter{ctx: ctx, budget: transport.WorkBudgetFrom(ctx)}}
 }
 
 // charge counts n units; false once the call must stop.
@@ -60,6 +63,7 @@ func (m *meter) charge(n int) bool {
 	if m.err != nil {
 		return false
 	}
+	m.charged += int64(n)
 	if err := m.ctx.Err(); err != nil {
 		m.err = err
 		return false
@@ -108,16 +112,45 @@ type scanner interface {
 	detector
 	scanTextMetered(m *meter, dst []Finding, text string) []Finding
 	scanFieldMetered(m *meter, dst []Finding, key, value string) []Finding
+	// results is the scanner's result cache (scan_cache.go); nil keeps none.
+	results() *scanCache
 }
 
-// metered is s as the detector of one call, charging its meter.
+// metered is s as the detector of one call, charging its meter, with s's result cache
+// and the request's digest memo.
 type metered struct {
-	s scanner
+	s     scanner
+	cache *scanCache
+	td    *transport.TextDigests
 	meter
 }
 
+// scanText reuses the result of a scan of the same text by the same scanner (scan_cache.go),
+// charging the meter what that scan charged, or scans and keeps the result.
 func (d *metered) scanText(dst []Finding, text string) []Finding {
-	return d.s.scanTextMetered(&d.meter, dst, text)
+	if d.cache == nil || len(text) < minCachedText {
+		return d.s.scanTextMetered(&d.meter, dst, text)
+	}
+	if d.meter.stopped() != nil {
+		return dst
+	}
+	k := textKey(d.td, text)
+	if e := d.cache.get(k); e != nil {
+		if !d.meter.charge(int(e.units)) {
+			return dst
+		}
+		return append(dst, e.findings...)
+	}
+	start, before := len(dst), d.meter.charged
+	dst = d.s.scanTextMetered(&d.meter, dst, text)
+	if d.meter.stopped() == nil {
+		var fs []Finding
+		if len(dst) > start {
+			fs = append(fs, dst[start:]...)
+		}
+		d.cache.put(k, &scanEntry{findings: fs, units: d.meter.charged - before})
+	}
+	return dst
 }
 
 func (d *metered) scanField(dst []Finding, key, value string) []Finding {

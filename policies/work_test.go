@@ -151,6 +151,9 @@ func TestPolicyStopsScanningAtItsDeadline(t *testing.T) {
 			if whole.calls.Load() < 20 {
 				t.Fatalf("control: only %d checks over the prompt", whole.calls.Load())
 			}
+			// A policy of its own: the one above keeps the prompt's result (scan_cache.go),
+			// and a reused result is not scanned again.
+			p = scanningPolicy(t, name)
 			ctx := &cancelAfter{Context: context.Background(), n: 5}
 			b := transport.NewWorkBudget(1 << 62)
 			_, err := interceptWith(transport.WithWorkBudget(ctx, b), p, ev)

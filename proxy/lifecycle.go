@@ -342,7 +342,9 @@ func (x *lifecycle) afterDelivery() {
 }
 
 // withPolicyBudget gives one request's in-process policies their shared work budget
-// (limits.maxPolicyScanBytes), over every boundary the request settles.
+// (limits.maxPolicyScanBytes), over every boundary the request settles, and the request's
+// memo of text digests (settlement fingerprints and the scanners' result cache share it).
 func withPolicyBudget(ctx context.Context, l config.Limits) context.Context {
+	ctx = transport.WithTextDigests(ctx, transport.NewTextDigests())
 	return transport.WithWorkBudget(ctx, transport.NewWorkBudget(l.MaxPolicyScanBytes))
 }

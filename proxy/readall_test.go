@@ -48,3 +48,40 @@ func TestReadAllLimited(t *testing.T) {
 		t.Errorf("read error: got %v, want %v", err, boom)
 	}
 }
+
+// Past maxUpfront the buffer grows with what arrives: a body longer than maxUpfront is read
+// whole whatever it declared, one that keeps its declaration ends in a buffer of its exact
+// size (no spare capacity held for the exchange), and the limit still holds.
+func TestReadAllLimitedPastUpfront(t *testing.T) {
+	body := strings.Repeat("abcdefghij", (3*maxUpfront+maxUpfront/3)/10)
+	n := int64(len(body))
+	for _, tc := range []struct {
+		name        string
+		limit, hint int64
+		want        string
+		err         error
+	}{
+		{"declared exactly", 4 * n, n, body, nil},
+		{"declared longer (body cut short)", 4 * n, 2 * n, body, nil},
+		{"declared shorter", 4 * n, n / 2, body, nil},
+		{"declared shorter, over the limit", n - 1, n / 2, "", errBodyTooLarge},
+		{"exactly the limit", n, n, body, nil},
+	} {
+		for _, rd := range []struct {
+			name string
+			r    func() io.Reader
+		}{
+			{"whole", func() io.Reader { return strings.NewReader(body) }},
+			{"in odd pieces", func() io.Reader { return iotest.HalfReader(strings.NewReader(body)) }},
+			{"EOF with data", func() io.Reader { return iotest.DataErrReader(strings.NewReader(body)) }},
+		} {
+			got, err := readAllLimited(rd.r(), tc.limit, tc.hint)
+			if !errors.Is(err, tc.err) || string(got) != tc.want {
+				t.Errorf("%s / %s: got %d bytes, %v; want %d, %v", tc.name, rd.name, len(got), err, len(tc.want), tc.err)
+			}
+			if tc.hint == n && err == nil && cap(got) != len(got) {
+				t.Errorf("%s / %s: a %d-byte buffer for a body that kept its declared length", tc.name, rd.name, cap(got))
+			}
+		}
+	}
+}

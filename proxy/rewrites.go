@@ -3,14 +3,16 @@ package proxy
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
+	"sync"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -90,10 +92,11 @@ func (x *lifecycle) applyRecords(recs []state.Record) {
 	index := make([]int, len(orig)+1)
 	known := make([]bool, len(orig))
 	applied, matched := 0, 0
+	td := transport.TextDigestsFrom(x.ctx)
 	for i := 0; i < len(orig); {
 		// Ids are cheap to compare; only a candidate is hashed.
 		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
-			rec.Fingerprint != "" && fingerprint(orig[i:i+rec.Count]) == rec.Fingerprint {
+			rec.Fingerprint != "" && fingerprint(td, orig[i:i+rec.Count]) == rec.Fingerprint {
 			matched++
 			if rec.Unchanged {
 				for k := i; k < i+rec.Count; k++ {
@@ -162,12 +165,13 @@ func (x *lifecycle) noteSettled(start, count int, effective []ahp.Message, event
 		return
 	}
 	orig := x.req.Items[start : start+count]
-	fp := fingerprint(orig)
+	td := transport.TextDigestsFrom(x.ctx)
+	fp := fingerprint(td, orig)
 	if fp == "" {
 		return // not recordable: settled again next time
 	}
 	rec := state.Record{ID: orig[0].ID, Count: count, Fingerprint: fp, Event: event}
-	if effective == nil || fingerprint(effective) == fp {
+	if effective == nil || fingerprint(td, effective) == fp {
 		rec.Unchanged = true
 	} else {
 		rec.Items = cloneMessages(effective)
@@ -248,12 +252,92 @@ func settlementUnits(req *mapping.Request, ps int) []settlementUnit {
 	return out
 }
 
-// fingerprint is the sha256 (hex) of msgs' canonical JSON, or "" if they do not encode.
-func fingerprint(msgs []ahp.Message) string {
-	b, err := json.Marshal(msgs)
-	if err != nil {
+// fingerprint is the sha256 (hex) of an injective framing of msgs' canonical content (every
+// member of every message and part, with presence marked), in which each text stands as its
+// own SHA-256 from the request's digest memo (transport.TextDigests): a text is hashed once
+// per request, and the in-process scanners' result cache reuses the same digest. No JSON is
+// encoded: two lists have the same fingerprint exactly when their canonical JSON is the same,
+// short of a SHA-256 collision. Records written under an earlier framing never match (their
+// content is settled again once).
+func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
+	if len(msgs) == 0 {
 		return ""
 	}
-	sum := sha256.Sum256(b)
+	f := fpFrames.Get().(*fpFrame)
+	f.b = f.b[:0]
+	f.td = td
+	f.b = append(f.b, "hookproxy-records-v2"...)
+	for i := range msgs {
+		m := &msgs[i]
+		f.str(m.ID)
+		f.str(m.Role)
+		f.flag(m.Synthesized)
+		f.flag(m.Parts != nil)
+		f.int(int64(len(m.Parts)))
+		for j := range m.Parts {
+			p := &m.Parts[j]
+			f.str(p.ID)
+			f.flag(p.Synthesized)
+			f.part(p.Kind, p.MediaType, p.Selection, p.Category, p.Text, p.Body, p.Gap, p.Size, p.SHA256)
+		}
+		f.flag(m.BarePart != nil)
+		if bp := m.BarePart; bp != nil {
+			f.part(bp.Kind, bp.MediaType, bp.Selection, bp.Category, bp.Text, bp.Body, bp.Gap, bp.Size, bp.SHA256)
+		}
+	}
+	sum := sha256.Sum256(f.b)
+	f.td = nil
+	if cap(f.b) <= 64<<10 {
+		fpFrames.Put(f)
+	}
 	return hex.EncodeToString(sum[:])
+}
+
+// fpFrame is the scratch of one fingerprint: the framing, hashed at once.
+type fpFrame struct {
+	b  []byte
+	td *transport.TextDigests
+}
+
+var fpFrames = sync.Pool{New: func() any { return &fpFrame{b: make([]byte, 0, 4<<10)} }}
+
+func (f *fpFrame) str(s string) {
+	f.b = binary.AppendUvarint(f.b, uint64(len(s)))
+	f.b = append(f.b, s...)
+}
+
+func (f *fpFrame) flag(v bool) {
+	if v {
+		f.b = append(f.b, 1)
+	} else {
+		f.b = append(f.b, 0)
+	}
+}
+
+func (f *fpFrame) int(i int64) { f.b = binary.AppendVarint(f.b, i) }
+
+func (f *fpFrame) part(kind, mediaType, selection, category string, text *string, body *ahp.Ref, gap *ahp.Gap, size *int64, sum string) {
+	f.str(kind)
+	f.str(mediaType)
+	f.str(selection)
+	f.str(category)
+	f.flag(text != nil)
+	if text != nil {
+		d := f.td.Sum(*text)
+		f.b = append(f.b, d[:]...)
+	}
+	f.flag(body != nil)
+	if body != nil {
+		f.str(body.Ref)
+	}
+	f.flag(gap != nil)
+	if gap != nil {
+		f.str(gap.Path)
+		f.str(gap.Reason)
+	}
+	f.flag(size != nil)
+	if size != nil {
+		f.int(*size)
+	}
+	f.str(sum)
 }

@@ -301,19 +301,29 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if sizeHint <= 0 || sizeHint > limit {
 		return readAllGrowing(r, nil, limit)
 	}
-	// The declared length sizes the buffer only up to maxUpfront: beyond it the buffer
-	// grows with the bytes that arrive, never from a length a client merely declared.
+	// The declared length sizes the buffer only up to maxUpfront, and past it up to
+	// twice what has arrived: the buffer grows with the bytes that arrive, never from a
+	// length a client merely declared, and a body that keeps its declaration (an agent's
+	// 400 KiB history) is copied once, into a buffer of its exact size.
 	buf := make([]byte, min(sizeHint, maxUpfront))
 	n := 0
-	for n < len(buf) {
-		k, err := r.Read(buf[n:])
-		n += k
-		if err == io.EOF {
-			return buf[:n], nil // shorter than declared: what arrived is the body
+	for {
+		for n < len(buf) {
+			k, err := r.Read(buf[n:])
+			n += k
+			if err == io.EOF {
+				return buf[:n], nil // shorter than declared: what arrived is the body
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		if err != nil {
-			return nil, err
+		if int64(n) >= sizeHint {
+			break
 		}
+		next := make([]byte, min(sizeHint, 2*int64(n)))
+		copy(next, buf)
+		buf = next
 	}
 	// Full: in the usual case the next read says EOF without touching the connection.
 	var probe [1]byte

@@ -57,7 +57,8 @@ type decodedBlock struct {
 // blockFields.
 var blockFieldNames = [...]string{bType: "type", bText: "text", bThinking: "thinking", bData: "data",
 	bID: "id", bName: "name", bInput: "input", bSource: "source", bCacheControl: "cache_control",
-	bToolUseID: "tool_use_id", bIsError: "is_error", bContent: "content"}
+	bToolUseID: "tool_use_id", bIsError: "is_error", bContent: "content",
+	bTitle: "title", bContext: "context", bCitations: "citations"}
 
 const (
 	bType = iota
@@ -72,12 +73,24 @@ const (
 	bToolUseID
 	bIsError
 	bContent
+	// Read only to tell whether the request has a messages residue (hasResidue).
+	bTitle
+	bContext
+	bCitations
 	numBlockFields
 )
 
 // blockFields holds a block's members, indexed by the b* constants; a member the block does
 // not have does not Exist.
 type blockFields [numBlockFields]gjson.Result
+
+// mayHaveResidue reports whether a block with these members could give the messages
+// residue (messagesResidue) anything: a member it keeps (of any type), a source, or a
+// nested tool_result. Conservative: a false answer for every block of a request means its
+// residue is empty, so the residue pass is skipped.
+func (f *blockFields) mayHaveResidue() bool {
+	return f[bTitle].Exists() || f[bContext].Exists() || f[bCitations].Exists() || f[bSource].Exists()
+}
 
 // sourceFieldNames are the members of an image or document source that decoding reads.
 var sourceFieldNames = [...]string{sType: "type", sMediaType: "media_type", sData: "data"}

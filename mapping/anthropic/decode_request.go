@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -201,9 +202,12 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 		req.SessionHint = v.Str
 	}
 	req.Params = []byte(root.Without("messages", "system"))
-	if residue, ok := messagesResidue(msgs); ok {
-		if p, err := sjson.SetRawBytes(req.Params, "messages", []byte(residue)); err == nil {
-			req.Params = p
+	// Without a block that has a member the residue keeps, it would be empty: skipped.
+	if d.residue {
+		if residue, ok := messagesResidue(msgs); ok {
+			if p, err := sjson.SetRawBytes(req.Params, "messages", []byte(residue)); err == nil {
+				req.Params = p
+			}
 		}
 	}
 	d.st.items = ahp.CloneMessages(d.items)
@@ -242,6 +246,9 @@ type requestDecoder struct {
 	calls    map[string]callRef
 	callList []seenCall
 	h        idHash // reset for each id
+	// residue is set once a block of the messages may give the messages residue
+	// (blockFields.mayHaveResidue): without one the residue pass is skipped.
+	residue bool
 
 	partSlab slab[ahp.Part]
 	strSlab  slab[string]
@@ -508,6 +515,7 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 	var bf blockFields
 	d.arena.PickElements(content, blockFieldNames[:], bf[:], func(b gjson.Result) bool {
 		f := &bf
+		d.residue = d.residue || f.mayHaveResidue()
 		typ := f[bType].String()
 		switch {
 		case typ == blockToolResult && roleStr == ahp.RoleAssistant:
@@ -619,6 +627,9 @@ func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) 
 		t.form = contentArray
 		var sf blockFields
 		d.arena.PickElements(c, blockFieldNames[:], sf[:], func(sb gjson.Result) bool {
+			// A nested tool_result: the residue looks into its content, which this decode
+			// does not read.
+			d.residue = d.residue || sf.mayHaveResidue() || sf[bType].String() == blockToolResult
 			if !sb.IsObject() {
 				err = errors.New("tool_result content blocks must be objects")
 				return false
@@ -742,15 +753,24 @@ var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
 func messagesResidue(msgs gjson.Result) (string, bool) {
 	var entries []string
 	found := false
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		r, ok := blocksResidue(m.Get("content"))
+	// One pass over each message and block that skips every value it does not keep
+	// undecoded (a tool result's text above all), as the decode itself does.
+	eachElementRaw(msgs.Raw, func(m string) {
+		content := ""
+		eachMemberRaw(m, func(k, v string) bool {
+			if k == "content" {
+				content = v
+				return false
+			}
+			return true
+		})
+		r, ok := blocksResidue(content)
 		if ok {
 			found = true
 			entries = append(entries, `{"content":`+r+`}`)
 		} else {
 			entries = append(entries, "{}")
 		}
-		return true
 	})
 	if !found {
 		return "", false
@@ -758,28 +778,54 @@ func messagesResidue(msgs gjson.Result) (string, bool) {
 	return "[" + strings.Join(entries, ",") + "]", true
 }
 
-// blocksResidue is the residue of a content array: one object per block.
-func blocksResidue(content gjson.Result) (string, bool) {
-	if !content.IsArray() {
+// blocksResidue is the residue of a content array (its raw JSON): one object per block.
+func blocksResidue(content string) (string, bool) {
+	if content == "" || content[0] != '[' {
 		return "", false
 	}
 	var entries []string
 	found := false
-	content.ForEach(func(_, b gjson.Result) bool {
+	eachElementRaw(content, func(b string) {
 		var members []string
-		if b.IsObject() {
-			for _, k := range residueBlockMembers {
-				v := b.Get(k)
-				if v.Type == gjson.String || (k == "citations" && v.IsArray()) {
-					members = append(members, mapping.Quote(k)+":"+v.Raw)
+		if b[0] == '{' {
+			// The first value of each member asked for, as gjson's Get finds it.
+			var picked [len(residueBlockMembers)]string
+			var typ, inner string
+			eachMemberRaw(b, func(k, v string) bool {
+				for j, name := range residueBlockMembers {
+					if k == name && picked[j] == "" {
+						picked[j] = v
+					}
+				}
+				if k == "type" && typ == "" {
+					typ = v
+				}
+				if k == "content" && inner == "" {
+					inner = v
+				}
+				return true
+			})
+			for j, k := range residueBlockMembers {
+				if v := picked[j]; v != "" && (v[0] == '"' || (k == "citations" && v[0] == '[')) {
+					members = append(members, mapping.Quote(k)+":"+v)
 				}
 			}
 			// An image or document fetched by URL: a signed URL carries a credential.
-			if u := b.Get("source.url"); u.Type == gjson.String && b.Get("source").IsObject() {
-				members = append(members, `"source":{"url":`+u.Raw+`}`)
+			if src := picked[2]; src != "" && src[0] == '{' {
+				url := ""
+				eachMemberRaw(src, func(k, v string) bool {
+					if k == "url" {
+						url = v
+						return false
+					}
+					return true
+				})
+				if url != "" && url[0] == '"' {
+					members = append(members, `"source":{"url":`+url+`}`)
+				}
 			}
-			if b.Get("type").Str == "tool_result" {
-				if r, ok := blocksResidue(b.Get("content")); ok {
+			if typ != "" && typ[0] == '"' && jsontext.Unquote(typ) == "tool_result" {
+				if r, ok := blocksResidue(inner); ok {
 					members = append(members, `"content":`+r)
 				}
 			}
@@ -788,7 +834,57 @@ func blocksResidue(content gjson.Result) (string, bool) {
 			found = true
 		}
 		entries = append(entries, "{"+strings.Join(members, ",")+"}")
-		return true
 	})
 	return "[" + strings.Join(entries, ",") + "]", found
+}
+
+// eachElementRaw calls fn with the raw JSON of each element of the array s (a text that
+// passed the strict check).
+func eachElementRaw(s string, fn func(elem string)) {
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '[' {
+		return
+	}
+	i = jsontext.SkipSpace(s, i+1)
+	for i < len(s) && s[i] != ']' {
+		end := jsontext.SkipValue(s, i)
+		if end <= i {
+			return
+		}
+		fn(s[i:end])
+		i = jsontext.SkipSpace(s, end)
+		if i < len(s) && s[i] == ',' {
+			i = jsontext.SkipSpace(s, i+1)
+		}
+	}
+}
+
+// eachMemberRaw calls fn with each member of the object s (a text that passed the strict
+// check): its name, unescaped, and its value's raw JSON, until fn returns false.
+func eachMemberRaw(s string, fn func(key, raw string) bool) {
+	i := jsontext.SkipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return
+	}
+	i = jsontext.SkipSpace(s, i+1)
+	for i < len(s) && s[i] == '"' {
+		kEnd := jsontext.SkipValue(s, i)
+		key := s[i+1 : kEnd-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = jsontext.Unquote(s[i:kEnd])
+		}
+		i = jsontext.SkipSpace(s, kEnd)
+		if i >= len(s) || s[i] != ':' {
+			return
+		}
+		vStart := jsontext.SkipSpace(s, i+1)
+		vEnd := jsontext.SkipValue(s, vStart)
+		if vEnd <= vStart || !fn(key, s[vStart:vEnd]) {
+			return
+		}
+		i = jsontext.SkipSpace(s, vEnd)
+		if i < len(s) && s[i] == ',' {
+			i = jsontext.SkipSpace(s, i+1)
+		}
+	}
 }

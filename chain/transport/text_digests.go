@@ -1,0 +1,155 @@
+package transport
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// TextDigests is one request's memo of the SHA-256 of the texts its canonical content
+// holds, so that each text is hashed once per request however many parts of the request
+// need its digest: the proxy's settlement records (fingerprints of known history) and the
+// built-in scanners' result cache (policies) both key on it. In-process policies receive
+// structural copies of the request's messages that share the texts' bytes, so a text is
+// recognised by its bytes' address and length; the memo keeps every text it saw, so that
+// memory is not reused for another text while the memo lives. A text it has not seen (a
+// rewrite, a joined message, this request's copy of history) is looked up among the texts of
+// earlier requests (knownTexts), else hashed, and remembered. Safe for concurrent use.
+type TextDigests struct {
+	mu sync.Mutex
+	m  map[textKey]textDigest
+}
+
+type textKey struct {
+	p *byte
+	n int
+}
+
+type textDigest struct {
+	s   string // keeps the bytes the key points at alive
+	sum [sha256.Size]byte
+}
+
+// NewTextDigests returns an empty memo.
+func NewTextDigests() *TextDigests { return &TextDigests{} }
+
+// Sum returns the SHA-256 of s. A nil memo hashes every time.
+func (t *TextDigests) Sum(s string) [sha256.Size]byte {
+	if t == nil || len(s) == 0 {
+		return sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	}
+	k := textKey{unsafe.StringData(s), len(s)}
+	t.mu.Lock()
+	d, ok := t.m[k]
+	t.mu.Unlock()
+	if ok {
+		return d.sum
+	}
+	sum, ok := knownTexts.get(s)
+	if !ok {
+		sum = sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+		knownTexts.put(s, sum)
+	}
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = make(map[textKey]textDigest, 64)
+	}
+	t.m[k] = textDigest{s: s, sum: sum}
+	t.mu.Unlock()
+	return sum
+}
+
+type textDigestsKey struct{}
+
+// WithTextDigests returns ctx carrying t, for the proxy's records and the in-process
+// policies of one request.
+func WithTextDigests(ctx context.Context, t *TextDigests) context.Context {
+	return context.WithValue(ctx, textDigestsKey{}, t)
+}
+
+// TextDigestsFrom returns the memo ctx carries, or nil (which hashes every time).
+func TextDigestsFrom(ctx context.Context) *TextDigests {
+	t, _ := ctx.Value(textDigestsKey{}).(*TextDigests)
+	return t
+}
+
+// knownTexts remembers the digests of texts seen by earlier requests, by the texts
+// themselves: a coding agent re-sends its history with every request, each time in a new
+// body, and a map lookup (a seeded hash and a byte comparison of the whole text) costs a
+// fraction of SHA-256. A hit is exact — the stored text equals the looked-up one byte for
+// byte — so no crafted input can borrow another text's digest. Bounded like the scanners'
+// caches: at most knownTextsBytes in two generations, the older dropped when the newer is
+// full; texts shorter than minKnownText are hashed every time.
+var knownTexts = &textCache{limit: knownTextsBytes, cur: map[string][sha256.Size]byte{}}
+
+const (
+	knownTextsBytes = 32 << 20
+	minKnownText    = 64
+	knownTextCost   = 96 // map entry and digest, besides the text
+)
+
+type textCache struct {
+	mu                  sync.Mutex
+	cur, prev           map[string][sha256.Size]byte
+	curBytes, prevBytes int64
+	limit               int64
+	held, entries       atomic.Int64
+}
+
+func (c *textCache) get(s string) ([sha256.Size]byte, bool) {
+	if len(s) < minKnownText {
+		return [sha256.Size]byte{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.cur[s]; ok {
+		return d, true
+	}
+	if d, ok := c.prev[s]; ok {
+		// In use again: into the newer generation, under its own copy of the text.
+		delete(c.prev, s)
+		n := int64(len(s)) + knownTextCost
+		c.prevBytes -= n
+		c.held.Add(-n)
+		c.entries.Add(-1)
+		c.insert(strings.Clone(s), d)
+		return d, true
+	}
+	return [sha256.Size]byte{}, false
+}
+
+func (c *textCache) put(s string, d [sha256.Size]byte) {
+	if len(s) < minKnownText || int64(len(s)) > c.limit/8 {
+		return
+	}
+	// A copy: s points into a request body, which it would otherwise keep alive.
+	s = strings.Clone(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cur[s]; !ok {
+		c.insert(s, d)
+	}
+}
+
+func (c *textCache) insert(s string, d [sha256.Size]byte) {
+	n := int64(len(s)) + knownTextCost
+	c.cur[s] = d
+	c.curBytes += n
+	c.held.Add(n)
+	c.entries.Add(1)
+	if c.curBytes >= c.limit/2 {
+		c.held.Add(-c.prevBytes)
+		c.entries.Add(-int64(len(c.prev)))
+		c.prev, c.prevBytes = c.cur, c.curBytes
+		c.cur, c.curBytes = make(map[string][sha256.Size]byte, len(c.prev)), 0
+	}
+}
+
+// KnownTextStats reports the memory (bytes) and texts held by the process-wide memo of
+// text digests across requests.
+func KnownTextStats() (bytes, entries int64) {
+	return knownTexts.held.Load(), knownTexts.entries.Load()
+}

@@ -1,0 +1,89 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/chain/transport"
+)
+
+// fingerprintVariants are message lists that differ from the first in one member each
+// (including presence: a nil and an empty text, no parts and an empty part list), plus
+// lists that encode alike from different memory.
+func fingerprintVariants() [][]ahp.Message {
+	s := func(v string) *string { return &v }
+	n := func(v int64) *int64 { return &v }
+	base := func() ahp.Message {
+		return ahp.Message{ID: "m1", Role: ahp.RoleTool, Synthesized: true, Parts: []ahp.Part{
+			{ID: "m1.p0", Kind: ahp.KindText, MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody,
+				Category: ahp.CategoryToolResult, Text: s("total 0\n-rw-r--r-- a.go")},
+			{ID: "m1.p1", Kind: ahp.KindAttachment, MediaType: "image/png", Selection: ahp.SelectionMetadata,
+				Size: n(12), SHA256: "ab"},
+		}}
+	}
+	edit := func(f func(m *ahp.Message)) []ahp.Message {
+		m := base()
+		m.Parts = append([]ahp.Part(nil), m.Parts...)
+		f(&m)
+		return []ahp.Message{m}
+	}
+	return [][]ahp.Message{
+		{base()},
+		edit(func(m *ahp.Message) {}), // same content, other memory
+		edit(func(m *ahp.Message) { m.Parts[0].Text = s(strings.Clone("total 0\n-rw-r--r-- a.go")) }),
+		edit(func(m *ahp.Message) { m.ID = "m2" }),
+		edit(func(m *ahp.Message) { m.Role = ahp.RoleUser }),
+		edit(func(m *ahp.Message) { m.Synthesized = false }),
+		edit(func(m *ahp.Message) { m.Parts[0].Text = s("total 1\n-rw-r--r-- a.go") }),
+		edit(func(m *ahp.Message) { m.Parts[0].Text = s("") }),
+		edit(func(m *ahp.Message) { m.Parts[0].Text = nil }),
+		edit(func(m *ahp.Message) { m.Parts[0].ID = "m1.p9" }),
+		edit(func(m *ahp.Message) { m.Parts[0].Category = "" }),
+		edit(func(m *ahp.Message) { m.Parts[0].Selection = ahp.SelectionOmit }),
+		edit(func(m *ahp.Message) { m.Parts[0].Gap = &ahp.Gap{Reason: "withheld"} }),
+		edit(func(m *ahp.Message) { m.Parts[0].Gap = &ahp.Gap{Path: "/x", Reason: "withheld"} }),
+		edit(func(m *ahp.Message) { m.Parts[0].Synthesized = true }),
+		edit(func(m *ahp.Message) { m.Parts[1].Size = n(13) }),
+		edit(func(m *ahp.Message) { m.Parts[1].Size = nil }),
+		edit(func(m *ahp.Message) { m.Parts[1].Body = &ahp.Ref{} }),
+		edit(func(m *ahp.Message) { m.Parts[1].Body = &ahp.Ref{Ref: "r1"} }),
+		edit(func(m *ahp.Message) { m.Parts[1].SHA256 = "" }),
+		edit(func(m *ahp.Message) { m.Parts[1].MediaType = "image/jpeg" }),
+		edit(func(m *ahp.Message) { m.Parts[1].Kind = ahp.KindText }),
+		edit(func(m *ahp.Message) { m.Parts = m.Parts[:1] }),
+		edit(func(m *ahp.Message) { m.Parts = []ahp.Part{} }),
+		edit(func(m *ahp.Message) { m.Parts = nil }),
+		// Text moved between parts: the framing keeps ("ab", "c") apart from ("a", "bc").
+		edit(func(m *ahp.Message) { m.Parts[0].Text, m.Parts[1].Text = s("total 0\n"), s("-rw-r--r-- a.go") }),
+		{ahp.PartItem(base().Parts[0])},
+		{ahp.PartItem(base().Parts[1])},
+		{base(), base()},
+		nil,
+	}
+}
+
+// TestFingerprintAgreesWithCanonicalJSON: two message lists get the same settlement
+// fingerprint exactly when their canonical JSON is the same, with or without the request's
+// digest memo (the fingerprint no longer encodes JSON; a record must still match exactly the
+// content it settled).
+func TestFingerprintAgreesWithCanonicalJSON(t *testing.T) {
+	vs := fingerprintVariants()
+	td := transport.NewTextDigests()
+	for i, a := range vs {
+		ja, _ := json.Marshal(a)
+		fa := fingerprint(td, a)
+		if fb := fingerprint(nil, a); fb != fa {
+			t.Errorf("variant %d: fingerprint with the memo %s, without %s", i, fa, fb)
+		}
+		for j, b := range vs {
+			jb, _ := json.Marshal(b)
+			same := bytes.Equal(ja, jb) && len(a) > 0
+			if got := fingerprint(td, b) == fa && fa != ""; got != same {
+				t.Errorf("variants %d and %d: same fingerprint %v, same canonical JSON %v\n%s\n%s", i, j, got, same, ja, jb)
+			}
+		}
+	}
+}
