@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -131,6 +132,41 @@ func (x *lifecycle) holdAsked(ev *ahp.Event, st *chain.Settlement, c mapping.Too
 	}
 	return refuse(o.Note(c.Name), ap)
 }
+
+// serialWriter is the client's ResponseWriter when a stream's tool call may be held: the
+// reverse proxy and the held stream's keep-alives (streamWire) both write through it. The
+// copying goroutine is the only one that writes, but httputil's ReverseProxy also flushes
+// from a timer goroutine of its own (armed at the start of every copy, even for event
+// streams), so every write and flush takes one lock; without it a keep-alive written
+// while that timer flushed the head interleaved the two on the connection.
+type serialWriter struct {
+	mu sync.Mutex
+	w  http.ResponseWriter
+}
+
+func (s *serialWriter) Header() http.Header { return s.w.Header() }
+
+func (s *serialWriter) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w.WriteHeader(code)
+}
+
+func (s *serialWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// FlushError is what http.ResponseController's Flush calls first.
+func (s *serialWriter) FlushError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return http.NewResponseController(s.w).Flush()
+}
+
+// Unwrap gives http.ResponseController the writer's other controls (deadlines).
+func (s *serialWriter) Unwrap() http.ResponseWriter { return s.w }
 
 // streamWire lets a stream whose tool call is held keep its client informed: what the
 // editor produced before the call goes out at once, then a keep-alive in the provider's

@@ -120,7 +120,6 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 
 // serve walks the request from its settled request side to the last byte sent.
 func (x *lifecycle) serve(w http.ResponseWriter, r *http.Request) {
-	x.client = w
 	// The decoded request is held until the lifecycle ends: it counts against the
 	// server-wide budget.
 	n := int64(len(x.req.Original))
@@ -156,6 +155,11 @@ func (x *lifecycle) forward(w http.ResponseWriter, r *http.Request) {
 		t = &own
 	}
 	x.rt.setupReverseProxy(&x.fwd, x.rewrite, x.modifyResponse, x.forwardFailed, t)
+	if x.s.approvals != nil {
+		// A held stream's keep-alives write to the client beside the reverse proxy.
+		sw := &serialWriter{w: w}
+		x.client, w = sw, sw
+	}
 	x.fwd.ServeHTTP(w, r)
 	x.afterDelivery()
 }
