@@ -92,7 +92,7 @@ func fromHash(m map[string]string) (Record, error) {
 func (r *Redis) List(ctx context.Context) ([]Record, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	ids, err := r.c.ZRevRange(ctx, r.index(), 0, -1).Result()
+	ids, err := r.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: r.index(), Start: 0, Stop: -1, Rev: true}).Result()
 	if err != nil {
 		return nil, err
 	}
