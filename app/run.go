@@ -17,6 +17,7 @@ import (
 	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
@@ -164,7 +165,8 @@ func Run(ctx context.Context, opts Options) error {
 		m.RegisterScanCache(func() (bytes, entries int64, hits, misses uint64) {
 			bytes, entries, hits, misses = policies.ScanCacheStats()
 			tb, te := transport.KnownTextStats()
-			return bytes + tb, entries + te, hits, misses
+			lb, le := mapping.KnownLiteralStats()
+			return bytes + tb + lb, entries + te + le, hits, misses
 		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,

@@ -47,7 +47,8 @@ func (a *Arena) reserve(n int) {
 }
 
 // Unquote returns the value of the JSON string literal lit as jsontext.Unquote does: a
-// literal without escapes is a substring of lit, any other is decoded into the arena.
+// literal without escapes is a substring of lit, a long one with escapes comes from the
+// values earlier requests decoded (knownLiterals), any other is decoded into the arena.
 func (a *Arena) Unquote(lit string) string {
 	if a == nil {
 		return jsontext.Unquote(lit)
@@ -57,6 +58,9 @@ func (a *Arena) Unquote(lit string) string {
 	}
 	if strings.IndexByte(lit[1:len(lit)-1], '\\') < 0 {
 		return lit[1 : len(lit)-1]
+	}
+	if len(lit) >= minKnownLiteral {
+		return knownLiterals.unquote(lit)
 	}
 	a.reserve(len(lit)) // a value is never longer than its literal
 	start := len(a.buf)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -83,5 +84,29 @@ func TestReadAllLimitedPastUpfront(t *testing.T) {
 				t.Errorf("%s / %s: a %d-byte buffer for a body that kept its declared length", tc.name, rd.name, cap(got))
 			}
 		}
+	}
+}
+
+// A long body that keeps its declared length costs one allocation of its own size: the
+// start of it is read into a reused buffer, not into one that is copied out and dropped.
+func TestReadAllLimitedAllocatesALongBodyOnce(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", (maxUpfront+maxUpfront/2)/16)
+	read := func() {
+		got, err := readAllLimited(strings.NewReader(body), 4*int64(len(body)), int64(len(body)))
+		if err != nil || string(got) != body || cap(got) != len(got) {
+			t.Fatalf("got %d bytes (cap %d), %v", len(got), cap(got), err)
+		}
+	}
+	read() // fills the pool
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		read()
+	}
+	runtime.ReadMemStats(&after)
+	perRead := float64(after.TotalAlloc-before.TotalAlloc) / runs
+	if perRead > 1.3*float64(len(body)) {
+		t.Errorf("%.0f bytes allocated per read of a %d-byte body", perRead, len(body))
 	}
 }

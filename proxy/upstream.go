@@ -297,6 +297,9 @@ func (b *limitedBody) Close() error { return b.rc.Close() }
 // the buffer. A body longer than it declared still works, through the growing path.
 const maxUpfront = 256 << 10
 
+// upfrontPool holds the maxUpfront-byte buffers the start of a long body is read into.
+var upfrontPool = sync.Pool{New: func() any { b := make([]byte, maxUpfront); return &b }}
+
 func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	if sizeHint <= 0 || sizeHint > limit {
 		return readAllGrowing(r, nil, limit)
@@ -305,8 +308,30 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	// twice what has arrived: the buffer grows with the bytes that arrive, never from a
 	// length a client merely declared, and a body that keeps its declaration (an agent's
 	// 400 KiB history) is copied once, into a buffer of its exact size.
-	buf := make([]byte, min(sizeHint, maxUpfront))
+	var buf []byte
 	n := 0
+	if sizeHint > maxUpfront {
+		// The first maxUpfront bytes go to a reused buffer: only the buffer the body ends
+		// in is allocated, instead of a first one that is copied out and dropped.
+		staged := upfrontPool.Get().(*[]byte)
+		var err error
+		n, err = io.ReadFull(r, *staged)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			// Shorter than declared: what arrived is the body.
+			body := bytes.Clone((*staged)[:n])
+			upfrontPool.Put(staged)
+			return body, nil
+		case err != nil:
+			upfrontPool.Put(staged)
+			return nil, err
+		}
+		buf = make([]byte, min(sizeHint, 2*int64(n)))
+		copy(buf, *staged)
+		upfrontPool.Put(staged)
+	} else {
+		buf = make([]byte, sizeHint)
+	}
 	for {
 		for n < len(buf) {
 			k, err := r.Read(buf[n:])
