@@ -2,10 +2,9 @@ package mapping
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/hookproxy/hookproxy/internal/jsontext"
+	"github.com/hookproxy/hookproxy/internal/twogen"
 )
 
 // knownLiterals remembers the values of long JSON string literals with escapes that earlier
@@ -23,7 +22,7 @@ import (
 // and entry) in two generations, the older dropped when the newer is full; literals
 // shorter than minKnownLiteral, or without an escape (those are substrings of the body
 // already), are not kept.
-var knownLiterals = &literalCache{limit: knownLiteralsBytes, cur: map[string]string{}}
+var knownLiterals = newLiteralCache(knownLiteralsBytes)
 
 const (
 	knownLiteralsBytes = 32 << 20
@@ -31,72 +30,32 @@ const (
 	knownLiteralCost   = 64 // map entry and string headers, besides the literal and value
 )
 
-type literalCache struct {
-	mu                  sync.Mutex
-	cur, prev           map[string]string
-	curBytes, prevBytes int64
-	limit               int64
-	held, entries       atomic.Int64
+// literalCache maps literals to their values; keys are the map's own copies (a literal
+// points into a request body, which it would otherwise keep alive).
+type literalCache struct{ m *twogen.Map[string, string] }
+
+func newLiteralCache(limit int64) literalCache {
+	return literalCache{twogen.New(limit, literalCost, strings.Clone)}
 }
+
+func literalCost(k, v string) int64 { return int64(len(k)+len(v)) + knownLiteralCost }
 
 // unquote returns the value of lit, a JSON string literal with an escape of at least
 // minKnownLiteral bytes, from the cache or decoded and remembered.
-func (c *literalCache) unquote(lit string) string {
-	c.mu.Lock()
-	v, ok := c.cur[lit]
-	if !ok {
-		if v, ok = c.prev[lit]; ok {
-			// In use again: into the newer generation, under its own copy of the literal
-			// (lit points into a request body).
-			n := c.cost(lit, v)
-			delete(c.prev, lit)
-			c.prevBytes -= n
-			c.held.Add(-n)
-			c.entries.Add(-1)
-			c.insert(strings.Clone(lit), v)
-		}
-	}
-	c.mu.Unlock()
-	if ok {
+func (c literalCache) unquote(lit string) string {
+	if v, ok := c.m.Get(lit); ok {
 		return v
 	}
-	if int64(len(lit)) > c.limit/8 {
+	if int64(len(lit)) > c.m.Limit()/8 {
 		return jsontext.Unquote(lit)
 	}
-	// Decoded outside the lock; the literal is copied so that the cache does not keep the
-	// request body it points into alive.
-	v = string(jsontext.AppendUnquote(make([]byte, 0, len(lit)), lit))
-	k := strings.Clone(lit)
-	c.mu.Lock()
-	if w, ok := c.cur[k]; ok {
-		v = w // decoded meanwhile by another request: one copy is kept
-	} else {
-		c.insert(k, v)
-	}
-	c.mu.Unlock()
-	return v
-}
-
-func (c *literalCache) cost(k, v string) int64 {
-	return int64(len(k)+len(v)) + knownLiteralCost
-}
-
-func (c *literalCache) insert(k, v string) {
-	n := c.cost(k, v)
-	c.cur[k] = v
-	c.curBytes += n
-	c.held.Add(n)
-	c.entries.Add(1)
-	if c.curBytes >= c.limit/2 {
-		c.held.Add(-c.prevBytes)
-		c.entries.Add(-int64(len(c.prev)))
-		c.prev, c.prevBytes = c.cur, c.curBytes
-		c.cur, c.curBytes = make(map[string]string, len(c.prev)), 0
-	}
+	// Decoded outside the lock; a value decoded meanwhile by another request wins, so
+	// one copy is kept.
+	return c.m.Add(lit, string(jsontext.AppendUnquote(make([]byte, 0, len(lit)), lit)))
 }
 
 // KnownLiteralStats reports the memory (bytes) and literals held by the process-wide memo
 // of decoded string literals across requests.
 func KnownLiteralStats() (bytes, entries int64) {
-	return knownLiterals.held.Load(), knownLiterals.entries.Load()
+	return knownLiterals.m.Stats()
 }

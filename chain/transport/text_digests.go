@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unsafe"
+
+	"github.com/hookproxy/hookproxy/internal/twogen"
 )
 
 // TextDigests is one request's memo of the SHA-256 of the texts its canonical content
@@ -83,7 +84,7 @@ func TextDigestsFrom(ctx context.Context) *TextDigests {
 // byte — so no crafted input can borrow another text's digest. Bounded like the scanners'
 // caches: at most knownTextsBytes in two generations, the older dropped when the newer is
 // full; texts shorter than minKnownText are hashed every time.
-var knownTexts = &textCache{limit: knownTextsBytes, cur: map[string][sha256.Size]byte{}}
+var knownTexts = newTextCache(knownTextsBytes)
 
 const (
 	knownTextsBytes = 32 << 20
@@ -91,65 +92,34 @@ const (
 	knownTextCost   = 96 // map entry and digest, besides the text
 )
 
+// textCache maps texts to their digests; keys are the map's own copies (a text points
+// into a request body, which it would otherwise keep alive).
 type textCache struct {
-	mu                  sync.Mutex
-	cur, prev           map[string][sha256.Size]byte
-	curBytes, prevBytes int64
-	limit               int64
-	held, entries       atomic.Int64
+	m *twogen.Map[string, [sha256.Size]byte]
 }
 
-func (c *textCache) get(s string) ([sha256.Size]byte, bool) {
+func newTextCache(limit int64) textCache {
+	return textCache{twogen.New(limit, func(s string, _ [sha256.Size]byte) int64 {
+		return int64(len(s)) + knownTextCost
+	}, strings.Clone)}
+}
+
+func (c textCache) get(s string) ([sha256.Size]byte, bool) {
 	if len(s) < minKnownText {
 		return [sha256.Size]byte{}, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.cur[s]; ok {
-		return d, true
-	}
-	if d, ok := c.prev[s]; ok {
-		// In use again: into the newer generation, under its own copy of the text.
-		delete(c.prev, s)
-		n := int64(len(s)) + knownTextCost
-		c.prevBytes -= n
-		c.held.Add(-n)
-		c.entries.Add(-1)
-		c.insert(strings.Clone(s), d)
-		return d, true
-	}
-	return [sha256.Size]byte{}, false
+	return c.m.Get(s)
 }
 
-func (c *textCache) put(s string, d [sha256.Size]byte) {
-	if len(s) < minKnownText || int64(len(s)) > c.limit/8 {
+func (c textCache) put(s string, d [sha256.Size]byte) {
+	if len(s) < minKnownText || int64(len(s)) > c.m.Limit()/8 {
 		return
 	}
-	// A copy: s points into a request body, which it would otherwise keep alive.
-	s = strings.Clone(s)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.cur[s]; !ok {
-		c.insert(s, d)
-	}
-}
-
-func (c *textCache) insert(s string, d [sha256.Size]byte) {
-	n := int64(len(s)) + knownTextCost
-	c.cur[s] = d
-	c.curBytes += n
-	c.held.Add(n)
-	c.entries.Add(1)
-	if c.curBytes >= c.limit/2 {
-		c.held.Add(-c.prevBytes)
-		c.entries.Add(-int64(len(c.prev)))
-		c.prev, c.prevBytes = c.cur, c.curBytes
-		c.cur, c.curBytes = make(map[string][sha256.Size]byte, len(c.prev)), 0
-	}
+	c.m.Add(s, d)
 }
 
 // KnownTextStats reports the memory (bytes) and texts held by the process-wide memo of
 // text digests across requests.
 func KnownTextStats() (bytes, entries int64) {
-	return knownTexts.held.Load(), knownTexts.entries.Load()
+	return knownTexts.m.Stats()
 }

@@ -35,7 +35,7 @@ func TestTextDigestsAreExact(t *testing.T) {
 // TestKnownTextsAreBounded: however many distinct texts pass, the memo across requests
 // holds at most its limit, and what is in use survives.
 func TestKnownTextsAreBounded(t *testing.T) {
-	c := &textCache{limit: 256 << 10, cur: map[string][sha256.Size]byte{}}
+	c := newTextCache(256 << 10)
 	keep := strings.Repeat("k", 100)
 	c.put(keep, sha256.Sum256([]byte(keep)))
 	for i := 0; i < 20000; i++ {
@@ -46,11 +46,11 @@ func TestKnownTextsAreBounded(t *testing.T) {
 				t.Fatalf("after %d texts the one in use was dropped", i)
 			}
 		}
-		if h := c.held.Load(); h > c.limit {
-			t.Fatalf("after %d texts the memo holds %d bytes, limit %d", i, h, c.limit)
+		if h, _ := c.m.Stats(); h > c.m.Limit() {
+			t.Fatalf("after %d texts the memo holds %d bytes, limit %d", i, h, c.m.Limit())
 		}
 	}
-	if h := c.held.Load(); h < c.limit/4 {
+	if h, _ := c.m.Stats(); h < c.m.Limit()/4 {
 		t.Fatalf("the memo holds only %d bytes: it keeps nothing", h)
 	}
 	if _, ok := c.get(strings.Repeat("t", 80) + "1"); ok {
