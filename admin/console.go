@@ -137,6 +137,7 @@ func NewConsole(opts ConsoleOptions) http.Handler {
 		r.Get("/health", c.health)
 		r.Get("/shadow", c.shadowPage)
 		r.Get("/pins", c.pinsPage)
+		r.Post("/pins/{action}", c.reviewPin)
 		r.Get("/approvals", c.approvals)
 		r.Get("/approvals/events", c.approvalEvents)
 		r.Post("/approvals/{id}", c.decide)
@@ -349,7 +350,13 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := filterOf(r)
-	ch, cancel := c.opts.Window.Subscribe()
+	subscribe, rollout := c.opts.Window.Subscribe, r.URL.Query().Get("rollout") != ""
+	if rollout {
+		// The Shadow and Pins pages: only what changes them, a shadow disagreement or a
+		// tool-definitions decision; they fetch their part again on each.
+		subscribe = c.opts.Window.SubscribeWithShadow
+	}
+	ch, cancel := subscribe()
 	defer cancel()
 	sseHeaders(w)
 	fl.Flush()
@@ -363,7 +370,7 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, ": keep-alive\n\n")
 			fl.Flush()
 		case d := <-ch:
-			if !f.Match(&d) {
+			if !f.Match(&d) || rollout && d.Shadow == nil && d.EventType != EventToolDefinitions {
 				continue
 			}
 			b, err := json.Marshal(d)

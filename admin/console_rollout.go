@@ -1,10 +1,16 @@
 package admin
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
 
 	"github.com/hookproxy/hookproxy/pinning"
 )
@@ -59,7 +65,8 @@ func (c *console) pinsPage(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	data := map[string]any{"Mode": p.Mode(), "Changes": c.opts.Window.ToolDefinitionChanges(pageLimit)}
+	data := map[string]any{"Mode": p.Mode(), "Changes": c.opts.Window.ToolDefinitionChanges(pageLimit),
+		"Notice": r.URL.Query().Get("notice")}
 	scopes, err := p.List(r.Context())
 	if err != nil {
 		data["Error"] = "the pins could not be read: " + err.Error()
@@ -82,6 +89,49 @@ func (c *console) pinsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data["Scopes"], data["Pending"] = views, pending
 	c.render(w, "pins", data)
+}
+
+// reviewPin is the Pins page's Accept and Forget buttons: the same change as POST
+// /pins/accept and /pins/forget (and `hookproxy pins accept|forget`), made by the person
+// signed in, who is logged. It returns to the page with a notice saying what happened.
+func (c *console) reviewPin(w http.ResponseWriter, r *http.Request) {
+	p := c.pinner()
+	if p == nil {
+		http.NotFound(w, r)
+		return
+	}
+	action, scope, tool := chi.URLParam(r, "action"), r.FormValue("scope"), r.FormValue("tool")
+	var change func(context.Context, string, string) (string, error)
+	switch action {
+	case "accept":
+		change = p.Accept
+	case "forget":
+		change = p.Forget
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if tool == "" || scope == "" {
+		http.Error(w, "the form must name the tool and its scope", http.StatusBadRequest)
+		return
+	}
+	notice := action + "ed " + tool + " in " + scope
+	if action == "forget" {
+		notice = "forgot " + tool + " in " + scope
+	}
+	var amb *pinning.AmbiguousError
+	switch _, err := change(r.Context(), scope, tool); {
+	case errors.Is(err, pinning.ErrUnknownTool):
+		notice = "no pin or pending definition of " + tool + " in " + scope
+	case errors.As(err, &amb):
+		notice = err.Error()
+	case err != nil:
+		notice = "the pins could not be changed: " + err.Error()
+	default:
+		c.log.Info("tool definition reviewed in the console", zap.String("action", action),
+			zap.String("scope", scope), zap.String("tool", tool), zap.String("by", Caller(r.Context())))
+	}
+	http.Redirect(w, r, "/ui/pins?notice="+url.QueryEscape(notice), http.StatusSeeOther)
 }
 
 // scrub passes a tool description through Options.Scrub; without one none is shown.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,11 +145,97 @@ func TestConsolePinsPage(t *testing.T) {
 		t.Errorf("pins page without a scrubber shows descriptions, or no pins")
 	}
 
+	// The review buttons: Accept makes the pending definition the pin, Forget drops a pin;
+	// each returns to the page with a notice.
+	post := func(path string, form url.Values) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Authorization", "Bearer "+testConsoleToken)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			return strconv.Itoa(resp.StatusCode)
+		}
+		u, _ := url.Parse(resp.Header.Get("Location"))
+		return u.Query().Get("notice")
+	}
+	entry := func(name string) (pinning.Entry, bool) {
+		t.Helper()
+		scopes, err := p.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range scopes {
+			for _, e := range s.Tools {
+				if s.Scope == scope && e.Name == name {
+					return e, true
+				}
+			}
+		}
+		return pinning.Entry{}, false
+	}
+	if e, _ := entry("add"); e.Pending == nil || e.Digest == v.Changes[0].Digest {
+		t.Fatalf("before review: %+v", e)
+	}
+	for _, tc := range []struct{ path, tool, want string }{
+		{"/ui/pins/accept", "add", "accepted add in " + scope},
+		{"/ui/pins/forget", "read_file", "forgot read_file in " + scope},
+		{"/ui/pins/accept", "no_such_tool", "no pin or pending definition of no_such_tool in " + scope},
+		{"/ui/pins/rename", "add", "404"},
+		{"/ui/pins/accept", "", "400"},
+	} {
+		if got := post(tc.path, url.Values{"scope": {scope}, "tool": {tc.tool}}); got != tc.want {
+			t.Errorf("POST %s %s: %q, want %q", tc.path, tc.tool, got, tc.want)
+		}
+	}
+	if e, ok := entry("add"); !ok || e.Pending != nil || e.Digest != v.Changes[0].Digest {
+		t.Errorf("after Accept, add is %+v (%v), want pinned at the changed digest with nothing pending", e, ok)
+	}
+	if _, ok := entry("read_file"); ok {
+		t.Error("after Forget, read_file is still pinned")
+	}
+	if _, page := consoleGet(t, srv, "/ui/pins?notice=accepted+add"); !strings.Contains(page, `id="notice">accepted add<`) || strings.Contains(page, `id="pending"`) {
+		t.Errorf("after review the page shows no notice, or still a pending definition")
+	}
+
 	pinner.Store(nil)
 	if code, _ := consoleGet(t, srv, "/ui/pins"); code != http.StatusNotFound {
 		t.Errorf("/ui/pins with pinning off: %d, want 404", code)
 	}
 	if _, live := consoleGet(t, srv, "/ui/"); strings.Contains(live, `href="/ui/pins"`) {
 		t.Errorf("the navigation links the Pins page with pinning off")
+	}
+}
+
+// TestRolloutSubscription: the Shadow and Pins pages' stream takes the shadow
+// disagreements the live view leaves out; neither takes an agreeing shadow settlement.
+func TestRolloutSubscription(t *testing.T) {
+	w := NewWindow(10)
+	live, cancelLive := w.Subscribe()
+	defer cancelLive()
+	rollout, cancelRollout := w.SubscribeWithShadow()
+	defer cancelRollout()
+	w.Add(Decision{EventID: "ev_agree", Shadow: &DecisionShadow{Outcome: "forwarded"}})
+	w.Add(Decision{EventID: "ev_differ", Shadow: &DecisionShadow{Outcome: "refused", Differs: true}})
+	w.Add(Decision{EventID: "ev_live", EventType: "tool.before"})
+	drain := func(ch <-chan Decision) (ids []string) {
+		for {
+			select {
+			case d := <-ch:
+				ids = append(ids, d.EventID)
+			default:
+				return ids
+			}
+		}
+	}
+	if got := strings.Join(drain(live), ","); got != "ev_live" {
+		t.Errorf("live subscriber got %s, want ev_live", got)
+	}
+	if got := strings.Join(drain(rollout), ","); got != "ev_differ,ev_live" {
+		t.Errorf("rollout subscriber got %s, want ev_differ,ev_live", got)
 	}
 }

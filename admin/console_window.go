@@ -163,7 +163,9 @@ type Window struct {
 	buf  []Decision // ring: buf[(start+i)%len] is the i-th oldest once full
 	pos  int        // next slot to write once full
 	seq  uint64
-	subs map[chan Decision]struct{}
+	// subs are the live viewers; true for one that also takes shadow disagreements (the
+	// Shadow page), which the live view leaves out.
+	subs map[chan Decision]bool
 	// shadow counts every shadow settlement added since the start, kept or not.
 	shadow ShadowCounts
 }
@@ -180,7 +182,7 @@ func NewWindow(size int) *Window {
 	if size <= 0 {
 		size = DefaultWindowSize
 	}
-	return &Window{size: size, subs: map[chan Decision]struct{}{}}
+	return &Window{size: size, subs: map[chan Decision]bool{}}
 }
 
 // Add records d (stamping its Seq) and hands it to every live subscriber that has room.
@@ -211,10 +213,10 @@ func (w *Window) Add(d Decision) {
 		w.buf[w.pos] = d
 		w.pos = (w.pos + 1) % w.size
 	}
-	if d.Shadow != nil {
-		return // the live view is of live decisions
-	}
-	for ch := range w.subs {
+	for ch, all := range w.subs {
+		if d.Shadow != nil && !all {
+			continue // the live view is of live decisions
+		}
 		select {
 		case ch <- d:
 		default: // this viewer is behind; it misses d rather than delay the request
@@ -290,12 +292,17 @@ func (w *Window) Recent(f Filter, limit int) []Decision {
 	return out
 }
 
-// Subscribe returns a channel of decisions added from now on, and the function that ends
-// the subscription.
-func (w *Window) Subscribe() (<-chan Decision, func()) {
+// Subscribe returns a channel of the live decisions added from now on, and the function
+// that ends the subscription.
+func (w *Window) Subscribe() (<-chan Decision, func()) { return w.subscribe(false) }
+
+// SubscribeWithShadow is Subscribe that also takes the shadow disagreements kept.
+func (w *Window) SubscribeWithShadow() (<-chan Decision, func()) { return w.subscribe(true) }
+
+func (w *Window) subscribe(shadow bool) (<-chan Decision, func()) {
 	ch := make(chan Decision, subscriberBuffer)
 	w.mu.Lock()
-	w.subs[ch] = struct{}{}
+	w.subs[ch] = shadow
 	w.mu.Unlock()
 	var once sync.Once
 	return ch, func() {

@@ -62,30 +62,34 @@ function live() {
   });
 }
 
-// The approvals queue reloads its part of the page when a record changes.
-function approvals() {
-  const es = new EventSource("/ui/approvals/events");
+// refreshOn fetches the page again whenever source reports one of events, and swaps in the
+// element with the given id. A form being filled in (a half-typed reason) is left alone.
+function refreshOn(source, events, id) {
+  const es = new EventSource(source);
+  es.onopen = () => { document.body.dataset.live = "on"; };
   let pending = null;
   const refresh = () => {
     if (pending) return;
     pending = setTimeout(async () => {
       pending = null;
-      const r = await fetch("/ui/approvals", { headers: { Accept: "text/html" }, credentials: "same-origin" });
+      const r = await fetch(location.pathname, { headers: { Accept: "text/html" }, credentials: "same-origin" });
       if (!r.ok) return;
       const doc = new DOMParser().parseFromString(await r.text(), "text/html");
-      const fresh = doc.getElementById("approvals-live");
-      const cur = document.getElementById("approvals-live");
-      // Keep a half-typed reason: only replace the queue when no form field has focus.
+      const fresh = doc.getElementById(id);
+      const cur = document.getElementById(id);
       if (fresh && cur && !cur.contains(document.activeElement)) cur.replaceWith(fresh);
     }, 200);
   };
   es.onmessage = refresh;
-  es.addEventListener("approval", refresh);
-  for (const t of ["created", "decided", "expired", "pending", "approved", "denied"]) es.addEventListener(t, refresh);
+  for (const t of events) es.addEventListener(t, refresh);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   const page = document.body.dataset.page;
   if (page === "live") live();
-  if (page === "approvals") approvals();
+  // The approvals queue changes when a record does; the Shadow and Pins pages when a
+  // shadow disagreement or a tool-definition change is recorded.
+  if (page === "approvals") refreshOn("/ui/approvals/events", ["approval", "created", "decided", "expired", "pending", "approved", "denied"], "approvals-live");
+  if (page === "shadow") refreshOn("/ui/events?rollout=1", ["decision"], "shadow-live");
+  if (page === "pins") refreshOn("/ui/events?rollout=1", ["decision"], "pins-live");
 });
