@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 )
@@ -116,7 +117,8 @@ func (w *eventWriter) raw(member string, m json.RawMessage) {
 		w.b = append(w.b, "null"...)
 		return
 	}
-	if jsontext.Check(m, jsontext.MaxNesting) == nil && jsontext.IsCompact(string(m)) {
+	// IsCompact only reads the text during the call, so it gets m without a copy.
+	if jsontext.Check(m, jsontext.MaxNesting) == nil && jsontext.IsCompact(unsafe.String(unsafe.SliceData(m), len(m))) {
 		w.b = append(w.b, m...)
 		return
 	}

@@ -106,32 +106,54 @@ func TestFrameRefusesWhatEncodingJSONRefuses(t *testing.T) {
 	}
 }
 
-// BenchmarkInterceptFrame compares the frame encoding of a 32 KiB event with
-// encoding/json's (the way frames were built before).
+// toolParams is a Claude-Code-shaped params member: 32 tool definitions, about 35 KiB.
+func toolParams() json.RawMessage {
+	var tools []map[string]any
+	for i := range 32 {
+		tools = append(tools, map[string]any{"name": fmt.Sprintf("Tool%d", i),
+			"description": strings.Repeat("Runs the given command in a sandbox.\n- Use it \"carefully\". ", 16),
+			"input_schema": map[string]any{"type": "object", "required": []string{"command"},
+				"properties": map[string]any{"command": map[string]any{"type": "string", "description": "The command"},
+					"timeout": map[string]any{"type": "number"}}}})
+	}
+	raw, _ := json.Marshal(map[string]any{"max_tokens": 32000, "tools": tools, "stream": true})
+	return raw
+}
+
+// BenchmarkInterceptFrame compares the frame encoding with encoding/json's (the way frames
+// were built before): a 32 KiB conversation, and the same with 35 KiB of tool definitions
+// in params (a raw value, validated and copied).
 func BenchmarkInterceptFrame(b *testing.B) {
-	p := frameParams()
-	rawID, _ := json.Marshal(p.Event.ID)
-	size := len(jsonFrame(b, ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: p}))
-	b.Run("encoding_json", func(b *testing.B) {
-		b.SetBytes(int64(size))
-		b.ReportAllocs()
-		for b.Loop() {
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			rawID, _ := json.Marshal(p.Event.ID)
-			if err := enc.Encode(ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: p}); err != nil {
-				b.Fatal(err)
+	withTools := frameParams()
+	withTools.Event.Params = toolParams()
+	for _, c := range []struct {
+		name string
+		p    *ahp.InterceptParams
+	}{{"conversation", frameParams()}, {"conversation+tools", withTools}} {
+		p := c.p
+		rawID, _ := json.Marshal(p.Event.ID)
+		size := len(jsonFrame(b, ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: p}))
+		b.Run(c.name+"/encoding_json", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				rawID, _ := json.Marshal(p.Event.ID)
+				if err := enc.Encode(ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: p}); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("encoder", func(b *testing.B) {
-		b.SetBytes(int64(size))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := interceptFrame(p.Event.ID, p); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(c.name+"/encoder", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := interceptFrame(p.Event.ID, p); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
