@@ -211,7 +211,10 @@ func TestEncoderEdgeValues(t *testing.T) {
 		texts = append(texts, strings.Repeat("a", i)+"\n"+strings.Repeat("b", 17-i%17), strings.Repeat("a", i)+"é\u2029")
 	}
 	floats := []float64{0, math.Copysign(0, -1), 1, -1.5, 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 123456789.125, 1e-300, math.MaxFloat64, math.SmallestNonzeroFloat64}
-	raws := []string{`{}`, ` {"a" : [1, 2 ,{"b":null}] } `, `"s\u00e9"`, "\"\xff\"", `1e5`, `-0`, `[true,false]`, "\t\n 7 \r"}
+	raws := []string{`{}`, ` {"a" : [1, 2 ,{"b":null}] } `, `"s\u00e9"`, "\"\xff\"", `1e5`, `-0`, `[true,false]`, "\t\n 7 \r",
+		`{"a":1,"a":2}`, `{"dup" : 1, "dup":2}`, `"\u2028<>&"`, "\"\u2028\"", // duplicates stay; raw strings are not re-escaped
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000), // encoding/json's deepest
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} // one deeper: refused by both
 	for i, s := range texts {
 		ev := &ahp.Event{ID: s, Source: s, Type: s, Time: s, Items: []ahp.Message{{ID: s, Role: s,
 			Parts: []ahp.Part{{ID: s, Kind: s, MediaType: s, Selection: s, Text: &s}}}}}
