@@ -157,3 +157,32 @@ func BenchmarkInterceptFrame(b *testing.B) {
 		})
 	}
 }
+
+// TestFramesEncodedConcurrently: deliveries to several backends encode at once through
+// the shared encoding buffers; each frame is still its own event's bytes.
+func TestFramesEncodedConcurrently(t *testing.T) {
+	const workers = 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		p := frameParams()
+		p.Event.ID = fmt.Sprintf("evt_worker_%d", w)
+		p.Event.Items = p.Event.Items[:8*(w+1)]
+		rawID, _ := json.Marshal(p.Event.ID)
+		want := jsonFrame(t, ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: p})
+		go func() {
+			for range 50 {
+				got, err := interceptFrame(p.Event.ID, p)
+				if err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Errorf("worker %d: frame differs from its event's (err %v)", w, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
