@@ -75,6 +75,14 @@ func compareFrames(t testing.TB, name, id string, p *ahp.InterceptParams) {
 	want, werr = refFrame(false, "", op)
 	got, gerr = ahp.AppendObserveNotification([]byte("prefix"), op)
 	check("observe", want, got, werr, gerr)
+	if p != nil {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		werr = enc.Encode(p.Event)
+		got, gerr = ahp.AppendEvent([]byte("prefix"), p.Event)
+		check("event", bytes.TrimSuffix(buf.Bytes(), []byte("\n")), got, werr, gerr)
+	}
 }
 
 func clip(b []byte, at int) string {
