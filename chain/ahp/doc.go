@@ -1,6 +1,8 @@
 // Package ahp holds the Agent Hooks Protocol wire model shared by every part of hookproxy:
 // JSON-RPC envelopes, the event envelope, canonical messages and parts, capabilities,
-// effects and the accumulated chain state. It knows no provider JSON and performs no I/O.
+// effects and the accumulated chain state, and the encoder of the hooks/intercept and
+// hooks/observe frames (encode_event.go: no reflection, byte for byte encoding/json's
+// output). It knows no provider JSON and performs no I/O.
 //
 // Field names here are the protocol's own. Comments cite the protocol by requirement id
 // (AHP-AREA-NNN) or as (AHP spec, DOC "SECTION"): the document DOC under spec/draft of the

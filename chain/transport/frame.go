@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -33,38 +34,50 @@ func ctxFailure(ctx context.Context, during string) *Error {
 
 // interceptFrame encodes the hooks/intercept request once. The same bytes are used for
 // every retry, so a retry is byte-equivalent to the first attempt (AHP-CORE-004), and the
-// JSON-RPC id is the event id (AHP spec, execution-payloads.md).
+// JSON-RPC id is the event id (AHP spec, execution-payloads.md). The encoder writes
+// exactly what encoding/json would, without its reflection (ahp.AppendInterceptRequest).
 func interceptFrame(id string, params *ahp.InterceptParams) ([]byte, error) {
-	rawID, err := json.Marshal(id)
-	if err != nil {
-		return nil, fail(KindMalformed, "encoding request id: %v", err)
-	}
-	frame, err := encodeFrame(ahp.Request{JSONRPC: "2.0", ID: rawID, Method: ahp.MethodIntercept, Params: params})
+	sb := frameScratch.Get().(*[]byte)
+	b, err := ahp.AppendInterceptRequest((*sb)[:0], id, params)
+	frame := ownFrame(sb, b, err)
 	if err != nil {
 		return nil, fail(KindMalformed, "encoding hooks/intercept request: %v", err)
 	}
 	return frame, nil
 }
 
-// encodeFrame marshals one JSON-RPC message on a single line. HTML escaping is off: it
-// only costs time on large events, and backends read JSON, not HTML.
-func encodeFrame(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // observeFrame encodes the hooks/observe notification (a JSON-RPC notification: no id, no reply).
 func observeFrame(params *ahp.ObserveParams) ([]byte, error) {
-	frame, err := encodeFrame(ahp.Request{JSONRPC: "2.0", Method: ahp.MethodObserve, Params: params})
+	sb := frameScratch.Get().(*[]byte)
+	b, err := ahp.AppendObserveNotification((*sb)[:0], params)
+	frame := ownFrame(sb, b, err)
 	if err != nil {
 		return nil, fail(KindMalformed, "encoding hooks/observe notification: %v", err)
 	}
 	return frame, nil
+}
+
+// frameScratch holds the buffers frames are encoded into. A frame is then copied out once
+// at its exact size: the HTTP client may still be reading a request body after the
+// response has arrived, and a retry resends it, so the frame itself is never recycled.
+// Encoding into a warm buffer spares the growth copies of a 32 KiB event.
+var frameScratch = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxScratch bounds the buffer kept for reuse, so one huge event does not stay pinned.
+const maxScratch = 1 << 20
+
+// ownFrame copies the encoded b out of the scratch buffer (nothing when encoding failed)
+// and returns the buffer to the pool.
+func ownFrame(sb *[]byte, b []byte, err error) []byte {
+	var frame []byte
+	if err == nil {
+		frame = append([]byte(nil), b...) // not zeroed first, unlike make
+	}
+	if cap(b) <= maxScratch {
+		*sb = b[:0]
+		frameScratch.Put(sb)
+	}
+	return frame
 }
 
 // checkReplyFrame checks the framing of a reply: valid UTF-8 and exactly one JSON object
