@@ -1,0 +1,36 @@
+package proxy
+
+import (
+	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/testsupport"
+	"github.com/hookproxy/hookproxy/mapping/anthropic"
+)
+
+// BenchmarkFingerprintAgentHistory is what re-applying settlement records costs an agent
+// request of ~300 KB (testsupport.AgentHistory) whose history was settled before: the
+// fingerprint of every settlement unit (each tool result, each run of user messages), as
+// applyRecords computes them to match the records. Every iteration is a new request: a new
+// copy of the body decoded by the real codec (not timed) and a digest memo of its own.
+func BenchmarkFingerprintAgentHistory(b *testing.B) {
+	body := testsupport.AgentHistory(300 << 10)
+	codec := anthropic.NewMessages()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		req, err := codec.DecodeRequest(append([]byte(nil), body...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		units := settlementUnits(req, -1)
+		td := transport.NewTextDigests()
+		b.StartTimer()
+		for _, u := range units {
+			if fingerprint(td, req.Items[u.start:u.end]) == "" {
+				b.Fatal("no fingerprint")
+			}
+		}
+	}
+}
