@@ -1,0 +1,113 @@
+package heldtexts
+
+import (
+	"crypto/sha256"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/hookproxy/hookproxy/internal/twogen"
+)
+
+const (
+	// heldBytes bounds the memo: as much as the decoded literals it serves (32 MiB of
+	// literal and value), so that it holds at least as many texts.
+	heldBytes = 32 << 20
+	// shards spreads the lock over concurrent requests: every text of every request
+	// looks here first.
+	shards = 8
+	// entryCost is what an entry costs besides its text: key, entry, digest and the
+	// map's share.
+	entryCost = 128
+)
+
+// key is a text's address and length. An address as an integer: the entry, not the key,
+// keeps the text alive, and the map's keys are then no work for the garbage collector.
+type key struct {
+	p uintptr
+	n int
+}
+
+// entry is a held text and, once asked for, its digest.
+type entry struct {
+	s   string // keeps the memory the key names allocated to this text
+	sum atomic.Pointer[[sha256.Size]byte]
+}
+
+// memo is the memo's implementation; keep false makes one that does not hold its texts,
+// which only a test builds (to show that holding them is what makes a hit exact).
+type memo struct {
+	shards [shards]*twogen.Map[key, *entry]
+	keep   bool
+}
+
+func newMemo(limit int64, keep bool) *memo {
+	m := &memo{keep: keep}
+	for i := range m.shards {
+		m.shards[i] = twogen.New[key, *entry](limit/shards, func(_ key, e *entry) int64 {
+			return int64(len(e.s)) + entryCost
+		}, nil)
+	}
+	return m
+}
+
+var held = newMemo(heldBytes, true)
+
+func keyOf(s string) key { return key{uintptr(unsafe.Pointer(unsafe.StringData(s))), len(s)} }
+
+func (m *memo) shard(k key) *twogen.Map[key, *entry] {
+	// Strings are at least 8-byte aligned, and a long one starts on its own span.
+	h := k.p>>4 ^ k.p>>12 ^ uintptr(k.n)
+	return m.shards[h%shards]
+}
+
+// Hold registers s, a string that owns its memory and is kept beyond one request, so that
+// Sum recognises it by its address. Empty strings are not held.
+func Hold(s string) { held.hold(s) }
+
+func (m *memo) hold(s string) {
+	if len(s) == 0 {
+		return
+	}
+	k := keyOf(s)
+	sh := m.shard(k)
+	if int64(len(s))+entryCost > sh.Limit()/8 {
+		return
+	}
+	e := &entry{}
+	if m.keep {
+		e.s = s
+	} else {
+		e.s = string(make([]byte, len(s))) // counts the same, holds another allocation
+	}
+	sh.Add(k, e)
+}
+
+// Sum returns the SHA-256 of s if s is a held text (computed on the first request for it,
+// then kept), and false for any other string.
+func Sum(s string) ([sha256.Size]byte, bool) { return held.sum(s) }
+
+func (m *memo) sum(s string) ([sha256.Size]byte, bool) {
+	if len(s) == 0 {
+		return [sha256.Size]byte{}, false
+	}
+	k := keyOf(s)
+	e, ok := m.shard(k).Get(k)
+	if !ok {
+		return [sha256.Size]byte{}, false
+	}
+	if d := e.sum.Load(); d != nil {
+		return *d, true
+	}
+	d := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	e.sum.CompareAndSwap(nil, &d)
+	return d, true
+}
+
+// Stats reports the memory (bytes) and texts the memo holds.
+func Stats() (bytes, entries int64) {
+	for _, sh := range held.shards {
+		b, n := sh.Stats()
+		bytes, entries = bytes+b, entries+n
+	}
+	return bytes, entries
+}
