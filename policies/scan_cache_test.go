@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 // cacheFiller makes a text long enough for its scan to be cached (minCachedText).
@@ -156,10 +157,18 @@ func FuzzScanCache(f *testing.F) {
 			return
 		}
 		long := func(s string) string { return cacheFiller + s + cacheFiller }
+		// A text the process keeps across requests is recognised by its address
+		// (internal/heldtexts), as a decoded literal of an earlier request is.
+		held := long(a + b)
+		heldtexts.Hold(held)
 		ev := requestEvent(
 			msg("m1", ahp.RoleUser, text("p1", long(a))),
 			msg("m2", ahp.RoleUser, text("p2", long(b)), text("p3", long(a))),
 			msg("m3", ahp.RoleUser, text("p4", a+b), text("p5", long(b+a))),
+			msg("m4", ahp.RoleUser, text("p6", held), text("p7", held[:len(held)/2])),
+			// The same join as m2's from other parts: the joined scan is keyed by the
+			// parts' digests.
+			msg("m5", ahp.RoleUser, text("p8", long(b)+cacheFiller), text("p9", a+cacheFiller)),
 		)
 		ev.Params = json.RawMessage(`{"max_tokens":1,"tools":[{"description":` + strconv.Quote(long(b)) + `}]}`)
 		for name, fresh := range build {

@@ -11,6 +11,7 @@ package policies
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
@@ -119,9 +120,10 @@ type scanner interface {
 // metered is s as the detector of one call, charging its meter, with s's result cache
 // and the request's digest memo.
 type metered struct {
-	s     scanner
-	cache *scanCache
-	td    *transport.TextDigests
+	s            scanner
+	cache        *scanCache
+	td           *transport.TextDigests
+	hits, misses uint64 // cache lookups, reported by done
 	meter
 }
 
@@ -135,12 +137,49 @@ func (d *metered) scanText(dst []Finding, text string) []Finding {
 		return dst
 	}
 	k := textKey(d.td, text)
-	if e := d.cache.get(k); e != nil {
-		if !d.meter.charge(int(e.units)) {
-			return dst
-		}
-		return append(dst, e.findings...)
+	if dst, ok := d.fromCache(dst, k); ok {
+		return dst
 	}
+	return d.scanAndKeep(dst, k, text)
+}
+
+// scanJoined is scanText of the texts joined, looked up by the texts' digests: the join is
+// only built when it has to be scanned.
+func (d *metered) scanJoined(dst []Finding, texts []string) []Finding {
+	n := 0
+	for _, t := range texts {
+		n += len(t)
+	}
+	if d.cache == nil || n < minCachedText {
+		return d.s.scanTextMetered(&d.meter, dst, strings.Join(texts, ""))
+	}
+	if d.meter.stopped() != nil {
+		return dst
+	}
+	k := joinedKey(d.td, texts)
+	if dst, ok := d.fromCache(dst, k); ok {
+		return dst
+	}
+	return d.scanAndKeep(dst, k, strings.Join(texts, ""))
+}
+
+// fromCache appends the findings kept under k, charging the meter what their scan charged
+// (the caller checks the meter); false when none are kept.
+func (d *metered) fromCache(dst []Finding, k scanKey) ([]Finding, bool) {
+	e := d.cache.get(k)
+	if e == nil {
+		d.misses++
+		return dst, false
+	}
+	d.hits++
+	if !d.meter.charge(int(e.units)) {
+		return dst, true
+	}
+	return append(dst, e.findings...), true
+}
+
+// scanAndKeep scans text and keeps what it found under k, unless the meter stopped it.
+func (d *metered) scanAndKeep(dst []Finding, k scanKey, text string) []Finding {
 	start, before := len(dst), d.meter.charged
 	dst = d.s.scanTextMetered(&d.meter, dst, text)
 	if d.meter.stopped() == nil {
@@ -151,6 +190,18 @@ func (d *metered) scanText(dst []Finding, text string) []Finding {
 		d.cache.put(k, &scanEntry{findings: fs, units: d.meter.charged - before})
 	}
 	return dst
+}
+
+// done reports the call's cache lookups to ScanCacheStats: once per call rather than per
+// text, so that concurrent requests do not contend on the counters for every text.
+func (d *metered) done() {
+	if d.hits > 0 {
+		scanCacheStats.hits.Add(d.hits)
+	}
+	if d.misses > 0 {
+		scanCacheStats.misses.Add(d.misses)
+	}
+	d.hits, d.misses = 0, 0
 }
 
 func (d *metered) scanField(dst []Finding, key, value string) []Finding {
