@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 // fingerprintVariants are message lists that differ from the first in one member each
@@ -34,6 +35,12 @@ func fingerprintVariants() [][]ahp.Message {
 		{base()},
 		edit(func(m *ahp.Message) {}), // same content, other memory
 		edit(func(m *ahp.Message) { m.Parts[0].Text = s(strings.Clone("total 0\n-rw-r--r-- a.go")) }),
+		// The same text kept across requests, its digest found by its address.
+		edit(func(m *ahp.Message) {
+			t := strings.Clone("total 0\n-rw-r--r-- a.go")
+			heldtexts.Hold(t)
+			m.Parts[0].Text = &t
+		}),
 		edit(func(m *ahp.Message) { m.ID = "m2" }),
 		edit(func(m *ahp.Message) { m.Role = ahp.RoleUser }),
 		edit(func(m *ahp.Message) { m.Synthesized = false }),
@@ -83,6 +90,10 @@ func TestFingerprintAgreesWithCanonicalJSON(t *testing.T) {
 			same := bytes.Equal(ja, jb) && len(a) > 0
 			if got := fingerprint(td, b) == fa && fa != ""; got != same {
 				t.Errorf("variants %d and %d: same fingerprint %v, same canonical JSON %v\n%s\n%s", i, j, got, same, ja, jb)
+			}
+			// applyRecords' comparison, which makes no string of the fingerprint.
+			if got := fingerprintIs(td, b, fa); got != same {
+				t.Errorf("variants %d and %d: fingerprintIs %v, same canonical JSON %v", i, j, got, same)
 			}
 		}
 	}

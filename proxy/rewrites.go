@@ -96,7 +96,7 @@ func (x *lifecycle) applyRecords(recs []state.Record) {
 	for i := 0; i < len(orig); {
 		// Ids are cheap to compare; only a candidate is hashed.
 		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
-			rec.Fingerprint != "" && fingerprint(td, orig[i:i+rec.Count]) == rec.Fingerprint {
+			fingerprintIs(td, orig[i:i+rec.Count], rec.Fingerprint) {
 			matched++
 			if rec.Unchanged {
 				for k := i; k < i+rec.Count; k++ {
@@ -263,6 +263,24 @@ func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
 	if len(msgs) == 0 {
 		return ""
 	}
+	sum := fingerprintSum(td, msgs)
+	return hex.EncodeToString(sum[:])
+}
+
+// fingerprintIs reports whether msgs' fingerprint is fp (a record's), without making the
+// fingerprint's string: applyRecords asks this of every recorded unit of the history.
+func fingerprintIs(td *transport.TextDigests, msgs []ahp.Message, fp string) bool {
+	if len(msgs) == 0 || len(fp) != 2*sha256.Size {
+		return false
+	}
+	sum := fingerprintSum(td, msgs)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) == fp
+}
+
+// fingerprintSum is the SHA-256 behind fingerprint.
+func fingerprintSum(td *transport.TextDigests, msgs []ahp.Message) [sha256.Size]byte {
 	f := fpFrames.Get().(*fpFrame)
 	f.b = f.b[:0]
 	f.td = td
@@ -290,7 +308,7 @@ func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
 	if cap(f.b) <= 64<<10 {
 		fpFrames.Put(f)
 	}
-	return hex.EncodeToString(sum[:])
+	return sum
 }
 
 // fpFrame is the scratch of one fingerprint: the framing, hashed at once.
