@@ -27,6 +27,7 @@ func BenchmarkSecretsAgentHistory(b *testing.B) {
 			b.Fatal(err)
 		}
 		ev := requestEvent(req.Items...)
+		ev.Params = req.Params // the tool definitions above all
 		ctx := transport.WithTextDigests(context.Background(), transport.NewTextDigests())
 		return &ahp.InterceptRequest{ID: ev.ID, Params: &ahp.InterceptParams{ProtocolVersion: ahp.ProtocolVersion,
 			Event: ev, Capabilities: caps}}, ctx

@@ -193,7 +193,7 @@ func (d *metered) scanParams(params json.RawMessage) paramsScan {
 	if d.meter.stopped() != nil {
 		return paramsScan{}
 	}
-	k := scanKey{sum: sha256.Sum256(params), kind: scanKindParams}
+	k := scanKey{sum: transport.SumBytes(params), kind: scanKindParams}
 	if e := d.cache.get(k); e != nil {
 		d.hits++
 		d.meter.charge(int(e.units)) // the caller checks the meter

@@ -71,6 +71,20 @@ func (t *TextDigests) Sum(s string) [sha256.Size]byte {
 	return sum
 }
 
+// SumBytes returns the SHA-256 of b, looked up among the texts of earlier requests
+// (knownTexts) before it is hashed: a request's params (an agent's tool definitions) are
+// the same bytes on every request of a session. Unlike Sum it does not remember b's
+// address (b is a byte slice, which its owner may write later).
+func SumBytes(b []byte) [sha256.Size]byte {
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	sum, ok := knownTexts.get(s)
+	if !ok {
+		sum = sha256.Sum256(b)
+		knownTexts.put(s, sum)
+	}
+	return sum
+}
+
 type textDigestsKey struct{}
 
 // WithTextDigests returns ctx carrying t, for the proxy's records and the in-process
