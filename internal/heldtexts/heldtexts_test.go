@@ -107,3 +107,20 @@ func TestBoundedAndReported(t *testing.T) {
 		t.Errorf("holds %d bytes in %d entries, limit %d", bytes, entries, 1<<20)
 	}
 }
+
+// Concurrent first requests for a held text's digest all get it right (run with -race).
+func TestConcurrentFirstSum(t *testing.T) {
+	m := newMemo(1<<20, true)
+	s := strings.Repeat("concurrent ", 100)
+	m.hold(s)
+	want := sha256.Sum256([]byte(s))
+	done := make(chan [sha256.Size]byte)
+	for i := 0; i < 8; i++ {
+		go func() { d, _ := m.sum(s); done <- d }()
+	}
+	for i := 0; i < 8; i++ {
+		if d := <-done; d != want {
+			t.Fatalf("digest %x, want %x", d, want)
+		}
+	}
+}
