@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 // Content-addressed scan results. A coding agent re-sends its whole conversation with every
@@ -77,6 +78,9 @@ type scanCache struct {
 	limit     int64
 	held      *atomic.Int64 // this cache's accounted bytes, released when it is collected
 	entries   *atomic.Int64 // and its entries
+	// id names this cache's notes on texts kept across requests (internal/heldtexts): a
+	// number, not a pointer, so that a note does not keep a reloaded-away cache alive.
+	id uint64
 }
 
 var scanCacheStats struct {
@@ -95,7 +99,7 @@ func ScanCacheStats() (bytes, entries int64, hits, misses uint64) {
 // released when the scanner that owns it is garbage.
 func newScanCache(limit int64) *scanCache {
 	c := &scanCache{limit: limit, held: new(atomic.Int64), entries: new(atomic.Int64),
-		cur: map[scanKey]*scanEntry{}}
+		cur: map[scanKey]*scanEntry{}, id: heldtexts.NoteID()}
 	type counts struct{ bytes, entries *atomic.Int64 }
 	runtime.AddCleanup(c, func(k counts) {
 		scanCacheStats.bytes.Add(-k.bytes.Load())

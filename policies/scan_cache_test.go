@@ -182,3 +182,39 @@ func FuzzScanCache(f *testing.F) {
 		}
 	})
 }
+
+// A result noted on a text kept across requests (internal/heldtexts) serves only the
+// scanner that noted it: a policy that does not look for AWS keys finds the text clean and
+// notes that, and a policy that does must still find the key in the same held text, on
+// every request. The control is the same text not held, which the second policy scans.
+func TestHeldTextNotesArePerScanner(t *testing.T) {
+	kept := strings.Clone(cacheFiller + "export AWS_ACCESS_KEY_ID=" + testAWSKeyID + "\n" + cacheFiller)
+	heldtexts.Hold(kept)
+	seeing := mustSecrets(t)
+	// Enough blind policies that one shares the seeing one's note slot.
+	var blinds []*Secrets
+	for i := 0; i < 4; i++ {
+		blind, err := NewSecrets(SecretsConfig{Kinds: []string{SecretGitHubToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blinds = append(blinds, blind)
+	}
+	ev := requestEvent(msg("m1", ahp.RoleUser, text("p1", kept)))
+	control := requestEvent(msg("m1", ahp.RoleUser, text("p1", strings.Clone(kept))))
+	want := resultJSON(t, mustSecrets(t), context.Background(), control)
+	if !strings.Contains(want, "modify") {
+		t.Fatalf("control: the key is not found in the text\n%s", want)
+	}
+	for round := 0; round < 3; round++ {
+		ctx := transport.WithTextDigests(context.Background(), transport.NewTextDigests())
+		for _, blind := range blinds {
+			if got := resultJSON(t, blind, ctx, ev); strings.Contains(got, "modify") {
+				t.Fatalf("round %d: a policy without aws keys changed the text\n%s", round, got)
+			}
+		}
+		if got := resultJSON(t, seeing, ctx, ev); got != want {
+			t.Fatalf("round %d: held text\n%s\nnot held\n%s", round, got, want)
+		}
+	}
+}

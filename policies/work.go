@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 const (
@@ -136,11 +137,40 @@ func (d *metered) scanText(dst []Finding, text string) []Finding {
 	if d.meter.stopped() != nil {
 		return dst
 	}
+	if t, ok := heldtexts.Find(text); ok {
+		return d.scanHeld(dst, t, text)
+	}
 	k := textKey(d.td, text)
 	if dst, ok := d.fromCache(dst, k); ok {
 		return dst
 	}
-	return d.scanAndKeep(dst, k, text)
+	dst, _ = d.scanAndKeep(dst, k, text)
+	return dst
+}
+
+// scanHeld is scanText of a text the process keeps across requests (internal/heldtexts):
+// the scanner's result for it is a note on the held text, found with the text, so a text
+// re-sent unchanged costs neither a digest lookup nor a cache lookup. The note is the
+// cache's own entry, under the cache's id (one scanner, one configuration); only clean
+// results are noted, which are small.
+func (d *metered) scanHeld(dst []Finding, t heldtexts.Text, text string) []Finding {
+	if e, _ := t.Note(d.cache.id).(*scanEntry); e != nil {
+		d.hits++
+		return d.reuse(dst, e)
+	}
+	k := scanKey{sum: t.Sum(), kind: scanKindText}
+	e := d.cache.get(k)
+	if e != nil {
+		d.hits++
+		dst = d.reuse(dst, e)
+	} else {
+		d.misses++
+		dst, e = d.scanAndKeep(dst, k, text)
+	}
+	if e != nil && len(e.findings) == 0 {
+		t.SetNote(d.cache.id, e)
+	}
+	return dst
 }
 
 // scanJoined is scanText of the texts joined, looked up by the texts' digests: the join is
@@ -160,7 +190,8 @@ func (d *metered) scanJoined(dst []Finding, texts []string) []Finding {
 	if dst, ok := d.fromCache(dst, k); ok {
 		return dst
 	}
-	return d.scanAndKeep(dst, k, strings.Join(texts, ""))
+	dst, _ = d.scanAndKeep(dst, k, strings.Join(texts, ""))
+	return dst
 }
 
 // fromCache appends the findings kept under k, charging the meter what their scan charged
@@ -172,24 +203,32 @@ func (d *metered) fromCache(dst []Finding, k scanKey) ([]Finding, bool) {
 		return dst, false
 	}
 	d.hits++
-	if !d.meter.charge(int(e.units)) {
-		return dst, true
-	}
-	return append(dst, e.findings...), true
+	return d.reuse(dst, e), true
 }
 
-// scanAndKeep scans text and keeps what it found under k, unless the meter stopped it.
-func (d *metered) scanAndKeep(dst []Finding, k scanKey, text string) []Finding {
+// reuse appends a kept result's findings, charging the meter what its scan charged.
+func (d *metered) reuse(dst []Finding, e *scanEntry) []Finding {
+	if !d.meter.charge(int(e.units)) {
+		return dst
+	}
+	return append(dst, e.findings...)
+}
+
+// scanAndKeep scans text and keeps what it found under k, unless the meter stopped it;
+// it returns the kept entry (nil if none).
+func (d *metered) scanAndKeep(dst []Finding, k scanKey, text string) ([]Finding, *scanEntry) {
 	start, before := len(dst), d.meter.charged
 	dst = d.s.scanTextMetered(&d.meter, dst, text)
-	if d.meter.stopped() == nil {
-		var fs []Finding
-		if len(dst) > start {
-			fs = append(fs, dst[start:]...)
-		}
-		d.cache.put(k, &scanEntry{findings: fs, units: d.meter.charged - before})
+	if d.meter.stopped() != nil {
+		return dst, nil
 	}
-	return dst
+	var fs []Finding
+	if len(dst) > start {
+		fs = append(fs, dst[start:]...)
+	}
+	e := &scanEntry{findings: fs, units: d.meter.charged - before}
+	d.cache.put(k, e)
+	return dst, e
 }
 
 // done reports the call's cache lookups to ScanCacheStats: once per call rather than per
