@@ -124,3 +124,25 @@ func TestConcurrentFirstSum(t *testing.T) {
 		}
 	}
 }
+
+// A note serves only the id that set it, also when another id shares its slot.
+func TestNotesByID(t *testing.T) {
+	s := strings.Repeat("noted ", 100)
+	Hold(s)
+	h, ok := Find(s)
+	if !ok || h.Sum() != sha256.Sum256([]byte(s)) {
+		t.Fatal("a held text was not found with its digest")
+	}
+	a := NoteID()
+	b := a + noteSlots // the same slot
+	h.SetNote(a, "a's")
+	if v := h.Note(a); v != "a's" {
+		t.Errorf("Note(a) = %v", v)
+	}
+	if v := h.Note(b); v != nil {
+		t.Errorf("an id sharing the slot read another's note: %v", v)
+	}
+	if _, ok := Find(strings.Clone(s)); ok {
+		t.Error("an equal text at another address was found")
+	}
+}
