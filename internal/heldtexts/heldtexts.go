@@ -15,9 +15,10 @@ const (
 	// shards spreads the lock over concurrent requests: every text of every request
 	// looks here first.
 	shards = 8
-	// entryCost is what an entry costs besides its text: key, entry, digest, the map's
-	// share, and a few small notes.
-	entryCost = 256
+	// entryCost is what an entry costs besides its text: key, entry, digest and the
+	// map's share (~130 bytes), and the notes of up to a few scanners (a note and a clean
+	// result, ~140 bytes each).
+	entryCost = 512
 )
 
 // key is a text's address and length. An address as an integer: the entry, not the key,
