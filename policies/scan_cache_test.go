@@ -218,3 +218,35 @@ func TestHeldTextNotesArePerScanner(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent requests carrying the same held texts (one clean, one with a key) get the
+// result of a fresh scan, while the notes on those texts are being set and read (run with
+// -race).
+func TestHeldTextsConcurrently(t *testing.T) {
+	clean := strings.Clone(cacheFiller + "nothing to see " + cacheFiller)
+	key := strings.Clone(cacheFiller + "export AWS_ACCESS_KEY_ID=" + testAWSKeyID + "\n" + cacheFiller)
+	heldtexts.Hold(clean)
+	heldtexts.Hold(key)
+	ev := requestEvent(msg("m1", ahp.RoleUser, text("p1", clean)), msg("m2", ahp.RoleUser, text("p2", key)))
+	want := resultJSON(t, mustSecrets(t), context.Background(), requestEvent(
+		msg("m1", ahp.RoleUser, text("p1", strings.Clone(clean))), msg("m2", ahp.RoleUser, text("p2", strings.Clone(key)))))
+	p := mustSecrets(t)
+	errs := make(chan string, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for round := 0; round < 20; round++ {
+				ctx := transport.WithTextDigests(context.Background(), transport.NewTextDigests())
+				if got := resultJSON(t, p, ctx, ev); got != want {
+					errs <- got
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if got := <-errs; got != "" {
+			t.Fatalf("held texts\n%s\nnot held\n%s", got, want)
+		}
+	}
+}
