@@ -78,9 +78,9 @@ type scanCache struct {
 	limit     int64
 	held      *atomic.Int64 // this cache's accounted bytes, released when it is collected
 	entries   *atomic.Int64 // and its entries
-	// id names this cache's notes on texts kept across requests (internal/heldtexts): a
-	// number, not a pointer, so that a note does not keep a reloaded-away cache alive.
-	id uint64
+	// note names this cache's notes on texts kept across requests (internal/heldtexts):
+	// a key, not a pointer, so that a note does not keep a reloaded-away cache alive.
+	note heldtexts.NoteKey
 }
 
 var scanCacheStats struct {
@@ -99,12 +99,16 @@ func ScanCacheStats() (bytes, entries int64, hits, misses uint64) {
 // released when the scanner that owns it is garbage.
 func newScanCache(limit int64) *scanCache {
 	c := &scanCache{limit: limit, held: new(atomic.Int64), entries: new(atomic.Int64),
-		cur: map[scanKey]*scanEntry{}, id: heldtexts.NoteID()}
-	type counts struct{ bytes, entries *atomic.Int64 }
+		cur: map[scanKey]*scanEntry{}, note: heldtexts.NewNoteKey()}
+	type counts struct {
+		bytes, entries *atomic.Int64
+		note           heldtexts.NoteKey
+	}
 	runtime.AddCleanup(c, func(k counts) {
 		scanCacheStats.bytes.Add(-k.bytes.Load())
 		scanCacheStats.entries.Add(-k.entries.Load())
-	}, counts{c.held, c.entries})
+		k.note.Release()
+	}, counts{c.held, c.entries, c.note})
 	return c
 }
 

@@ -191,9 +191,10 @@ func TestHeldTextNotesArePerScanner(t *testing.T) {
 	kept := strings.Clone(cacheFiller + "export AWS_ACCESS_KEY_ID=" + testAWSKeyID + "\n" + cacheFiller)
 	heldtexts.Hold(kept)
 	seeing := mustSecrets(t)
-	// Enough blind policies that one shares the seeing one's note slot.
+	// Enough blind policies that some share the seeing one's note slot (slots go to the
+	// key the fewest live keys use).
 	var blinds []*Secrets
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 16; i++ {
 		blind, err := NewSecrets(SecretsConfig{Kinds: []string{SecretGitHubToken}})
 		if err != nil {
 			t.Fatal(err)

@@ -151,10 +151,10 @@ func (d *metered) scanText(dst []Finding, text string) []Finding {
 // scanHeld is scanText of a text the process keeps across requests (internal/heldtexts):
 // the scanner's result for it is a note on the held text, found with the text, so a text
 // re-sent unchanged costs neither a digest lookup nor a cache lookup. The note is the
-// cache's own entry, under the cache's id (one scanner, one configuration); only clean
+// cache's own entry, under the cache's key (one scanner, one configuration); only clean
 // results are noted, which are small.
 func (d *metered) scanHeld(dst []Finding, t heldtexts.Text, text string) []Finding {
-	if e, _ := t.Note(d.cache.id).(*scanEntry); e != nil {
+	if e, _ := t.Note(d.cache.note).(*scanEntry); e != nil {
 		d.hits++
 		return d.reuse(dst, e)
 	}
@@ -168,7 +168,7 @@ func (d *metered) scanHeld(dst []Finding, t heldtexts.Text, text string) []Findi
 		dst, e = d.scanAndKeep(dst, k, text)
 	}
 	if e != nil && len(e.findings) == 0 {
-		t.SetNote(d.cache.id, e)
+		t.SetNote(d.cache.note, e)
 	}
 	return dst
 }

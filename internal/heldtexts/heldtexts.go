@@ -2,6 +2,7 @@ package heldtexts
 
 import (
 	"crypto/sha256"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -16,9 +17,9 @@ const (
 	// looks here first.
 	shards = 8
 	// entryCost is what an entry costs besides its text: key, entry, digest and the
-	// map's share (~130 bytes), and the notes of up to a few scanners (a note and a clean
-	// result, ~140 bytes each).
-	entryCost = 512
+	// map's share (~130 bytes), and the notes of a scanner (a note and a clean result,
+	// ~140 bytes) and of the settlement fingerprints (~250 bytes).
+	entryCost = 640
 )
 
 // key is a text's address and length. An address as an integer: the entry, not the key,
@@ -37,20 +38,52 @@ type entry struct {
 	notes [noteSlots]atomic.Pointer[note]
 }
 
-// noteSlots is how many notes an entry keeps: one per scanner of a chain (secrets, pii,
-// injection) without collisions in the usual configurations.
+// noteSlots is how many notes an entry keeps: one for each user alive at once (the
+// scanners of a chain, the proxy's settlement fingerprints) without sharing a slot.
 const noteSlots = 4
 
-// note is what one user (named by an id it got from NoteID) remembers about a text.
+// note is what one user (named by its NoteKey) remembers about a text.
 type note struct {
 	id uint64
 	v  any
 }
 
-var noteIDs atomic.Uint64
+// NoteKey names one user of notes: an id no other user gets (a note is read only by the
+// key that set it, so a note from a configuration since replaced is never read), and the
+// slot of an entry its notes go to, the one fewest live keys use.
+type NoteKey struct {
+	id   uint64
+	slot uint8
+}
 
-// NoteID returns an id no other caller gets, for a user of Note and SetNote.
-func NoteID() uint64 { return noteIDs.Add(1) }
+var noteKeys struct {
+	mu   sync.Mutex
+	next uint64
+	live [noteSlots]int
+}
+
+// NewNoteKey returns a key for a user of Note and SetNote; Release it when the user is
+// gone, so that its slot goes to the next user.
+func NewNoteKey() NoteKey {
+	noteKeys.mu.Lock()
+	defer noteKeys.mu.Unlock()
+	noteKeys.next++
+	k := NoteKey{id: noteKeys.next}
+	for i := range noteKeys.live {
+		if noteKeys.live[i] < noteKeys.live[k.slot] {
+			k.slot = uint8(i)
+		}
+	}
+	noteKeys.live[k.slot]++
+	return k
+}
+
+// Release gives k's slot back; k's notes are never read again.
+func (k NoteKey) Release() {
+	noteKeys.mu.Lock()
+	defer noteKeys.mu.Unlock()
+	noteKeys.live[k.slot]--
+}
 
 // entry states: the digest is written by the one caller that moves the entry from unsummed
 // to summing, and read only once the state is summed.
@@ -156,20 +189,20 @@ func Find(s string) (Text, bool) {
 // Sum is the text's SHA-256 (computed on the first request for it).
 func (t Text) Sum() [sha256.Size]byte { return t.e.digest(t.e.s) }
 
-// Note returns what the user id noted on the text with SetNote, or nil. A note is a
-// function of the text and of what id stands for (a scanner's configuration), which must
+// Note returns what the user k noted on the text with SetNote, or nil. A note is a
+// function of the text and of what k stands for (a scanner's configuration), which must
 // not change: the text itself cannot.
-func (t Text) Note(id uint64) any {
-	if n := t.e.notes[id%noteSlots].Load(); n != nil && n.id == id {
+func (t Text) Note(k NoteKey) any {
+	if n := t.e.notes[k.slot].Load(); n != nil && n.id == k.id {
 		return n.v
 	}
 	return nil
 }
 
-// SetNote keeps v on the text for the user id, in place of any note of a user that shares
-// its slot. A note lives as long as the held text; the memo counts it as part of the
-// entry's cost, so a note must be small.
-func (t Text) SetNote(id uint64, v any) { t.e.notes[id%noteSlots].Store(&note{id: id, v: v}) }
+// SetNote keeps v on the text for the user k, in place of any note in k's slot. A note
+// lives as long as the held text; the memo counts notes as part of an entry's cost, so a
+// note must be small.
+func (t Text) SetNote(k NoteKey, v any) { t.e.notes[k.slot].Store(&note{id: k.id, v: v}) }
 
 // Stats reports the memory (bytes) and texts the memo holds.
 func Stats() (bytes, entries int64) {

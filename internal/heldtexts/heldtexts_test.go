@@ -125,22 +125,44 @@ func TestConcurrentFirstSum(t *testing.T) {
 	}
 }
 
-// A note serves only the id that set it, also when another id shares its slot.
-func TestNotesByID(t *testing.T) {
+// A note serves only the key that set it: not a key given its slot later, after the
+// first was released. Live keys get slots of their own while there are slots.
+func TestNotesByKey(t *testing.T) {
 	s := strings.Repeat("noted ", 100)
 	Hold(s)
 	h, ok := Find(s)
 	if !ok || h.Sum() != sha256.Sum256([]byte(s)) {
 		t.Fatal("a held text was not found with its digest")
 	}
-	a := NoteID()
-	b := a + noteSlots // the same slot
-	h.SetNote(a, "a's")
-	if v := h.Note(a); v != "a's" {
-		t.Errorf("Note(a) = %v", v)
+	var keys []NoteKey
+	slots := map[uint8]bool{}
+	for i := 0; i < noteSlots; i++ {
+		k := NewNoteKey()
+		keys = append(keys, k)
+		slots[k.slot] = true
+		h.SetNote(k, i)
 	}
-	if v := h.Note(b); v != nil {
-		t.Errorf("an id sharing the slot read another's note: %v", v)
+	defer func() {
+		for _, k := range keys[1:] {
+			k.Release()
+		}
+	}()
+	if len(slots) != noteSlots {
+		t.Errorf("%d live keys share %d slots", noteSlots, len(slots))
+	}
+	for i, k := range keys {
+		if v := h.Note(k); v != i {
+			t.Errorf("key %d reads %v", i, v)
+		}
+	}
+	keys[0].Release()
+	next := NewNoteKey()
+	defer next.Release()
+	if next.slot != keys[0].slot {
+		t.Errorf("a released slot was not given to the next key")
+	}
+	if v := h.Note(next); v != nil {
+		t.Errorf("a new key read its slot's previous note: %v", v)
 	}
 	if _, ok := Find(strings.Clone(s)); ok {
 		t.Error("an equal text at another address was found")
