@@ -3,10 +3,10 @@
 // every request; where a decoder returns the same string for a text it decoded before (the
 // values of long escaped JSON strings, mapping's knownLiterals), the request's digest memo
 // (chain/transport.TextDigests) recognises that text by a lookup of 16 bytes instead of
-// hashing and comparing the whole text. What else is a function of such a text alone can
-// be noted on it (Text.Note): a scanner's result (policies) and a settlement unit's
-// fingerprint (proxy), so that a text re-sent unchanged is found once per request and
-// everything known about it comes with it.
+// hashing and comparing the whole text. What a user derives from the text can be noted on
+// it under the user's key (Text.Note): a scanner's result (policies), a settlement unit's
+// frame and fingerprint (proxy), so that a text re-sent unchanged is found once per
+// request and what is known about it comes with it.
 //
 // Exactness: an entry holds the string itself, so the memory its key names stays allocated
 // to that text, immutable, while the entry exists; no other text can then have the same
