@@ -17,6 +17,7 @@ import (
 	"github.com/hookproxy/hookproxy/admin"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
@@ -166,7 +167,8 @@ func Run(ctx context.Context, opts Options) error {
 			bytes, entries, hits, misses = policies.ScanCacheStats()
 			tb, te := transport.KnownTextStats()
 			lb, le := mapping.KnownLiteralStats()
-			return bytes + tb + lb, entries + te + le, hits, misses
+			hb, he := heldtexts.Stats()
+			return bytes + tb + lb + hb, entries + te + le + he, hits, misses
 		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,

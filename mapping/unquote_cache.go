@@ -3,6 +3,7 @@ package mapping
 import (
 	"strings"
 
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/internal/twogen"
 )
@@ -50,8 +51,11 @@ func (c literalCache) unquote(lit string) string {
 		return jsontext.Unquote(lit)
 	}
 	// Decoded outside the lock; a value decoded meanwhile by another request wins, so
-	// one copy is kept.
-	return c.m.Add(lit, string(jsontext.AppendUnquote(make([]byte, 0, len(lit)), lit)))
+	// one copy is kept. The value is the same string on later requests: held, its digest
+	// is found by its address (internal/heldtexts).
+	v := c.m.Add(lit, string(jsontext.AppendUnquote(make([]byte, 0, len(lit)), lit)))
+	heldtexts.Hold(v)
+	return v
 }
 
 // KnownLiteralStats reports the memory (bytes) and literals held by the process-wide memo

@@ -45,6 +45,7 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 	// Every scan of this call is metered (work.go): past its deadline or the request's
 	// work budget it stops, and what was not scanned does not pass.
 	d := newMeter(ctx, c.d)
+	defer d.done()
 	m := &d.meter
 	if !b.list {
 		if ev.Tool == nil || len(ev.Tool.Input) == 0 {

@@ -101,6 +101,7 @@ func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*
 	}
 	b, _ := boundaryOf(ev.Type)
 	d := newMeter(ctx, p.scan) // work.go
+	defer d.done()
 	m := &d.meter
 	ls := scanItems(ev.Items, d, include)
 	if m.stopped() != nil {

@@ -52,13 +52,11 @@ type partFilter func(m *ahp.Message, p *ahp.Part) bool
 func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 	var ls listScan
 	var scratch []Finding
+	var texts []string // the scanned text parts of one message
 	for i := range items {
 		m := &items[i]
-		// joined is only built for a message with more than one text part: most have one,
-		// and copying every text would cost an allocation and a copy of the whole list.
-		var joined strings.Builder
-		var first string
-		texts, found := 0, 0
+		texts = texts[:0]
+		found := 0
 		for j := range m.Parts {
 			p := &m.Parts[j]
 			if p.Kind != ahp.KindText {
@@ -71,16 +69,7 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 			if include != nil && !include(m, p) {
 				continue
 			}
-			switch texts {
-			case 0:
-				first = *p.Text
-			case 1:
-				joined.WriteString(first)
-				fallthrough
-			default:
-				joined.WriteString(*p.Text)
-			}
-			texts++
+			texts = append(texts, *p.Text)
 			scratch = d.scanText(scratch[:0], *p.Text)
 			found += len(scratch)
 			if len(scratch) > 0 {
@@ -88,8 +77,8 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 			}
 		}
 		// The model reads a message's text parts as one text.
-		if texts > 1 {
-			if all := d.scanText(scratch[:0], joined.String()); len(all) > found {
+		if len(texts) > 1 {
+			if all := scanJoined(d, scratch[:0], texts); len(all) > found {
 				for _, f := range all {
 					if !slices.Contains(ls.split, f.Kind) {
 						ls.split = append(ls.split, f.Kind)
@@ -99,6 +88,17 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 		}
 	}
 	return ls
+}
+
+// scanJoined is d.scanText of the texts joined. A metered scanner with a result cache
+// looks the join up by its parts' digests and joins them only to scan (scan_cache.go):
+// most messages with several text parts (a system prompt in blocks, a prompt with
+// reminders) are re-sent unchanged on every request.
+func scanJoined(d detector, dst []Finding, texts []string) []Finding {
+	if m, ok := d.(*metered); ok {
+		return m.scanJoined(dst, texts)
+	}
+	return d.scanText(dst, strings.Join(texts, ""))
 }
 
 // kinds lists the distinct kinds found, in order of first appearance. The list goes to a

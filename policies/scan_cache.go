@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 // Content-addressed scan results. A coding agent re-sends its whole conversation with every
@@ -47,7 +48,8 @@ const (
 )
 
 // scanKey is a cached result's key: the content's SHA-256 and what kind of scan it was
-// (scanKindText: scanText of a text; scanKindParams: scanParams of a params object).
+// (scanKindText: scanText of a text; scanKindParams: scanParams of a params object;
+// scanKindJoined: scanText of texts joined, keyed by the texts' digests, joinedKey).
 type scanKey struct {
 	sum  [sha256.Size]byte
 	kind uint8
@@ -56,6 +58,7 @@ type scanKey struct {
 const (
 	scanKindText uint8 = iota + 1
 	scanKindParams
+	scanKindJoined
 )
 
 // scanEntry is a kept result; never modified once stored.
@@ -75,6 +78,9 @@ type scanCache struct {
 	limit     int64
 	held      *atomic.Int64 // this cache's accounted bytes, released when it is collected
 	entries   *atomic.Int64 // and its entries
+	// note names this cache's notes on texts kept across requests (internal/heldtexts):
+	// a key, not a pointer, so that a note does not keep a reloaded-away cache alive.
+	note heldtexts.NoteKey
 }
 
 var scanCacheStats struct {
@@ -93,12 +99,16 @@ func ScanCacheStats() (bytes, entries int64, hits, misses uint64) {
 // released when the scanner that owns it is garbage.
 func newScanCache(limit int64) *scanCache {
 	c := &scanCache{limit: limit, held: new(atomic.Int64), entries: new(atomic.Int64),
-		cur: map[scanKey]*scanEntry{}}
-	type counts struct{ bytes, entries *atomic.Int64 }
+		cur: map[scanKey]*scanEntry{}, note: heldtexts.NewNoteKey()}
+	type counts struct {
+		bytes, entries *atomic.Int64
+		note           heldtexts.NoteKey
+	}
 	runtime.AddCleanup(c, func(k counts) {
 		scanCacheStats.bytes.Add(-k.bytes.Load())
 		scanCacheStats.entries.Add(-k.entries.Load())
-	}, counts{c.held, c.entries})
+		k.note.Release()
+	}, counts{c.held, c.entries, c.note})
 	return c
 }
 
@@ -106,7 +116,6 @@ func (c *scanCache) get(k scanKey) *scanEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.cur[k]; e != nil {
-		scanCacheStats.hits.Add(1)
 		return e
 	}
 	if e := c.prev[k]; e != nil {
@@ -116,10 +125,8 @@ func (c *scanCache) get(k scanKey) *scanEntry {
 		c.cur[k] = e
 		c.curBytes += e.size
 		c.rotate()
-		scanCacheStats.hits.Add(1)
 		return e
 	}
-	scanCacheStats.misses.Add(1)
 	return nil
 }
 
@@ -169,6 +176,21 @@ func textKey(td *transport.TextDigests, text string) scanKey {
 	return scanKey{sum: td.Sum(text), kind: scanKindText}
 }
 
+// joinedKey is the key of the scan of texts joined: the SHA-256 of the texts' digests one
+// after the other. The digests have one length, so the list of texts is recoverable from
+// it (short of a SHA-256 collision): two keys are equal only for the same texts, and so
+// the same join. The same join of other parts gets another key (scanned once more, never
+// a wrong result).
+func joinedKey(td *transport.TextDigests, texts []string) scanKey {
+	var buf [8 * sha256.Size]byte
+	b := buf[:0]
+	for _, t := range texts {
+		d := td.Sum(t)
+		b = append(b, d[:]...)
+	}
+	return scanKey{sum: sha256.Sum256(b), kind: scanKindJoined}
+}
+
 // scanParams is scanParams(params, d) through the cache: the request's params (the tool
 // definitions above all) are the same on every request of a session. The result is shared
 // and must not be modified.
@@ -179,11 +201,13 @@ func (d *metered) scanParams(params json.RawMessage) paramsScan {
 	if d.meter.stopped() != nil {
 		return paramsScan{}
 	}
-	k := scanKey{sum: sha256.Sum256(params), kind: scanKindParams}
+	k := scanKey{sum: transport.SumBytes(params), kind: scanKindParams}
 	if e := d.cache.get(k); e != nil {
+		d.hits++
 		d.meter.charge(int(e.units)) // the caller checks the meter
 		return e.params
 	}
+	d.misses++
 	before := d.meter.charged
 	ps := scanParams(params, d)
 	if d.meter.stopped() == nil {

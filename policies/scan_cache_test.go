@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 // cacheFiller makes a text long enough for its scan to be cached (minCachedText).
@@ -156,10 +157,18 @@ func FuzzScanCache(f *testing.F) {
 			return
 		}
 		long := func(s string) string { return cacheFiller + s + cacheFiller }
+		// A text the process keeps across requests is recognised by its address
+		// (internal/heldtexts), as a decoded literal of an earlier request is.
+		held := long(a + b)
+		heldtexts.Hold(held)
 		ev := requestEvent(
 			msg("m1", ahp.RoleUser, text("p1", long(a))),
 			msg("m2", ahp.RoleUser, text("p2", long(b)), text("p3", long(a))),
 			msg("m3", ahp.RoleUser, text("p4", a+b), text("p5", long(b+a))),
+			msg("m4", ahp.RoleUser, text("p6", held), text("p7", held[:len(held)/2])),
+			// The same join as m2's from other parts: the joined scan is keyed by the
+			// parts' digests.
+			msg("m5", ahp.RoleUser, text("p8", long(b)+cacheFiller), text("p9", a+cacheFiller)),
 		)
 		ev.Params = json.RawMessage(`{"max_tokens":1,"tools":[{"description":` + strconv.Quote(long(b)) + `}]}`)
 		for name, fresh := range build {
@@ -172,4 +181,73 @@ func FuzzScanCache(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A result noted on a text kept across requests (internal/heldtexts) serves only the
+// scanner that noted it: a policy that does not look for AWS keys finds the text clean and
+// notes that, and a policy that does must still find the key in the same held text, on
+// every request. The control is the same text not held, which the second policy scans.
+func TestHeldTextNotesArePerScanner(t *testing.T) {
+	kept := strings.Clone(cacheFiller + "export AWS_ACCESS_KEY_ID=" + testAWSKeyID + "\n" + cacheFiller)
+	heldtexts.Hold(kept)
+	seeing := mustSecrets(t)
+	// Enough blind policies that some share the seeing one's note slot (slots go to the
+	// key the fewest live keys use).
+	var blinds []*Secrets
+	for i := 0; i < 16; i++ {
+		blind, err := NewSecrets(SecretsConfig{Kinds: []string{SecretGitHubToken}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		blinds = append(blinds, blind)
+	}
+	ev := requestEvent(msg("m1", ahp.RoleUser, text("p1", kept)))
+	control := requestEvent(msg("m1", ahp.RoleUser, text("p1", strings.Clone(kept))))
+	want := resultJSON(t, mustSecrets(t), context.Background(), control)
+	if !strings.Contains(want, "modify") {
+		t.Fatalf("control: the key is not found in the text\n%s", want)
+	}
+	for round := 0; round < 3; round++ {
+		ctx := transport.WithTextDigests(context.Background(), transport.NewTextDigests())
+		for _, blind := range blinds {
+			if got := resultJSON(t, blind, ctx, ev); strings.Contains(got, "modify") {
+				t.Fatalf("round %d: a policy without aws keys changed the text\n%s", round, got)
+			}
+		}
+		if got := resultJSON(t, seeing, ctx, ev); got != want {
+			t.Fatalf("round %d: held text\n%s\nnot held\n%s", round, got, want)
+		}
+	}
+}
+
+// Concurrent requests carrying the same held texts (one clean, one with a key) get the
+// result of a fresh scan, while the notes on those texts are being set and read (run with
+// -race).
+func TestHeldTextsConcurrently(t *testing.T) {
+	clean := strings.Clone(cacheFiller + "nothing to see " + cacheFiller)
+	key := strings.Clone(cacheFiller + "export AWS_ACCESS_KEY_ID=" + testAWSKeyID + "\n" + cacheFiller)
+	heldtexts.Hold(clean)
+	heldtexts.Hold(key)
+	ev := requestEvent(msg("m1", ahp.RoleUser, text("p1", clean)), msg("m2", ahp.RoleUser, text("p2", key)))
+	want := resultJSON(t, mustSecrets(t), context.Background(), requestEvent(
+		msg("m1", ahp.RoleUser, text("p1", strings.Clone(clean))), msg("m2", ahp.RoleUser, text("p2", strings.Clone(key)))))
+	p := mustSecrets(t)
+	errs := make(chan string, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for round := 0; round < 20; round++ {
+				ctx := transport.WithTextDigests(context.Background(), transport.NewTextDigests())
+				if got := resultJSON(t, p, ctx, ev); got != want {
+					errs <- got
+					return
+				}
+			}
+			errs <- ""
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if got := <-errs; got != "" {
+			t.Fatalf("held texts\n%s\nnot held\n%s", got, want)
+		}
+	}
 }

@@ -11,9 +11,11 @@ package policies
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 const (
@@ -119,9 +121,10 @@ type scanner interface {
 // metered is s as the detector of one call, charging its meter, with s's result cache
 // and the request's digest memo.
 type metered struct {
-	s     scanner
-	cache *scanCache
-	td    *transport.TextDigests
+	s            scanner
+	cache        *scanCache
+	td           *transport.TextDigests
+	hits, misses uint64 // cache lookups, reported by done
 	meter
 }
 
@@ -134,23 +137,110 @@ func (d *metered) scanText(dst []Finding, text string) []Finding {
 	if d.meter.stopped() != nil {
 		return dst
 	}
-	k := textKey(d.td, text)
-	if e := d.cache.get(k); e != nil {
-		if !d.meter.charge(int(e.units)) {
-			return dst
-		}
-		return append(dst, e.findings...)
+	if t, ok := heldtexts.Find(text); ok {
+		return d.scanHeld(dst, t, text)
 	}
-	start, before := len(dst), d.meter.charged
-	dst = d.s.scanTextMetered(&d.meter, dst, text)
-	if d.meter.stopped() == nil {
-		var fs []Finding
-		if len(dst) > start {
-			fs = append(fs, dst[start:]...)
-		}
-		d.cache.put(k, &scanEntry{findings: fs, units: d.meter.charged - before})
+	k := textKey(d.td, text)
+	if dst, ok := d.fromCache(dst, k); ok {
+		return dst
+	}
+	dst, _ = d.scanAndKeep(dst, k, text)
+	return dst
+}
+
+// scanHeld is scanText of a text the process keeps across requests (internal/heldtexts):
+// the scanner's result for it is a note on the held text, found with the text, so a text
+// re-sent unchanged costs neither a digest lookup nor a cache lookup. The note is the
+// cache's own entry, under the cache's key (one scanner, one configuration); only clean
+// results are noted, which are small.
+func (d *metered) scanHeld(dst []Finding, t heldtexts.Text, text string) []Finding {
+	if e, _ := t.Note(d.cache.note).(*scanEntry); e != nil {
+		d.hits++
+		return d.reuse(dst, e)
+	}
+	k := scanKey{sum: t.Sum(), kind: scanKindText}
+	e := d.cache.get(k)
+	if e != nil {
+		d.hits++
+		dst = d.reuse(dst, e)
+	} else {
+		d.misses++
+		dst, e = d.scanAndKeep(dst, k, text)
+	}
+	if e != nil && len(e.findings) == 0 {
+		t.SetNote(d.cache.note, e)
 	}
 	return dst
+}
+
+// scanJoined is scanText of the texts joined, looked up by the texts' digests: the join is
+// only built when it has to be scanned.
+func (d *metered) scanJoined(dst []Finding, texts []string) []Finding {
+	n := 0
+	for _, t := range texts {
+		n += len(t)
+	}
+	if d.cache == nil || n < minCachedText {
+		return d.s.scanTextMetered(&d.meter, dst, strings.Join(texts, ""))
+	}
+	if d.meter.stopped() != nil {
+		return dst
+	}
+	k := joinedKey(d.td, texts)
+	if dst, ok := d.fromCache(dst, k); ok {
+		return dst
+	}
+	dst, _ = d.scanAndKeep(dst, k, strings.Join(texts, ""))
+	return dst
+}
+
+// fromCache appends the findings kept under k, charging the meter what their scan charged
+// (the caller checks the meter); false when none are kept.
+func (d *metered) fromCache(dst []Finding, k scanKey) ([]Finding, bool) {
+	e := d.cache.get(k)
+	if e == nil {
+		d.misses++
+		return dst, false
+	}
+	d.hits++
+	return d.reuse(dst, e), true
+}
+
+// reuse appends a kept result's findings, charging the meter what its scan charged.
+func (d *metered) reuse(dst []Finding, e *scanEntry) []Finding {
+	if !d.meter.charge(int(e.units)) {
+		return dst
+	}
+	return append(dst, e.findings...)
+}
+
+// scanAndKeep scans text and keeps what it found under k, unless the meter stopped it;
+// it returns the kept entry (nil if none).
+func (d *metered) scanAndKeep(dst []Finding, k scanKey, text string) ([]Finding, *scanEntry) {
+	start, before := len(dst), d.meter.charged
+	dst = d.s.scanTextMetered(&d.meter, dst, text)
+	if d.meter.stopped() != nil {
+		return dst, nil
+	}
+	var fs []Finding
+	if len(dst) > start {
+		fs = append(fs, dst[start:]...)
+	}
+	e := &scanEntry{findings: fs, units: d.meter.charged - before}
+	d.cache.put(k, e)
+	return dst, e
+}
+
+// done reports the call's cache lookups to ScanCacheStats: once per call rather than per
+// text, so that concurrent requests do not contend on the counters for every text.
+func (d *metered) done() {
+	if d.hits > 0 {
+		scanCacheStats.hits.Add(d.hits)
+	}
+	if d.misses > 0 {
+		scanCacheStats.misses.Add(d.misses)
+	}
+	d.hits, d.misses = 0, 0
 }
 
 func (d *metered) scanField(dst []Finding, key, value string) []Finding {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 )
 
 // fingerprintVariants are message lists that differ from the first in one member each
@@ -30,10 +31,16 @@ func fingerprintVariants() [][]ahp.Message {
 		f(&m)
 		return []ahp.Message{m}
 	}
-	return [][]ahp.Message{
+	vs := [][]ahp.Message{
 		{base()},
 		edit(func(m *ahp.Message) {}), // same content, other memory
 		edit(func(m *ahp.Message) { m.Parts[0].Text = s(strings.Clone("total 0\n-rw-r--r-- a.go")) }),
+		// The same text kept across requests, its digest found by its address.
+		edit(func(m *ahp.Message) {
+			t := strings.Clone("total 0\n-rw-r--r-- a.go")
+			heldtexts.Hold(t)
+			m.Parts[0].Text = &t
+		}),
 		edit(func(m *ahp.Message) { m.ID = "m2" }),
 		edit(func(m *ahp.Message) { m.Role = ahp.RoleUser }),
 		edit(func(m *ahp.Message) { m.Synthesized = false }),
@@ -63,6 +70,19 @@ func fingerprintVariants() [][]ahp.Message {
 		{base(), base()},
 		nil,
 	}
+	// The variants again over one held text: their frames are noted on it (fingerprintSum
+	// reuses a noted sum for an equal frame), and each must still get its own fingerprint.
+	ht := strings.Clone(*base().Parts[0].Text)
+	heldtexts.Hold(ht)
+	for _, v := range vs[:len(vs):len(vs)] {
+		if len(v) == 1 && len(v[0].Parts) > 0 && v[0].Parts[0].Text != nil && *v[0].Parts[0].Text == ht {
+			m := v[0]
+			m.Parts = append([]ahp.Part(nil), m.Parts...)
+			m.Parts[0].Text = &ht
+			vs = append(vs, []ahp.Message{m})
+		}
+	}
+	return vs
 }
 
 // TestFingerprintAgreesWithCanonicalJSON: two message lists get the same settlement
@@ -83,6 +103,10 @@ func TestFingerprintAgreesWithCanonicalJSON(t *testing.T) {
 			same := bytes.Equal(ja, jb) && len(a) > 0
 			if got := fingerprint(td, b) == fa && fa != ""; got != same {
 				t.Errorf("variants %d and %d: same fingerprint %v, same canonical JSON %v\n%s\n%s", i, j, got, same, ja, jb)
+			}
+			// applyRecords' comparison, which makes no string of the fingerprint.
+			if got := fingerprintIs(td, b, fa); got != same {
+				t.Errorf("variants %d and %d: fingerprintIs %v, same canonical JSON %v", i, j, got, same)
 			}
 		}
 	}

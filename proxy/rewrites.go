@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -96,7 +98,7 @@ func (x *lifecycle) applyRecords(recs []state.Record) {
 	for i := 0; i < len(orig); {
 		// Ids are cheap to compare; only a candidate is hashed.
 		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
-			rec.Fingerprint != "" && fingerprint(td, orig[i:i+rec.Count]) == rec.Fingerprint {
+			fingerprintIs(td, orig[i:i+rec.Count], rec.Fingerprint) {
 			matched++
 			if rec.Unchanged {
 				for k := i; k < i+rec.Count; k++ {
@@ -263,9 +265,32 @@ func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
 	if len(msgs) == 0 {
 		return ""
 	}
+	sum := fingerprintSum(td, msgs)
+	return hex.EncodeToString(sum[:])
+}
+
+// fingerprintIs reports whether msgs' fingerprint is fp (a record's), without making the
+// fingerprint's string: applyRecords asks this of every recorded unit of the history.
+func fingerprintIs(td *transport.TextDigests, msgs []ahp.Message, fp string) bool {
+	if len(msgs) == 0 || len(fp) != 2*sha256.Size {
+		return false
+	}
+	sum := fingerprintSum(td, msgs)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) == fp
+}
+
+// fingerprintSum is the SHA-256 behind fingerprint. A unit re-sent unchanged (a tool
+// result of the history) frames to the same bytes on every request; where it holds a text
+// the process keeps across requests (internal/heldtexts), the frame and its sum are a note
+// on that text, and an equal frame takes the noted sum instead of hashing again. The frame
+// is compared whole, so the sum is the frame's whatever else changed.
+func fingerprintSum(td *transport.TextDigests, msgs []ahp.Message) [sha256.Size]byte {
 	f := fpFrames.Get().(*fpFrame)
 	f.b = f.b[:0]
 	f.td = td
+	f.anchor, f.anchored = heldtexts.Text{}, false
 	f.b = append(f.b, "hookproxy-records-v2"...)
 	for i := range msgs {
 		m := &msgs[i]
@@ -285,18 +310,45 @@ func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
 			f.part(bp.Kind, bp.MediaType, bp.Selection, bp.Category, bp.Text, bp.Body, bp.Gap, bp.Size, bp.SHA256)
 		}
 	}
-	sum := sha256.Sum256(f.b)
-	f.td = nil
+	var sum [sha256.Size]byte
+	noted := false
+	if f.anchored {
+		if n, _ := f.anchor.Note(fpNotes).(*fpNote); n != nil && string(n.frame) == string(f.b) {
+			sum, noted = n.sum, true
+		}
+	}
+	if !noted {
+		sum = sha256.Sum256(f.b)
+		if f.anchored && len(f.b) <= maxNotedFrame {
+			f.anchor.SetNote(fpNotes, &fpNote{frame: bytes.Clone(f.b), sum: sum})
+		}
+	}
+	f.td, f.anchor, f.anchored = nil, heldtexts.Text{}, false
 	if cap(f.b) <= 64<<10 {
 		fpFrames.Put(f)
 	}
-	return hex.EncodeToString(sum[:])
+	return sum
+}
+
+// fpNotes names the fingerprints' notes on held texts: a frame and its SHA-256, for units
+// of history re-sent unchanged. maxNotedFrame keeps a note small (the memo counts ~250
+// bytes for it): a tool result's frame is ~150 bytes besides its ids.
+var fpNotes = heldtexts.NewNoteKey()
+
+const maxNotedFrame = 256
+
+type fpNote struct {
+	frame []byte // never written once noted
+	sum   [sha256.Size]byte
 }
 
 // fpFrame is the scratch of one fingerprint: the framing, hashed at once.
 type fpFrame struct {
 	b  []byte
 	td *transport.TextDigests
+	// anchor is the first held text of the unit, where its frame is noted.
+	anchor   heldtexts.Text
+	anchored bool
 }
 
 var fpFrames = sync.Pool{New: func() any { return &fpFrame{b: make([]byte, 0, 4<<10)} }}
@@ -323,7 +375,15 @@ func (f *fpFrame) part(kind, mediaType, selection, category string, text *string
 	f.str(category)
 	f.flag(text != nil)
 	if text != nil {
-		d := f.td.Sum(*text)
+		var d [sha256.Size]byte
+		if h, ok := heldtexts.Find(*text); ok {
+			d = h.Sum()
+			if !f.anchored {
+				f.anchor, f.anchored = h, true
+			}
+		} else {
+			d = f.td.Sum(*text)
+		}
 		f.b = append(f.b, d[:]...)
 	}
 	f.flag(body != nil)

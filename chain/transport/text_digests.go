@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/internal/twogen"
 )
 
@@ -16,7 +17,9 @@ import (
 // built-in scanners' result cache (policies) both key on it. In-process policies receive
 // structural copies of the request's messages that share the texts' bytes, so a text is
 // recognised by its bytes' address and length; the memo keeps every text it saw, so that
-// memory is not reused for another text while the memo lives. A text it has not seen (a
+// memory is not reused for another text while the memo lives. A text the process keeps
+// across requests is recognised by its address across requests (internal/heldtexts). A
+// text neither has seen (a
 // rewrite, a joined message, this request's copy of history) is looked up among the texts of
 // earlier requests (knownTexts), else hashed, and remembered. Safe for concurrent use.
 type TextDigests struct {
@@ -42,6 +45,11 @@ func (t *TextDigests) Sum(s string) [sha256.Size]byte {
 	if t == nil || len(s) == 0 {
 		return sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
 	}
+	// A text the process keeps across requests (a decoded literal of an earlier request)
+	// is recognised by its address: no lock of this memo, no comparison of its bytes.
+	if d, ok := heldtexts.Sum(s); ok {
+		return d
+	}
 	k := textKey{unsafe.StringData(s), len(s)}
 	t.mu.Lock()
 	d, ok := t.m[k]
@@ -60,6 +68,20 @@ func (t *TextDigests) Sum(s string) [sha256.Size]byte {
 	}
 	t.m[k] = textDigest{s: s, sum: sum}
 	t.mu.Unlock()
+	return sum
+}
+
+// SumBytes returns the SHA-256 of b, looked up among the texts of earlier requests
+// (knownTexts) before it is hashed: a request's params (an agent's tool definitions) are
+// the same bytes on every request of a session. Unlike Sum it does not remember b's
+// address (b is a byte slice, which its owner may write later).
+func SumBytes(b []byte) [sha256.Size]byte {
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	sum, ok := knownTexts.get(s)
+	if !ok {
+		sum = sha256.Sum256(b)
+		knownTexts.put(s, sum)
+	}
 	return sum
 }
 
