@@ -284,7 +284,7 @@ type requestDecoder struct {
 	// cut.msgs); nil for a decode from the start.
 	base *snapshot
 	cut  mark
-	h        idHash // reset for each id
+	h    idHash // reset for each id
 	// residue is set once a block of the messages may give the messages residue
 	// (blockFields.mayHaveResidue): without one the residue pass is skipped.
 	residue bool
