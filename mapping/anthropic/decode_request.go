@@ -227,7 +227,9 @@ func decodeFresh(body []byte, remember bool) (*mapping.Request, error) {
 		if sys := root.Get("system"); sys.Exists() && sys.Type != gjson.Null {
 			o.hasSystem, o.systemRaw = true, sys.Raw
 		}
-		d.remember(msgs.Raw, o, int64(len(body)))
+		if m := d.st.messages; len(m) >= minRemembered && spansKnown(m) {
+			d.remember(resumes.key(msgs.Raw[:m[1].end]), []string{msgs.Raw[:m[len(m)-1].end]}, o, int64(len(body)))
+		}
 	}
 	return req, nil
 }

@@ -21,3 +21,6 @@ func ForgetDecodes() {
 	resumes.held.Store(0)
 	resumes.entries.Store(0)
 }
+
+// ResumeMemoBytes is the memo's bound.
+const ResumeMemoBytes = resumeMemoBytes

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -63,8 +64,12 @@ const (
 // snapshot is a finished decode, kept to be resumed. Nothing in it is written after it is
 // stored; the lists are cut to their length.
 type snapshot struct {
-	key   uint64
-	array string // the messages array decoded ('[' to ']')
+	key uint64
+	// pieces, joined, are the messages array decoded, from its '[' to the end of its last
+	// element: the pieces of the decodes it resumed (the first decode's body, the copies of
+	// the elements each later one decoded), never a later request's body.
+	pieces []string
+	size   int // their length
 
 	// The requestState lists (items is the translator's private copy, never handed out).
 	items        []ahp.Message
@@ -127,7 +132,7 @@ func resumeDecode(body []byte) *mapping.Request {
 	var c *snapshot
 	j, e := 0, 0
 	for _, cand := range resumes.candidates(key) {
-		n := commonPrefix(s[p:], cand.array)
+		n := commonPrefix(s[p:], cand.pieces)
 		k := sort.Search(len(cand.messages), func(i int) bool { return cand.messages[i].end > n })
 		if k > j {
 			c, j, e = cand, k, cand.messages[k-1].end
@@ -140,11 +145,11 @@ func resumeDecode(body []byte) *mapping.Request {
 	q, ok := arrayEnd(s, p+e)
 	// Worth it when most of the array is shared; a chain whose leftovers outgrew its
 	// array starts again from a fresh decode.
-	if !ok || 2*e < q-p || c.chunks > 4*int64(len(c.array))+256<<10 {
+	if !ok || 2*e < q-p || c.chunks > 4*int64(c.size)+256<<10 {
 		resumes.misses.Add(1)
 		return nil
 	}
-	req := resume(body, s, c, j, p, e, q)
+	req := resume(body, s, key, c, j, p, e, q)
 	if req == nil {
 		resumes.misses.Add(1)
 		return nil
@@ -155,7 +160,7 @@ func resumeDecode(body []byte) *mapping.Request {
 
 // resume decodes body (s) as the decode c cut before native message j, whose array ends
 // at offset e of the array, which spans s[p:q].
-func resume(body []byte, s string, c *snapshot, j, p, e, q int) *mapping.Request {
+func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *mapping.Request {
 	// The rest of the array: nothing, or a comma and at least one element.
 	rest := s[p+e : q]
 	i := jsontext.SkipSpace(rest, 0)
@@ -248,7 +253,7 @@ func resume(body []byte, s string, c *snapshot, j, p, e, q int) *mapping.Request
 	req := &mapping.Request{
 		Items:       ahp.CloneMessages(d.items),
 		Gaps:        d.gaps,
-		ToolResults: d.results,
+		ToolResults: ownInputs(d.results), // the inputs of remembered calls are shared
 		PromptStart: promptStart(d.items),
 		Original:    body,
 		Native:      st,
@@ -261,11 +266,14 @@ func resume(body []byte, s string, c *snapshot, j, p, e, q int) *mapping.Request
 	if len(d.gaps) > 0 && len(d.gaps) == int(cut.gaps) {
 		req.Gaps = slices.Clone(d.gaps)
 	}
-	if len(d.results) > 0 && len(d.results) == int(cut.results) {
-		req.ToolResults = slices.Clone(d.results)
-	}
-	if len(st.messages) > j || o.head != c.head || o.tail != c.tail {
-		d.remember(st.array, o, own)
+	if n := len(st.messages); n > j || o.head != c.head || o.tail != c.tail {
+		pieces := cutPieces(c.pieces, e)
+		if n > j {
+			// The separator before the first new element (a copy: it is in the body), then
+			// the copy of the new elements.
+			pieces = append(pieces, strings.Clone(rest[:i+1]), newArr[1:st.messages[n-1].end-shift])
+		}
+		d.remember(key, pieces, o, own)
 	}
 	return req
 }
@@ -314,36 +322,36 @@ var strictElements = func() jsontext.CheckOptions {
 	return o
 }()
 
-// remember stores the decode just finished, whose messages array is arr and whose body
-// outside it o, in the memo. own is the bytes of the buffers this decode's values point
-// into besides its arena and lists (the body or the copies it made).
-func (d *requestDecoder) remember(arr string, o outside, own int64) {
+// remember stores the decode just finished in the memo under key: its messages array is
+// pieces joined (up to the end of the last element), the body outside it o. own is the
+// bytes of the buffers this decode's values point into besides its arena and lists (the
+// body or the copies it made).
+func (d *requestDecoder) remember(key uint64, pieces []string, o outside, own int64) {
 	st := d.st
 	n := len(st.messages)
-	if n < minRemembered {
-		return
-	}
-	for i := range st.messages {
-		if st.messages[i].start < 0 {
-			return // spans unknown: a later array cannot be matched against it
-		}
+	if n < minRemembered || !spansKnown(st.messages) {
+		return // with spans unknown, a later array cannot be matched against it
 	}
 	sn := &snapshot{
-		key: resumes.key(arr[:st.messages[min(1, n-1)].end]), array: arr,
+		key: key, pieces: pieces, size: st.messages[n-1].end,
 		items: st.items[:len(st.items):len(st.items)], origins: st.origins[:len(st.origins):len(st.origins)],
 		parts: st.parts[:len(st.parts):len(st.parts)], messages: st.messages[:n:n],
 		system: st.system, systemString: st.systemString,
 		marks:   d.marks[:len(d.marks):len(d.marks)],
-		results: slices.Clone(d.results), gaps: slices.Clone(d.gaps),
+		results: d.results[:len(d.results):len(d.results)], gaps: slices.Clone(d.gaps),
 		head: o.head, tail: o.tail, hasSystem: o.hasSystem, systemRaw: o.systemRaw,
 		model: o.model, hint: o.hint, stream: o.stream, params: o.params,
 	}
 	// Every call's input copy made now, so that no resumed decode writes one into the
-	// shared list.
+	// shared list; a fresh decode handed its copies out, so the memo keeps copies of its
+	// own (a resumed decode hands out copies, ownInputs).
 	for k := int(d.cut.calls); k < len(d.callList); k++ {
-		if c := &d.callList[k]; c.raw == nil {
+		if c := &d.callList[k]; c.raw == nil || d.base == nil {
 			c.raw = d.inputBytes(c.input)
 		}
+	}
+	if d.base == nil {
+		sn.results = ownInputs(d.results)
 	}
 	sn.callList = d.callList[:len(d.callList):len(d.callList)]
 	c := d.base
@@ -407,6 +415,37 @@ func (d *requestDecoder) remember(arr string, o outside, own int64) {
 		int64(cap(d.callList))*int64(unsafe.Sizeof(seenCall{})) + int64(len(sn.results))*int64(unsafe.Sizeof(mapping.ToolResult{})) +
 		int64(len(sn.gaps))*int64(unsafe.Sizeof(ahp.Gap{})) + int64(len(sn.calls)+len(sn.gapIndex))*64 + snapshotOverhead
 	resumes.add(sn, c)
+}
+
+// ownInputs returns a copy of results whose inputs are copies.
+func ownInputs(results []mapping.ToolResult) []mapping.ToolResult {
+	if results == nil {
+		return nil
+	}
+	out := slices.Clone(results)
+	n := 0
+	for k := range out {
+		n += len(out[k].Input)
+	}
+	buf := make([]byte, 0, n)
+	for k := range out {
+		if in := out[k].Input; in != nil {
+			start := len(buf)
+			buf = append(buf, in...)
+			out[k].Input = buf[start:len(buf):len(buf)]
+		}
+	}
+	return out
+}
+
+// spansKnown reports whether every native message's span in the array is known.
+func spansKnown(msgs []nativeMessage) bool {
+	for i := range msgs {
+		if msgs[i].start < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshotOverhead is a snapshot's own size and its memo entry.
@@ -485,8 +524,35 @@ func arrayEnd(s string, i int) (int, bool) {
 	return 0, false
 }
 
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b string) int {
+// commonPrefix is the length of the longest common prefix of s and pieces joined.
+func commonPrefix(s string, pieces []string) int {
+	n := 0
+	for _, p := range pieces {
+		k := samePrefix(s[n:], p)
+		n += k
+		if k < len(p) {
+			break
+		}
+	}
+	return n
+}
+
+// cutPieces returns the pieces that join to the first n bytes of pieces joined.
+func cutPieces(pieces []string, n int) []string {
+	out := make([]string, 0, len(pieces)+2)
+	for _, p := range pieces {
+		if n <= 0 {
+			break
+		}
+		p = p[:min(n, len(p))]
+		out = append(out, p)
+		n -= len(p)
+	}
+	return out
+}
+
+// samePrefix is the length of the longest common prefix of a and b.
+func samePrefix(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0
 	const chunk = 2048

@@ -7,9 +7,12 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	_ "sync"
+	"sync"
+	"sync/atomic"
+	"runtime"
 	"testing"
-	_ "unsafe"
+	"weak"
+	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
@@ -357,5 +360,150 @@ func TestResumeOnlyWhatIsShared(t *testing.T) {
 	sameDecode(t, c.body())
 	if resumedAt > 1 {
 		t.Errorf("a compacted history resumed at message %d", resumedAt)
+	}
+}
+
+// Requests resuming one decode at once, each changing what it was given in place (texts,
+// parts, tool results, gaps), change nothing another request sees: every later decode is
+// still a fresh decode's. Run with -race.
+func TestResumedDecodesShareNothingWritable(t *testing.T) {
+	anthropic.ForgetDecodes()
+	c := newAgentChat(5)
+	for turn := 0; turn < 10; turn++ {
+		c.grow(turn)
+		sameDecode(t, c.body())
+	}
+	var resumed atomic.Int32
+	defer anthropic.OnResume(func(int) { resumed.Add(1) })()
+	var bodies [][]byte
+	for k := 0; k < 6; k++ { // six different next turns, all resuming the same decode
+		next := *c
+		next.msgs = append([]string(nil), c.msgs...)
+		next.grow(k)
+		bodies = append(bodies, next.body())
+	}
+	var wg sync.WaitGroup
+	for k, body := range bodies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := tr.DecodeRequest(body)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for i := range req.Items {
+				for j := range req.Items[i].Parts {
+					if p := &req.Items[i].Parts[j]; p.Text != nil {
+						*p.Text = "overwritten" // in place, as no chain should but one might
+						p.ID = "x"
+					}
+				}
+				req.Items[i].Parts = append(req.Items[i].Parts, ahp.TextPart("y", "appended"))
+			}
+			for i := range req.ToolResults {
+				req.ToolResults[i].ToolName = "overwritten"
+				if len(req.ToolResults[i].Input) > 0 {
+					req.ToolResults[i].Input[0] = ' '
+				}
+			}
+			for i := range req.Gaps {
+				req.Gaps[i].Reason = "overwritten"
+			}
+			_ = k
+		}()
+	}
+	wg.Wait()
+	if resumed.Load() == 0 {
+		t.Fatal("control: no decode resumed")
+	}
+	for _, body := range bodies {
+		sameDecode(t, body)
+	}
+	c.grow(3)
+	sameDecode(t, c.body())
+}
+
+// A resumed decode's texts are the very strings of the decode it resumed (same bytes at
+// the same address), so the next stage can recognise a repeated text by its address; and
+// the memo does not keep a resumed request's body alive (only copies of its new messages).
+func TestResumedTextsAreTheSameStrings(t *testing.T) {
+	anthropic.ForgetDecodes()
+	c := newAgentChat(8)
+	for turn := 0; turn < 6; turn++ {
+		c.grow(turn)
+		sameDecode(t, c.body())
+	}
+	c.grow(6)
+	first := decode(t, string(c.body()))
+	c.grow(7)
+	body := c.body()
+	second, err := tr.DecodeRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, texts := 0, 0
+	for i := range first.Items[:len(first.Items)-3] {
+		for j := range first.Items[i].Parts {
+			a, b := first.Items[i].Parts[j].Text, second.Items[i].Parts[j].Text
+			if a == nil || *a == "" {
+				continue
+			}
+			texts++
+			if unsafe.StringData(*a) == unsafe.StringData(*b) && *a == *b {
+				same++
+			}
+		}
+	}
+	if texts == 0 || same != texts {
+		t.Errorf("%d of %d history texts are the same string in the next request", same, texts)
+	}
+	// The control: a fresh decode's texts point into its own body.
+	fresh, _ := anthropic.DecodeFresh(body)
+	if p := fresh.Items[1].Parts[0].Text; unsafe.StringData(*p) == unsafe.StringData(*second.Items[1].Parts[0].Text) {
+		t.Error("control: a fresh decode shares the resumed decode's strings")
+	}
+
+	// The body of a resumed request is not kept by the memo.
+	c.grow(8)
+	next := c.body()
+	w := weak.Make(&next[0])
+	resumed := false
+	defer anthropic.OnResume(func(int) { resumed = true })()
+	if _, err := tr.DecodeRequest(next); err != nil || !resumed {
+		t.Fatalf("control: the request did not resume (%v)", err)
+	}
+	next = nil
+	for i := 0; i < 5 && w.Value() != nil; i++ {
+		runtime.GC()
+	}
+	if w.Value() != nil {
+		t.Error("the memo keeps a resumed request's body alive")
+	}
+}
+
+// The memo holds at most its bound as it counts, and reports what it holds.
+func TestResumeMemoBoundedAndReported(t *testing.T) {
+	anthropic.ForgetDecodes()
+	for s := uint64(0); s < 40; s++ {
+		c := newAgentChat(100 + s)
+		for turn := 0; turn < 8; turn++ {
+			c.grow(turn)
+			if _, err := tr.DecodeRequest(c.body()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	held, entries, hits, _ := anthropic.ResumeStats()
+	if held <= 0 || entries <= 0 || hits == 0 {
+		t.Fatalf("stats: %d bytes, %d decodes, %d hits", held, entries, hits)
+	}
+	// A few decodes per conversation: each resumed decode replaced the one it resumed (the
+	// first requests, whose breakpoint is on their second message, are keyed apart).
+	if entries > 3*40 {
+		t.Errorf("%d decodes held for 40 conversations", entries)
+	}
+	if held > anthropic.ResumeMemoBytes {
+		t.Errorf("%d bytes held, bound %d", held, anthropic.ResumeMemoBytes)
 	}
 }
