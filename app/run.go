@@ -18,6 +18,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/anthropic"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
@@ -166,7 +167,8 @@ func Run(ctx context.Context, opts Options) error {
 			bytes, entries, hits, misses = policies.ScanCacheStats()
 			tb, te := transport.KnownTextStats()
 			lb, le := mapping.KnownLiteralStats()
-			return bytes + tb + lb, entries + te + le, hits, misses
+			rb, re, _, _ := anthropic.ResumeStats()
+			return bytes + tb + lb + rb, entries + te + le + re, hits, misses
 		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,
