@@ -217,7 +217,11 @@ func decodeFresh(body []byte, remember bool) (*mapping.Request, error) {
 		req.SessionHint = v.Str
 	}
 	params := root.Without("messages", "system")
-	req.Params = withResidue([]byte(params), d.residue, msgs.Raw)
+	req.Params = []byte(params)
+	if d.residue {
+		d.residueEntries = appendResidue(nil, msgs.Raw)
+		req.Params = withResidue(req.Params, d.residueEntries)
+	}
 	d.st.items = ahp.CloneMessages(d.items)
 	d.st.pointInto(0)
 	// The array located in the body (gjson counts Index from the start of the text).
@@ -234,14 +238,11 @@ func decodeFresh(body []byte, remember bool) (*mapping.Request, error) {
 	return req, nil
 }
 
-// withResidue adds the messages residue of the messages array arr to params; residue is
-// false when no block of it may have one (blockFields.mayHaveResidue), and the pass is
-// skipped.
-func withResidue(params []byte, residue bool, arr string) []byte {
-	if !residue {
-		return params
-	}
-	if r, ok := messagesResidue(gjson.Result{Type: gjson.JSON, Raw: arr}); ok {
+// withResidue adds the messages residue of the messages whose residue entries are given
+// (appendResidue) to params. A decode lists them only when a block may have one
+// (blockFields.mayHaveResidue).
+func withResidue(params []byte, entries []string) []byte {
+	if r, ok := joinResidue(entries); ok {
 		if p, err := sjson.SetRawBytes(params, "messages", []byte(r)); err == nil {
 			return p
 		}
@@ -290,6 +291,8 @@ type requestDecoder struct {
 	// residue is set once a block of the messages may give the messages residue
 	// (blockFields.mayHaveResidue): without one the residue pass is skipped.
 	residue bool
+	// residueEntries are the native messages' residue entries, when residue is set.
+	residueEntries []string
 
 	partSlab slab[ahp.Part]
 	strSlab  slab[string]
@@ -825,11 +828,17 @@ var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
 // message list: for each message, the residue members of its content blocks (and of the
 // blocks inside a tool_result), in place. ok is false when no message has any.
 func messagesResidue(msgs gjson.Result) (string, bool) {
-	var entries []string
-	found := false
+	return joinResidue(appendResidue(nil, msgs.Raw))
+}
+
+// noResidue is the residue entry of a message without any.
+const noResidue = "{}"
+
+// appendResidue appends the residue entry of each message of the array arr to entries.
+func appendResidue(entries []string, arr string) []string {
 	// One pass over each message and block that skips every value it does not keep
 	// undecoded (a tool result's text above all), as the decode itself does.
-	eachElementRaw(msgs.Raw, func(m string) {
+	eachElementRaw(arr, func(m string) {
 		content := ""
 		eachMemberRaw(m, func(k, v string) bool {
 			if k == "content" {
@@ -838,18 +847,24 @@ func messagesResidue(msgs gjson.Result) (string, bool) {
 			}
 			return true
 		})
-		r, ok := blocksResidue(content)
-		if ok {
-			found = true
+		if r, ok := blocksResidue(content); ok {
 			entries = append(entries, `{"content":`+r+`}`)
 		} else {
-			entries = append(entries, "{}")
+			entries = append(entries, noResidue)
 		}
 	})
-	if !found {
-		return "", false
+	return entries
+}
+
+// joinResidue is the messages residue of the messages whose entries are given; ok is
+// false when none has one.
+func joinResidue(entries []string) (string, bool) {
+	for _, e := range entries {
+		if e != noResidue {
+			return "[" + strings.Join(entries, ",") + "]", true
+		}
 	}
-	return "[" + strings.Join(entries, ",") + "]", true
+	return "", false
 }
 
 // blocksResidue is the residue of a content array (its raw JSON): one object per block.

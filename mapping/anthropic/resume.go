@@ -79,12 +79,15 @@ type snapshot struct {
 	system       int
 	systemString bool
 	// The decoder's lists and tables.
-	marks    []mark // before each native message, then after the last
-	results  []mapping.ToolResult
-	gaps     []ahp.Gap
-	gapIndex map[string]int32 // gap reason → index in gaps
-	calls    map[string]callRef
-	callList []seenCall // every raw filled
+	marks []mark // before each native message, then after the last
+	// residueEntries are the messages' residue entries (appendResidue), listed when a
+	// block may have one (the final mark's residue).
+	residueEntries []string
+	results        []mapping.ToolResult
+	gaps           []ahp.Gap
+	gapIndex       map[string]int32 // gap reason → index in gaps
+	calls          map[string]callRef
+	callList       []seenCall // every raw filled
 
 	// The body outside the array (before, after), and what the decode read of it.
 	head, tail  string
@@ -260,7 +263,20 @@ func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *map
 		Model:       o.model,
 		Stream:      o.stream,
 		SessionHint: o.hint,
-		Params:      withResidue([]byte(o.params), d.residue, st.array),
+		Params:      []byte(o.params),
+	}
+	if d.residue {
+		// The entries of the messages before the cut are the decode's it resumed (none
+		// when no block before the cut may have one), then those of the new elements.
+		if cut.residue {
+			d.residueEntries = append(d.residueEntries, c.residueEntries[:j]...)
+		} else {
+			for range j {
+				d.residueEntries = append(d.residueEntries, noResidue)
+			}
+		}
+		d.residueEntries = appendResidue(d.residueEntries, newArr)
+		req.Params = withResidue(req.Params, d.residueEntries)
 	}
 	// Lists the decode did not grow are still the snapshot's: the caller gets copies.
 	if len(d.gaps) > 0 && len(d.gaps) == int(cut.gaps) {
@@ -337,7 +353,7 @@ func (d *requestDecoder) remember(key uint64, pieces []string, o outside, own in
 		items: st.items[:len(st.items):len(st.items)], origins: st.origins[:len(st.origins):len(st.origins)],
 		parts: st.parts[:len(st.parts):len(st.parts)], messages: st.messages[:n:n],
 		system: st.system, systemString: st.systemString,
-		marks:   d.marks[:len(d.marks):len(d.marks)],
+		marks: d.marks[:len(d.marks):len(d.marks)], residueEntries: d.residueEntries,
 		results: d.results[:len(d.results):len(d.results)], gaps: slices.Clone(d.gaps),
 		head: o.head, tail: o.tail, hasSystem: o.hasSystem, systemRaw: o.systemRaw,
 		model: o.model, hint: o.hint, stream: o.stream, params: o.params,
@@ -408,12 +424,16 @@ func (d *requestDecoder) remember(key uint64, pieces []string, o outside, own in
 			}
 		}
 	}
+	for _, e := range d.residueEntries[min(int(d.cut.msgs), len(d.residueEntries)):] {
+		chunks += int64(len(e)) // the new messages' residue entries (a list of strings below)
+	}
 	sn.chunks = chunks
 	sn.cost = chunks + int64(cap(st.items))*int64(unsafe.Sizeof(ahp.Message{})) +
 		int64(cap(st.origins))*int64(unsafe.Sizeof(itemOrigin{})) + int64(cap(st.parts))*int64(unsafe.Sizeof(origin{})) +
 		int64(cap(st.messages))*int64(unsafe.Sizeof(nativeMessage{})) + int64(cap(d.marks))*int64(unsafe.Sizeof(mark{})) +
 		int64(cap(d.callList))*int64(unsafe.Sizeof(seenCall{})) + int64(len(sn.results))*int64(unsafe.Sizeof(mapping.ToolResult{})) +
-		int64(len(sn.gaps))*int64(unsafe.Sizeof(ahp.Gap{})) + int64(len(sn.calls)+len(sn.gapIndex))*64 + snapshotOverhead
+		int64(len(sn.gaps))*int64(unsafe.Sizeof(ahp.Gap{})) + int64(len(sn.calls)+len(sn.gapIndex))*64 +
+		int64(cap(sn.residueEntries))*16 + snapshotOverhead
 	resumes.add(sn, c)
 }
 
