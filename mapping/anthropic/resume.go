@@ -571,15 +571,21 @@ func cutPieces(pieces []string, n int) []string {
 	return out
 }
 
-// samePrefix is the length of the longest common prefix of a and b.
+// samePrefix is the length of the longest common prefix of a and b. Mostly the shorter
+// is a prefix of the other (a piece of a remembered array within a new one): one
+// comparison; otherwise the first difference is found chunk by chunk.
 func samePrefix(a, b string) int {
 	n := min(len(a), len(b))
-	i := 0
-	const chunk = 2048
-	for i+chunk <= n && a[i:i+chunk] == b[i:i+chunk] {
-		i += chunk
+	if a[:n] == b[:n] {
+		return n
 	}
-	for i < n && a[i] == b[i] {
+	i := 0
+	for chunk := 4096; chunk >= 64; chunk /= 8 {
+		for i+chunk <= n && a[i:i+chunk] == b[i:i+chunk] {
+			i += chunk
+		}
+	}
+	for a[i] == b[i] {
 		i++
 	}
 	return i
