@@ -24,3 +24,11 @@ func ForgetDecodes() {
 
 // ResumeMemoBytes is the memo's bound.
 const ResumeMemoBytes = resumeMemoBytes
+
+// WithResumeMemo replaces the memo with an empty one bounded by limit bytes until the
+// returned function is called.
+func WithResumeMemo(limit int64) (restore func()) {
+	old := resumes
+	resumes = newResumeMemo(limit)
+	return func() { resumes = old }
+}

@@ -595,8 +595,8 @@ func samePrefix(a, b string) int {
 var resumes = newResumeMemo(resumeMemoBytes)
 
 // resumeMemo keeps snapshots by the start of their messages array (arrayKey), at most
-// about limit bytes as snapshot.cost counts them, in two generations: new snapshots go to
-// the newer one; when it holds half the limit the older is dropped. A resumed decode's
+// limit bytes as snapshot.cost counts them, in two generations: new snapshots go to the
+// newer one; when it would hold more than half the limit the older is dropped. A resumed decode's
 // snapshot replaces the one it resumed (which it holds, as far as it is still true).
 type resumeMemo struct {
 	mu                  sync.Mutex
@@ -639,6 +639,16 @@ func (m *resumeMemo) add(s, old *snapshot) {
 		m.drop(m.cur, &m.curBytes, old)
 		m.drop(m.prev, &m.prevBytes, old)
 	}
+	if m.curBytes+s.cost > m.limit/2 {
+		// The newer generation is full: it becomes the older, the older is dropped. Each
+		// holds at most half the limit.
+		m.held.Add(-m.prevBytes)
+		for _, l := range m.prev {
+			m.entries.Add(-int64(len(l)))
+		}
+		m.prev, m.prevBytes = m.cur, m.curBytes
+		m.cur, m.curBytes = make(map[uint64][]*snapshot, len(m.prev)), 0
+	}
 	l := append([]*snapshot{s}, m.cur[s.key]...)
 	for len(l) > resumePerKey {
 		m.drop(m.cur, &m.curBytes, l[len(l)-1])
@@ -648,14 +658,6 @@ func (m *resumeMemo) add(s, old *snapshot) {
 	m.curBytes += s.cost
 	m.held.Add(s.cost)
 	m.entries.Add(1)
-	if m.curBytes >= m.limit/2 {
-		m.held.Add(-m.prevBytes)
-		for _, l := range m.prev {
-			m.entries.Add(-int64(len(l)))
-		}
-		m.prev, m.prevBytes = m.cur, m.curBytes
-		m.cur, m.curBytes = make(map[uint64][]*snapshot, len(m.prev)), 0
-	}
 }
 
 // drop removes s from generation g (holding *bytes) if it is there.

@@ -507,3 +507,29 @@ func TestResumeMemoBoundedAndReported(t *testing.T) {
 		t.Errorf("%d bytes held, bound %d", held, anthropic.ResumeMemoBytes)
 	}
 }
+
+// Under a small bound the memo drops the older generation and never holds more than the
+// bound; decodes stay exact while it evicts.
+func TestResumeMemoEvictsWithinItsBound(t *testing.T) {
+	const limit = 2 << 20
+	defer anthropic.WithResumeMemo(limit)()
+	peak := int64(0)
+	chats := make([]*agentChat, 12)
+	for i := range chats {
+		chats[i] = newAgentChat(uint64(200 + i))
+	}
+	for turn := 0; turn < 15; turn++ {
+		for _, c := range chats {
+			c.grow(turn)
+			sameDecodeEdits(t, c.body(), false)
+			held, _, _, _ := anthropic.ResumeStats()
+			peak = max(peak, held)
+			if held > limit {
+				t.Fatalf("held %d bytes, bound %d", held, limit)
+			}
+		}
+	}
+	if peak < limit/4 {
+		t.Errorf("control: the memo never came near its bound (peak %d)", peak)
+	}
+}
