@@ -19,6 +19,7 @@ import (
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/anthropic"
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
@@ -168,7 +169,8 @@ func Run(ctx context.Context, opts Options) error {
 			tb, te := transport.KnownTextStats()
 			lb, le := mapping.KnownLiteralStats()
 			hb, he := heldtexts.Stats()
-			return bytes + tb + lb + hb, entries + te + le + he, hits, misses
+			rb, re, _, _ := anthropic.ResumeStats()
+			return bytes + tb + lb + hb + rb, entries + te + le + he + re, hits, misses
 		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,

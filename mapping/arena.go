@@ -24,6 +24,7 @@ type Arena struct {
 	buf     []byte
 	texts   []string
 	grown   int    // bytes allocated so far, to size the next buffer
+	textsN  int    // text pointer blocks allocated so far
 	scratch []byte // reused for building a value before it is placed
 }
 
@@ -90,6 +91,12 @@ func (a *Arena) since(start int) string {
 	return unsafe.String(&a.buf[start], len(a.buf)-start)
 }
 
+// Allocated is how many bytes the arena has allocated: what the values it handed out can
+// keep alive (a memo of decoded requests counts it).
+func (a *Arena) Allocated() int64 {
+	return int64(a.grown) + int64(a.textsN)*arenaTexts*int64(unsafe.Sizeof(""))
+}
+
 // Text returns a pointer to a copy of s, for a part's Text field (a nil arena allocates
 // it).
 func (a *Arena) Text(s string) *string {
@@ -102,6 +109,7 @@ func (a *Arena) Text(s string) *string {
 	}
 	if len(a.texts) == cap(a.texts) {
 		a.texts = make([]string, 0, arenaTexts)
+		a.textsN++
 	}
 	a.texts = append(a.texts, s)
 	return &a.texts[len(a.texts)-1]

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
-	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
 
@@ -77,9 +74,10 @@ func (st *requestState) part(id string) *origin {
 	return nil
 }
 
-// pointInto points every part origin at its part in the private copy of the items.
-func (st *requestState) pointInto() {
-	for k := range st.parts {
+// pointInto points the part origins from the from-th on at their parts in the private
+// copy of the items.
+func (st *requestState) pointInto(from int) {
+	for k := from; k < len(st.parts); k++ {
 		o := &st.parts[k]
 		o.part = &st.items[o.item].Parts[o.at]
 	}
@@ -141,8 +139,20 @@ func badRequest(format string, args ...any) error {
 	return &mapping.BadRequest{Reason: fmt.Sprintf(format, args...)}
 }
 
-// DecodeRequest parses a Messages request into canonical items (AHP-CONTENT-001).
+// DecodeRequest parses a Messages request into canonical items (AHP-CONTENT-001). A
+// request that repeats the messages of one decoded before (an agent re-sending its
+// conversation) resumes that decode and decodes only what is new (resume.go); the result
+// is the same.
 func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
+	if req := resumeDecode(body); req != nil {
+		return req, nil
+	}
+	return decodeFresh(body, true)
+}
+
+// decodeFresh decodes the whole request; remember stores the decode in the memo of
+// decodes (resume.go).
+func decodeFresh(body []byte, remember bool) (*mapping.Request, error) {
 	// Every raw value below aliases the body, which nobody writes to after this call.
 	s := mapping.BytesString(body)
 	if err := checkJSON(s); err != nil {
@@ -172,6 +182,7 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	var mf messageFields
 	d.arena.PickElements(msgs, messageFieldNames[:], mf[:], func(m gjson.Result) bool {
 		d.done = m.Index - msgs.Index + len(m.Raw)
+		d.mark()
 		err = d.message(len(d.st.messages), m, &mf)
 		if err == nil {
 			// gjson reports absolute offsets; keep the span only if it checks out.
@@ -186,6 +197,7 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.mark()
 	req := &mapping.Request{
 		Items:       d.items,
 		Gaps:        d.gaps,
@@ -201,17 +213,25 @@ func (*Messages) DecodeRequest(body []byte) (*mapping.Request, error) {
 	if v := root.Get("metadata").Get("user_id"); v.Type == gjson.String {
 		req.SessionHint = v.Str
 	}
-	req.Params = []byte(root.Without("messages", "system"))
-	// Without a block that has a member the residue keeps, it would be empty: skipped.
+	params := root.Without("messages", "system")
+	req.Params = []byte(params)
 	if d.residue {
-		if residue, ok := messagesResidue(msgs); ok {
-			if p, err := sjson.SetRawBytes(req.Params, "messages", []byte(residue)); err == nil {
-				req.Params = p
-			}
-		}
+		d.residueEntries = appendResidue(nil, msgs.Raw)
+		req.Params = withResidue(req.Params, d.residueEntries)
 	}
 	d.st.items = ahp.CloneMessages(d.items)
-	d.st.pointInto()
+	d.st.pointInto(0)
+	// The array located in the body (gjson counts Index from the start of the text).
+	if p := msgs.Index; remember && p > 0 && p+len(msgs.Raw) <= len(s) && s[p:p+len(msgs.Raw)] == msgs.Raw {
+		o := outside{head: s[:p], tail: s[p+len(msgs.Raw):], model: req.Model, hint: req.SessionHint,
+			stream: req.Stream, params: params}
+		if sys := root.Get("system"); sys.Exists() && sys.Type != gjson.Null {
+			o.hasSystem, o.systemRaw = true, sys.Raw
+		}
+		if m := d.st.messages; len(m) >= minRemembered && spansKnown(m) {
+			d.remember(resumes.key(msgs.Raw[:m[1].end]), []string{msgs.Raw[:m[len(m)-1].end]}, o, int64(len(body)))
+		}
+	}
 	return req, nil
 }
 
@@ -240,21 +260,31 @@ type requestDecoder struct {
 	items   []ahp.Message
 	results []mapping.ToolResult
 	gaps    []ahp.Gap
-	gapSeen map[string]bool // gap reasons already listed
+	gapSeen map[string]bool // gap reasons already listed (since base, when resuming)
 	// calls holds, by call id, the tool_use blocks seen so far (an index into callList)
-	// and whether a tool result message already took the id "tr-"+call id.
+	// and whether a tool result message already took the id "tr-"+call id (resuming: the
+	// ids met since base; ref looks further).
 	calls    map[string]callRef
 	callList []seenCall
-	h        idHash // reset for each id
+	// marks holds the decoder's counts before each native message (mark).
+	marks []mark
+	// base is the earlier decode this one resumes, at cut (its marks at native message
+	// cut.msgs); nil for a decode from the start.
+	base *snapshot
+	cut  mark
+	h    idHash // reset for each id
 	// residue is set once a block of the messages may give the messages residue
 	// (blockFields.mayHaveResidue): without one the residue pass is skipped.
 	residue bool
+	// residueEntries are the native messages' residue entries, when residue is set.
+	residueEntries []string
 
 	partSlab slab[ahp.Part]
 	strSlab  slab[string]
 	toolSlab slab[toolOrigin]
 	subSlab  slab[toolSub]
 	inputs   []byte // copies of call inputs handed out as ToolResult.Input
+	inputsN  int    // bytes allocated for them
 
 	// done is how much of the messages array (total bytes) has been reached: the end of
 	// the native message being decoded.
@@ -271,14 +301,40 @@ type requestDecoder struct {
 
 // callRef is what requestDecoder.calls holds for a call id.
 type callRef struct {
-	call     int32 // 1 + index in callList of the latest tool_use block with the id; 0 for none
-	answered bool  // a tool result message already has the id "tr-"+call id
+	call int32 // 1 + index in callList of the latest tool_use block with the id; 0 for none
+	// answer is 1 + the native message of the first tool result, which took the id
+	// "tr-"+call id; 0 for none.
+	answer int32
 }
 
 // seenCall is a tool_use block seen before the tool results that answer it.
 type seenCall struct {
-	name, input string
-	raw         json.RawMessage // input as handed out (ToolResult.Input), made on first use
+	id, name, input string
+	raw             json.RawMessage // input as handed out (ToolResult.Input), made on first use
+	msg             int32           // the native message holding the block
+	prev            int32           // the callRef.call of the id before this block
+}
+
+// mark is the decoder's counts at a native message boundary: how much of each list the
+// messages before it made. A resumed decode cuts an earlier decode's lists there.
+type mark struct {
+	msgs, items, parts, results, gaps, calls int32
+	residue                                  bool
+}
+
+// mark records the counts before the next native message (or after the last).
+func (d *requestDecoder) mark() {
+	d.marks = append(d.marks, mark{msgs: int32(len(d.st.messages)), items: int32(len(d.items)),
+		parts: int32(len(d.st.parts)), results: int32(len(d.results)), gaps: int32(len(d.gaps)),
+		calls: int32(len(d.callList)), residue: d.residue})
+}
+
+// ref is what is known of call id so far.
+func (d *requestDecoder) ref(id string) callRef {
+	if r, ok := d.calls[id]; ok || d.base == nil {
+		return r
+	}
+	return d.base.refAt(id, d.cut)
 }
 
 // newRequestDecoder returns the decoder of a request whose messages array is total bytes
@@ -288,8 +344,8 @@ func newRequestDecoder(total int) *requestDecoder {
 		h: idHash{h: sha256.New(), buf: make([]byte, 0, 512)}}
 	d.blockReader.arena = &d.arena
 	d.partSlab.ahead, d.strSlab.ahead = d.partsAhead, d.partsAhead
-	d.toolSlab.ahead = func() int { return d.expect(len(d.results), bytesPerResult) - len(d.results) }
-	d.calls = make(map[string]callRef, d.expect(0, bytesPerResult))
+	d.toolSlab.ahead = func() int { return d.expect(len(d.results), d.cut.results, bytesPerResult) - len(d.results) }
+	d.calls = make(map[string]callRef, d.expect(0, 0, bytesPerResult))
 	return d
 }
 
@@ -304,14 +360,17 @@ const (
 
 // expect is how many elements a list that holds sofar will hold once the whole messages
 // array is decoded: extrapolated from the share decoded so far, with some slack, or one
-// per bytesEach bytes before the first message. It only sizes lists: a wrong guess costs
-// an allocation, never a result.
-func (d *requestDecoder) expect(sofar, bytesEach int) int {
+// per bytesEach bytes before the first message. base of them came from the decode this
+// one resumes (0 from the start), and done and total count the bytes decoded here. It
+// only sizes lists: a wrong guess costs an allocation, never a result.
+func (d *requestDecoder) expect(sofar int, base int32, bytesEach int) int {
+	b := int(base)
+	sofar -= b
 	if d.done <= 0 {
 		// A first guess, kept small: the first growth extrapolates from real sizes.
-		return sofar + min(d.total/bytesEach, 16) + 4
+		return b + sofar + min(d.total/bytesEach, 16) + 4
 	}
-	return int(int64(sofar)*int64(d.total)/int64(d.done)) + sofar/8 + 8
+	return b + int(int64(sofar)*int64(d.total)/int64(d.done)) + sofar/8 + 8
 }
 
 // add appends message m, whose parts were decoded from blocks; raws are the native blocks
@@ -329,7 +388,7 @@ func (d *requestDecoder) add(m ahp.Message, part0 string, o itemOrigin, blocks [
 			raw = raws[j]
 		}
 		if len(d.st.parts) == cap(d.st.parts) {
-			d.st.parts = grow(d.st.parts, d.expect(len(d.st.parts), bytesPerPart))
+			d.st.parts = grow(d.st.parts, d.expect(len(d.st.parts), d.cut.parts, bytesPerPart))
 		}
 		d.st.parts = append(d.st.parts, origin{raw: raw, typ: blocks[j].typ, item: int32(idx), at: int32(j)})
 		if blocks[j].gap != "" {
@@ -337,7 +396,7 @@ func (d *requestDecoder) add(m ahp.Message, part0 string, o itemOrigin, blocks [
 		}
 	}
 	if len(d.items) == cap(d.items) {
-		d.items = grow(d.items, d.expect(len(d.items), bytesPerItem))
+		d.items = grow(d.items, d.expect(len(d.items), d.cut.items, bytesPerItem))
 	}
 	if len(d.st.origins) == cap(d.st.origins) {
 		d.st.origins = grow(d.st.origins, cap(d.items))
@@ -383,7 +442,7 @@ func (d *requestDecoder) textBlock(lit string) string {
 
 // partsAhead is how many more parts the rest of the decode is expected to make.
 func (d *requestDecoder) partsAhead() int {
-	return d.expect(len(d.st.parts), bytesPerPart) - len(d.st.parts)
+	return d.expect(len(d.st.parts), d.cut.parts, bytesPerPart) - len(d.st.parts)
 }
 
 // partList returns the parts of d.run as a list of their own (in the slab).
@@ -399,7 +458,7 @@ func (d *requestDecoder) partList() []ahp.Part {
 }
 
 func (d *requestDecoder) gap(reason string) {
-	if d.gapSeen[reason] {
+	if d.gapSeen[reason] || d.base != nil && d.base.gapBefore(reason, d.cut) {
 		return
 	}
 	if d.gapSeen == nil {
@@ -483,7 +542,7 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 	// content under the canonical role it means, and it renders back under its own role.
 	canonical, other := canonicalRole(role.Str)
 	if len(d.st.messages) == cap(d.st.messages) {
-		d.st.messages = grow(d.st.messages, d.expect(len(d.st.messages), bytesPerNative))
+		d.st.messages = grow(d.st.messages, d.expect(len(d.st.messages), d.cut.msgs, bytesPerNative))
 	}
 	nm := nativeMessage{raw: m.Raw}
 	if other {
@@ -543,7 +602,7 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 			return false
 		}
 		if db.callID != "" {
-			d.noteCall(&db)
+			d.noteCall(i, &db)
 		}
 		d.run = append(d.run, db)
 		d.raws = append(d.raws, b.Raw)
@@ -562,12 +621,12 @@ func (d *requestDecoder) message(i int, m gjson.Result, f *messageFields) error 
 
 // noteCall remembers a tool_use block for the tool results after it; a later block with
 // the same id wins.
-func (d *requestDecoder) noteCall(db *decodedBlock) {
+func (d *requestDecoder) noteCall(i int, db *decodedBlock) {
 	if len(d.callList) == cap(d.callList) {
-		d.callList = grow(d.callList, d.expect(len(d.callList), bytesPerResult))
+		d.callList = grow(d.callList, d.expect(len(d.callList), d.cut.calls, bytesPerResult))
 	}
-	d.callList = append(d.callList, seenCall{name: db.name, input: db.input})
-	r := d.calls[db.callID]
+	r := d.ref(db.callID)
+	d.callList = append(d.callList, seenCall{id: db.callID, name: db.name, input: db.input, msg: int32(i), prev: r.call})
 	r.call = int32(len(d.callList))
 	d.calls[db.callID] = r
 }
@@ -671,12 +730,12 @@ func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) 
 	m := ahp.Message{Role: ahp.RoleTool, Synthesized: true, Parts: d.partList()}
 	// Tool result ids derive from the call id, which the client never changes; position
 	// and content only break ties when a call id repeats.
-	ref := d.calls[callID]
+	ref := d.ref(callID)
 	var part0 string
-	if !ref.answered {
+	if ref.answer == 0 {
 		var b [64]byte
 		m.ID, part0 = d.messageID(append(append(b[:0], "tr-"...), callID...))
-		ref.answered = true
+		ref.answer = int32(i) + 1
 		d.calls[callID] = ref
 	} else {
 		d.h.reset()
@@ -703,12 +762,14 @@ func (d *requestDecoder) toolResult(i, seq int, b gjson.Result, f *blockFields) 
 	if ref.call > 0 {
 		c := &d.callList[ref.call-1]
 		if c.raw == nil {
+			// Never nil in a call of the decode resumed (remember fills them all), whose
+			// list this decode must not write.
 			c.raw = d.inputBytes(c.input)
 		}
 		r.ToolName, r.Input, r.CallFound = c.name, c.raw, true
 	}
 	if len(d.results) == cap(d.results) {
-		d.results = grow(d.results, d.expect(len(d.results), bytesPerResult))
+		d.results = grow(d.results, d.expect(len(d.results), d.cut.results, bytesPerResult))
 	}
 	d.results = append(d.results, r)
 	return nil
@@ -735,156 +796,9 @@ func (d *requestDecoder) join(texts []string) string {
 func (d *requestDecoder) inputBytes(s string) json.RawMessage {
 	if cap(d.inputs)-len(d.inputs) < len(s) {
 		d.inputs = make([]byte, 0, max(len(s), 1024))
+		d.inputsN += cap(d.inputs)
 	}
 	start := len(d.inputs)
 	d.inputs = append(d.inputs, s...)
 	return d.inputs[start:len(d.inputs):len(d.inputs)]
-}
-
-// residueBlockMembers are the strings of a content block the canonical part has no place
-// for, though the model reads them: a document's title and context, a search result's
-// title and source, and the citations of a text block or a search result (and, below, the
-// URL of an image or document source).
-var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
-
-// messagesResidue builds the messages residue (mapping.ResidueMembers) of an Anthropic
-// message list: for each message, the residue members of its content blocks (and of the
-// blocks inside a tool_result), in place. ok is false when no message has any.
-func messagesResidue(msgs gjson.Result) (string, bool) {
-	var entries []string
-	found := false
-	// One pass over each message and block that skips every value it does not keep
-	// undecoded (a tool result's text above all), as the decode itself does.
-	eachElementRaw(msgs.Raw, func(m string) {
-		content := ""
-		eachMemberRaw(m, func(k, v string) bool {
-			if k == "content" {
-				content = v
-				return false
-			}
-			return true
-		})
-		r, ok := blocksResidue(content)
-		if ok {
-			found = true
-			entries = append(entries, `{"content":`+r+`}`)
-		} else {
-			entries = append(entries, "{}")
-		}
-	})
-	if !found {
-		return "", false
-	}
-	return "[" + strings.Join(entries, ",") + "]", true
-}
-
-// blocksResidue is the residue of a content array (its raw JSON): one object per block.
-func blocksResidue(content string) (string, bool) {
-	if content == "" || content[0] != '[' {
-		return "", false
-	}
-	var entries []string
-	found := false
-	eachElementRaw(content, func(b string) {
-		var members []string
-		if b[0] == '{' {
-			// The first value of each member asked for, as gjson's Get finds it.
-			var picked [len(residueBlockMembers)]string
-			var typ, inner string
-			eachMemberRaw(b, func(k, v string) bool {
-				for j, name := range residueBlockMembers {
-					if k == name && picked[j] == "" {
-						picked[j] = v
-					}
-				}
-				if k == "type" && typ == "" {
-					typ = v
-				}
-				if k == "content" && inner == "" {
-					inner = v
-				}
-				return true
-			})
-			for j, k := range residueBlockMembers {
-				if v := picked[j]; v != "" && (v[0] == '"' || (k == "citations" && v[0] == '[')) {
-					members = append(members, mapping.Quote(k)+":"+v)
-				}
-			}
-			// An image or document fetched by URL: a signed URL carries a credential.
-			if src := picked[2]; src != "" && src[0] == '{' {
-				url := ""
-				eachMemberRaw(src, func(k, v string) bool {
-					if k == "url" {
-						url = v
-						return false
-					}
-					return true
-				})
-				if url != "" && url[0] == '"' {
-					members = append(members, `"source":{"url":`+url+`}`)
-				}
-			}
-			if typ != "" && typ[0] == '"' && jsontext.Unquote(typ) == "tool_result" {
-				if r, ok := blocksResidue(inner); ok {
-					members = append(members, `"content":`+r)
-				}
-			}
-		}
-		if len(members) > 0 {
-			found = true
-		}
-		entries = append(entries, "{"+strings.Join(members, ",")+"}")
-	})
-	return "[" + strings.Join(entries, ",") + "]", found
-}
-
-// eachElementRaw calls fn with the raw JSON of each element of the array s (a text that
-// passed the strict check).
-func eachElementRaw(s string, fn func(elem string)) {
-	i := jsontext.SkipSpace(s, 0)
-	if i >= len(s) || s[i] != '[' {
-		return
-	}
-	i = jsontext.SkipSpace(s, i+1)
-	for i < len(s) && s[i] != ']' {
-		end := jsontext.SkipValue(s, i)
-		if end <= i {
-			return
-		}
-		fn(s[i:end])
-		i = jsontext.SkipSpace(s, end)
-		if i < len(s) && s[i] == ',' {
-			i = jsontext.SkipSpace(s, i+1)
-		}
-	}
-}
-
-// eachMemberRaw calls fn with each member of the object s (a text that passed the strict
-// check): its name, unescaped, and its value's raw JSON, until fn returns false.
-func eachMemberRaw(s string, fn func(key, raw string) bool) {
-	i := jsontext.SkipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return
-	}
-	i = jsontext.SkipSpace(s, i+1)
-	for i < len(s) && s[i] == '"' {
-		kEnd := jsontext.SkipValue(s, i)
-		key := s[i+1 : kEnd-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = jsontext.Unquote(s[i:kEnd])
-		}
-		i = jsontext.SkipSpace(s, kEnd)
-		if i >= len(s) || s[i] != ':' {
-			return
-		}
-		vStart := jsontext.SkipSpace(s, i+1)
-		vEnd := jsontext.SkipValue(s, vStart)
-		if vEnd <= vStart || !fn(key, s[vStart:vEnd]) {
-			return
-		}
-		i = jsontext.SkipSpace(s, vEnd)
-		if i < len(s) && s[i] == ',' {
-			i = jsontext.SkipSpace(s, i+1)
-		}
-	}
 }

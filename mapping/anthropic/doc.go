@@ -27,4 +27,8 @@
 //     invented (ErrReasoningImmutable), only kept or removed;
 //   - a synthesized response carries zero usage natively (SDKs require the object), and
 //     DecodeResponse reports no usage for it, so no usage is ever invented in events.
+//
+// Request decodes are remembered in a bounded process-wide memo (resume.go): the next
+// request of a conversation, which repeats the messages decoded before, resumes that
+// decode and decodes only what is new, with the same result as a decode from the start.
 package anthropic

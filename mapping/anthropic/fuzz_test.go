@@ -3,11 +3,14 @@ package anthropic_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/anthropic"
 	"github.com/hookproxy/hookproxy/mapping/mappingtest"
 )
 
@@ -28,6 +31,12 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		orig := append([]byte(nil), body...)
 		req, err := tr.DecodeRequest(body)
+		// The decode may have resumed one of an earlier input (resume.go): it is the
+		// decode from the start, whatever the input.
+		want, werr := anthropic.DecodeFresh(body)
+		if fmt.Sprint(err) != fmt.Sprint(werr) || !reflect.DeepEqual(req, want) {
+			t.Fatalf("resumed and fresh decodes differ: %v / %v", err, werr)
+		}
 		if err != nil {
 			var bad *mapping.BadRequest
 			if !errors.As(err, &bad) {

@@ -79,6 +79,7 @@ type slab[T any] struct {
 	// ahead, when set, is how many elements the rest of the decode is expected to take:
 	// the size of the next array. It is asked only when an array is full.
 	ahead func() int
+	alloc int // elements allocated, to count what the lists keep alive
 }
 
 // take returns a list of n zero elements.
@@ -89,6 +90,7 @@ func (s *slab[T]) take(n int) []T {
 			want = s.ahead()
 		}
 		s.buf = make([]T, 0, max(want, n, 8))
+		s.alloc += cap(s.buf)
 	}
 	start := len(s.buf)
 	s.buf = s.buf[:start+n]
