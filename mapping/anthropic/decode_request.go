@@ -219,18 +219,24 @@ func decodeFresh(body []byte, remember bool) (*mapping.Request, error) {
 		d.residueEntries = appendResidue(nil, msgs.Raw)
 		req.Params = withResidue(req.Params, d.residueEntries)
 	}
+	// The array located in the body (gjson counts Index from the start of the text).
+	p := msgs.Index
+	remember = remember && p > 0 && p+len(msgs.Raw) <= len(s) && s[p:p+len(msgs.Raw)] == msgs.Raw &&
+		len(d.st.messages) >= minRemembered && spansKnown(d.st.messages)
+	own := int64(len(body))
+	if remember {
+		own += holdTexts(d.items)
+	}
 	d.st.items = ahp.CloneMessages(d.items)
 	d.st.pointInto(0)
-	// The array located in the body (gjson counts Index from the start of the text).
-	if p := msgs.Index; remember && p > 0 && p+len(msgs.Raw) <= len(s) && s[p:p+len(msgs.Raw)] == msgs.Raw {
+	if remember {
 		o := outside{head: s[:p], tail: s[p+len(msgs.Raw):], model: req.Model, hint: req.SessionHint,
 			stream: req.Stream, params: params}
 		if sys := root.Get("system"); sys.Exists() && sys.Type != gjson.Null {
 			o.hasSystem, o.systemRaw = true, sys.Raw
 		}
-		if m := d.st.messages; len(m) >= minRemembered && spansKnown(m) {
-			d.remember(resumes.key(msgs.Raw[:m[1].end]), []string{msgs.Raw[:m[len(m)-1].end]}, o, int64(len(body)))
-		}
+		m := d.st.messages
+		d.remember(resumes.key(msgs.Raw[:m[1].end]), []string{msgs.Raw[:m[len(m)-1].end]}, o, own)
 	}
 	return req, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
 	"github.com/hookproxy/hookproxy/mapping"
 )
@@ -251,6 +252,9 @@ func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *map
 	d.mark()
 
 	st := d.st
+	if len(st.messages) > j {
+		own += holdTexts(d.items[cut.items:])
+	}
 	st.items = d.items // this decode's own list (the caller gets a copy)
 	st.pointInto(int(cut.parts))
 	req := &mapping.Request{
@@ -684,3 +688,33 @@ func (m *resumeMemo) drop(g map[uint64][]*snapshot, bytes *int64, s *snapshot) {
 func ResumeStats() (bytes, entries int64, hits, misses uint64) {
 	return resumes.held.Load(), resumes.entries.Load(), resumes.hits.Load(), resumes.misses.Load()
 }
+
+// holdTexts gives the long texts of items, decoded by a decode the memo will keep, memory
+// of their own and registers them as held texts (internal/heldtexts): the decodes that
+// resume this one hand out the very same strings, which the scanners' results and the
+// settlement fingerprints then find by address instead of by their bytes. A copy, not the
+// decoded string: that one may point into a body or an arena chunk, which a held text
+// would keep alive whole. Texts already held (long escaped literals) are left as they are.
+// It returns the bytes copied, which the snapshot keeps alive.
+func holdTexts(items []ahp.Message) int64 {
+	var n int64
+	for i := range items {
+		for k := range items[i].Parts {
+			t := items[i].Parts[k].Text
+			if t == nil || len(*t) < minHeldText {
+				continue
+			}
+			if _, ok := heldtexts.Find(*t); ok {
+				continue
+			}
+			c := strings.Clone(*t)
+			heldtexts.Hold(c)
+			*t = c // the same text: this decode's own pointer, which nothing else reads yet
+			n += int64(len(c))
+		}
+	}
+	return n
+}
+
+// minHeldText is the shortest text holdTexts registers: a shorter one costs little to hash.
+const minHeldText = 64

@@ -15,6 +15,7 @@ import (
 	"weak"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
+	"github.com/hookproxy/hookproxy/internal/heldtexts"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/anthropic"
 )
@@ -457,6 +458,36 @@ func TestResumedTextsAreTheSameStrings(t *testing.T) {
 	}
 	if texts == 0 || same != texts {
 		t.Errorf("%d of %d history texts are the same string in the next request", same, texts)
+	}
+	// And every long one is a held text, found by its address (what the scanners' notes and
+	// the settlement fingerprints key on); a short one is not.
+	held, long, short := 0, 0, 0
+	for i := range second.Items {
+		for j := range second.Items[i].Parts {
+			p := second.Items[i].Parts[j].Text
+			if p == nil || *p == "" {
+				continue
+			}
+			_, ok := heldtexts.Find(*p)
+			switch {
+			case len(*p) >= 64:
+				long++
+				if ok {
+					held++
+				}
+			case ok:
+				short++
+			}
+		}
+	}
+	if long == 0 || held != long || short != 0 {
+		t.Errorf("%d of %d long texts are held, and %d short ones", held, long, short)
+	}
+	// The control: a copy of a held text (same bytes, another address) is not one.
+	if p := second.Items[1].Parts[0].Text; len(*p) < 64 {
+		t.Fatalf("item 1 is short: %q", *p)
+	} else if _, ok := heldtexts.Find(strings.Clone(*p)); ok {
+		t.Error("control: a copy of a held text is found as held")
 	}
 	// The control: a fresh decode's texts point into its own body.
 	fresh, _ := anthropic.DecodeFresh(body)
