@@ -13,8 +13,8 @@ import (
 // stay literal so that patterns such as "> /dev/sda" match the canonical text and audit
 // records stay readable.
 //
-// The output is byte for byte that of appendString(dst, s, true) (TestAppendJSONStringMatches
-// and FuzzAppendJSONString hold them together); it is the implementation of AppendStringJS. Every modify effect of a redacting policy re-encodes the whole message list, about
+// The output is byte for byte that of appendString(dst, s, true) (TestAppendStringJSMatchesReference
+// and FuzzAppendStringJS hold them together, and hold AppendStringGo to encoding/json); it is the implementation of AppendStringJS. Every modify effect of a redacting policy re-encodes the whole message list, about
 // 32 KiB for a typical agent request, and profiling showed the shared writer (a
 // utf8.ValidString pass, then one table lookup and one append decision per byte) taking
 // 25-40 µs of that, about as long as the detectors' whole scan. Agent text is almost all
@@ -35,7 +35,17 @@ func appendStringJSFast(dst []byte, s string) []byte {
 // replaces, first makes room again. That room check is the only capacity test per escape,
 // about 15% faster on agent text (an escape every 30 bytes or so: line breaks, quotes,
 // tabs) than appending each run of plain bytes and then the escape.
-func AppendStringJSBody(dst []byte, s string) []byte {
+func AppendStringJSBody(dst []byte, s string) []byte { return appendStringBody(dst, s, false) }
+
+// AppendStringGo writes s as a JSON string literal exactly as encoding/json writes a string
+// with HTML escaping off: as appendStringJSFast, except that \b and \f are in short form
+// too. It is how the AHP event encoder keeps its frames byte for byte encoding/json's.
+func AppendStringGo(dst []byte, s string) []byte {
+	return append(appendStringBody(append(dst, '"'), s, true), '"')
+}
+
+// appendStringBody is AppendStringJSBody; shortBF writes \b and \f in short form.
+func appendStringBody(dst []byte, s string, shortBF bool) []byte {
 	const hex = "0123456789abcdef"
 	const slack = 8 + 6 // a word, and the longest escape
 	o := len(dst)
@@ -81,6 +91,16 @@ func AppendStringJSBody(dst []byte, s string) []byte {
 				buf[o+1] = 'r'
 			case '\t':
 				buf[o+1] = 't'
+			case '\b', '\f':
+				if shortBF {
+					buf[o+1] = 'b'
+					if c == '\f' {
+						buf[o+1] = 'f'
+					}
+					break
+				}
+				buf[o+1], buf[o+2], buf[o+3], buf[o+4], buf[o+5] = 'u', '0', '0', hex[c>>4], hex[c&0xF]
+				o += 4
 			default:
 				buf[o+1], buf[o+2], buf[o+3], buf[o+4], buf[o+5] = 'u', '0', '0', hex[c>>4], hex[c&0xF]
 				o += 4

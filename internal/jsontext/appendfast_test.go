@@ -2,22 +2,28 @@ package jsontext
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
 )
 
 // AppendStringJS (the word-at-a-time writer) must write what the rune-by-rune reference
-// appendString(dst, s, true) writes: every string of up to three symbols from an alphabet of the bytes that matter
+// appendString(dst, s, true) writes, and AppendStringGo what encoding/json writes (HTML
+// escaping off): every string of up to three symbols from an alphabet of the bytes that matter
 // (escapes, the ASCII edges, UTF-8 lead and continuation bytes, U+2028), padded to cross
 // the eight-byte word boundary at every offset, and random strings.
 func TestAppendStringJSMatchesReference(t *testing.T) {
 	alphabet := []string{"a", " ", "~", "\x7f", "\x00", "\x1f", "\n", "\r", "\t", "\"", "\\", "/", "<", "&",
 		"é", "\u2028", "\u2029", "\u2027", "\u202a", "€", "🎉", "\ufffd", "\xff", "\xe2", "\xe2\x80", "\x80", "\xc3", "\xf0\x9f"}
+	alphabet = append(alphabet, "\b", "\f", "\x07", "\x0e")
 	check := func(s string) {
 		t.Helper()
 		if got, want := AppendStringJS(nil, s), appendString(nil, s, true); !bytes.Equal(got, want) {
 			t.Fatalf("AppendStringJS(%q) = %s, want %s", s, got, want)
+		}
+		if got, want := AppendStringGo(nil, s), goJSON(s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendStringGo(%q) = %s, want encoding/json's %s", s, got, want)
 		}
 	}
 	var sym func(prefix string, n int)
@@ -56,5 +62,18 @@ func FuzzAppendStringJS(f *testing.F) {
 		if got, want := AppendStringJS(nil, s), appendString(nil, s, true); !bytes.Equal(got, want) {
 			t.Fatalf("AppendStringJS(%q) = %s, want %s", s, got, want)
 		}
+		if got, want := AppendStringGo(nil, s), goJSON(s); !bytes.Equal(got, want) {
+			t.Fatalf("AppendStringGo(%q) = %s, want encoding/json's %s", s, got, want)
+		}
 	})
+}
+
+// goJSON is s as encoding/json writes it with HTML escaping off: what AppendStringGo must
+// write (the AHP frames are byte for byte encoding/json's).
+func goJSON(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
