@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/mapping"
+	"github.com/hookproxy/hookproxy/mapping/anthropic"
 )
 
 // request32K builds an agent conversation of about 32 KiB: a cached system prompt and
@@ -25,12 +28,21 @@ func request32K() []byte {
 
 func BenchmarkDecodeRequest32KiB(b *testing.B) {
 	body := request32K()
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := tr.DecodeRequest(body); err != nil {
-			b.Fatal(err)
-		}
+	// fresh: the whole decode, as for a request no earlier one shares messages with;
+	// repeated: the same body again, which resumes the remembered decode (resume.go).
+	for _, mode := range []struct {
+		name   string
+		decode func([]byte) (*mapping.Request, error)
+	}{{"fresh", anthropic.DecodeFresh}, {"repeated", tr.DecodeRequest}} {
+		b.Run(mode.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := mode.decode(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
