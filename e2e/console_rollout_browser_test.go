@@ -68,13 +68,11 @@ func consoleStatus(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-func jsString(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
-
 // TestConsoleShowsShadowDisagreement: the shadow registration refuses the model the live
 // chain lets through. The agent is served as usual (the shadow enforces nothing), and the
 // Shadow page — linked from the navigation because a shadow chain is configured, and open
-// before the traffic — shows the disagreement without a reload: the session, the boundary, forwarded live → refused in the shadow, the
-// diff's words and the shadow's rule. Control: before the traffic the page lists none and
+// before the traffic — shows the disagreement without a reload: the session, the
+// boundary, forwarded live → refused in the shadow, the diff's words and the shadow's rule. Control: before the traffic the page lists none and
 // counts none; the Pins page, with pinning off, is neither linked nor served.
 func TestConsoleShowsShadowDisagreement(t *testing.T) {
 	ctx := browser(t)
