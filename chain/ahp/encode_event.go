@@ -58,13 +58,6 @@ func AppendObserveNotification(dst []byte, params *ObserveParams) ([]byte, error
 	return w.b, w.err
 }
 
-// AppendEvent appends ev as encoding/json would encode it ("null" for nil).
-func AppendEvent(dst []byte, ev *Event) ([]byte, error) {
-	w := eventWriter{b: dst}
-	w.event(ev)
-	return w.b, w.err
-}
-
 // appendRequestID appends the JSON-RPC id. The transport has always produced it with
 // json.Marshal, which escapes <, > and & (HTML escaping is on there), unlike the params;
 // an id that holds only plain ASCII is the same either way.

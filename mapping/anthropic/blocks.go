@@ -85,7 +85,7 @@ const (
 type blockFields [numBlockFields]gjson.Result
 
 // mayHaveResidue reports whether a block with these members could give the messages
-// residue (messagesResidue) anything: a member it keeps (of any type), a source, or a
+// residue (appendResidue) anything: a member it keeps (of any type), a source, or a
 // nested tool_result. Conservative: a false answer for every block of a request means its
 // residue is empty, so the residue pass is skipped.
 func (f *blockFields) mayHaveResidue() bool {

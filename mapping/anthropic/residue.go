@@ -3,7 +3,6 @@ package anthropic
 import (
 	"strings"
 
-	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
 	"github.com/hookproxy/hookproxy/internal/jsontext"
@@ -30,13 +29,6 @@ func withResidue(params []byte, entries []string) []byte {
 // title and source, and the citations of a text block or a search result (and, below, the
 // URL of an image or document source).
 var residueBlockMembers = [...]string{"title", "context", "source", "citations"}
-
-// messagesResidue builds the messages residue (mapping.ResidueMembers) of an Anthropic
-// message list: for each message, the residue members of its content blocks (and of the
-// blocks inside a tool_result), in place. ok is false when no message has any.
-func messagesResidue(msgs gjson.Result) (string, bool) {
-	return joinResidue(appendResidue(nil, msgs.Raw))
-}
 
 // noResidue is the residue entry of a message without any.
 const noResidue = "{}"

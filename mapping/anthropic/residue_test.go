@@ -96,3 +96,11 @@ func FuzzMessagesResidue(f *testing.F) {
 		}
 	})
 }
+
+// messagesResidue builds the messages residue (mapping.ResidueMembers) of an Anthropic
+// message list as the decode does, per message (appendResidue) then joined: for each
+// message, the residue members of its content blocks (and of the blocks inside a
+// tool_result), in place. ok is false when no message has any.
+func messagesResidue(msgs gjson.Result) (string, bool) {
+	return joinResidue(appendResidue(nil, msgs.Raw))
+}
