@@ -171,11 +171,6 @@ func (c *scanCache) account(n int64) {
 	scanCacheStats.bytes.Add(n)
 }
 
-// textKey is the key of text's scan: its digest from the request's memo.
-func textKey(td *transport.TextDigests, text string) scanKey {
-	return scanKey{sum: td.Sum(text), kind: scanKindText}
-}
-
 // joinedKey is the key of the scan of texts joined: the SHA-256 of the texts' digests one
 // after the other. The digests have one length, so the list of texts is recoverable from
 // it (short of a SHA-256 collision): two keys are equal only for the same texts, and so

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -102,7 +103,7 @@ func TestScanCacheIsBounded(t *testing.T) {
 	c := newScanCache(limit)
 	var keep scanKey
 	for i := 0; i < 20000; i++ {
-		k := textKey(nil, "text "+strconv.Itoa(i))
+		k := scanKey{sum: sha256.Sum256([]byte("text " + strconv.Itoa(i))), kind: scanKindText}
 		if i == 0 {
 			keep = k
 		}
@@ -122,7 +123,7 @@ func TestScanCacheIsBounded(t *testing.T) {
 	if bytes, _, _, _ := ScanCacheStats(); bytes < held {
 		t.Errorf("ScanCacheStats reports %d bytes, this cache alone holds %d", bytes, held)
 	}
-	if c.get(textKey(nil, "text 1")) != nil {
+	if c.get(scanKey{sum: sha256.Sum256([]byte("text 1")), kind: scanKindText}) != nil {
 		t.Error("an entry unused since the start survived 20,000 inserts")
 	}
 }

@@ -140,7 +140,7 @@ func (d *metered) scanText(dst []Finding, text string) []Finding {
 	if t, ok := heldtexts.Find(text); ok {
 		return d.scanHeld(dst, t, text)
 	}
-	k := textKey(d.td, text)
+	k := scanKey{sum: d.td.SumUnheld(text), kind: scanKindText}
 	if dst, ok := d.fromCache(dst, k); ok {
 		return dst
 	}

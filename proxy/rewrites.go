@@ -382,7 +382,7 @@ func (f *fpFrame) part(kind, mediaType, selection, category string, text *string
 				f.anchor, f.anchored = h, true
 			}
 		} else {
-			d = f.td.Sum(*text)
+			d = f.td.SumUnheld(*text)
 		}
 		f.b = append(f.b, d[:]...)
 	}

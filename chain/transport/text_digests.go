@@ -50,6 +50,15 @@ func (t *TextDigests) Sum(s string) [sha256.Size]byte {
 	if d, ok := heldtexts.Sum(s); ok {
 		return d
 	}
+	return t.SumUnheld(s)
+}
+
+// SumUnheld is Sum of a text the caller already found not held (heldtexts.Find), which is
+// not looked up there again.
+func (t *TextDigests) SumUnheld(s string) [sha256.Size]byte {
+	if t == nil || len(s) == 0 {
+		return sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	}
 	k := textKey{unsafe.StringData(s), len(s)}
 	t.mu.Lock()
 	d, ok := t.m[k]
