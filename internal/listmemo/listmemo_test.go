@@ -1,0 +1,137 @@
+package listmemo
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
+)
+
+func text(s string) *string { return &s }
+
+func conv(n int, seed string) []ahp.Message {
+	out := []ahp.Message{{ID: "sys", Role: ahp.RoleSystem, Parts: []ahp.Part{ahp.TextPart("sys.0", "you are "+seed)}}}
+	for i := range n {
+		out = append(out, ahp.Message{ID: "m" + string(rune('a'+i)), Role: ahp.RoleUser,
+			Parts: []ahp.Part{ahp.TextPart("p", seed+" turn "+string(rune('a'+i)))}})
+	}
+	return out
+}
+
+// Every field of a message, a part and a bare part takes part in the comparison: changing
+// any one of them (through reflection, so that a field added later is covered) makes the
+// messages unequal. The control: the unchanged copy is equal.
+func TestEveryFieldCompared(t *testing.T) {
+	base := ahp.Message{ID: "m", Role: ahp.RoleUser, Parts: []ahp.Part{{ID: "p", Kind: ahp.KindText,
+		MediaType: ahp.MediaTypeText, Selection: ahp.SelectionBody, Category: "c", Text: text("t"),
+		Body: &ahp.Ref{Ref: "r"}, Gap: &ahp.Gap{Reason: "g"}, Size: new(int64), SHA256: "s"}},
+		BarePart: &ahp.BarePart{Kind: "k", MediaType: "mt", Selection: "sel", Category: "c", Text: text("t"),
+			Body: &ahp.Ref{Ref: "r"}, Gap: &ahp.Gap{Reason: "g"}, Size: new(int64), SHA256: "s"}}
+	clone := func() ahp.Message { return ahp.CloneMessages([]ahp.Message{base})[0] }
+	if c := clone(); !messageEqual(&base, &c) {
+		t.Fatal("control: an unchanged copy compares unequal")
+	}
+	mutate := func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString(v.String() + "x")
+		case reflect.Bool:
+			v.SetBool(!v.Bool())
+		case reflect.Pointer:
+			if v.Elem().Kind() == reflect.Struct {
+				f := v.Elem().Field(0)
+				f.SetString(f.String() + "x")
+			} else if v.Elem().Kind() == reflect.String {
+				v.Elem().SetString(v.Elem().String() + "x")
+			} else {
+				v.Elem().SetInt(v.Elem().Int() + 1)
+			}
+		default:
+			t.Fatalf("field of kind %s: teach the test to change it", v.Kind())
+		}
+	}
+	n := 0
+	for _, target := range []string{"message", "part", "bare"} {
+		var typ reflect.Type
+		switch target {
+		case "message":
+			typ = reflect.TypeOf(ahp.Message{})
+		case "part":
+			typ = reflect.TypeOf(ahp.Part{})
+		default:
+			typ = reflect.TypeOf(ahp.BarePart{})
+		}
+		for f := range typ.NumField() {
+			if typ.Field(f).Anonymous || typ.Field(f).Name == "Parts" {
+				continue
+			}
+			c := clone()
+			var v reflect.Value
+			switch target {
+			case "message":
+				v = reflect.ValueOf(&c).Elem().Field(f)
+			case "part":
+				v = reflect.ValueOf(&c.Parts[0]).Elem().Field(f)
+			default:
+				v = reflect.ValueOf(c.BarePart).Elem().Field(f)
+			}
+			mutate(v)
+			n++
+			if messageEqual(&base, &c) {
+				t.Errorf("%s field %s changed, yet the messages compare equal", target, typ.Field(f).Name)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d fields tried", n)
+	}
+	c := clone()
+	c.Parts = append(c.Parts, c.Parts[0])
+	if messageEqual(&base, &c) {
+		t.Error("a part more, yet equal")
+	}
+}
+
+func TestFindLongestSharedRun(t *testing.T) {
+	m := New[int](1 << 20)
+	a := conv(5, "A")
+	key, e, n := m.Find(1, a)
+	if e != nil || n != 0 {
+		t.Fatalf("empty memo found %v, %d", e, n)
+	}
+	m.Keep(key, a, 5, 0, nil)
+	b := append(ahp.CloneMessages(a[:4]), conv(7, "A")[5:]...)
+	b[3].Parts[0].Text = text("edited")
+	key2, e, n := m.Find(1, b)
+	if e == nil || n != 3 || e.Value != 5 || key2 != key {
+		t.Fatalf("found %v sharing %d, want the first list sharing 3", e, n)
+	}
+	// Another salt files apart: nothing found.
+	if _, e, _ := m.Find(2, b); e != nil {
+		t.Fatal("a list kept under one salt found under another")
+	}
+	m.Keep(key2, b, 7, 0, e)
+	if bytes, entries := m.held.Load(), m.entries.Load(); entries != 1 || bytes != Cost(b) {
+		t.Fatalf("after replacing: %d entries, %d bytes; want 1, %d", entries, bytes, Cost(b))
+	}
+	// Another conversation (another first message) is not a candidate.
+	if _, e, _ := m.Find(1, conv(5, "B")); e != nil {
+		t.Fatal("another conversation's list found")
+	}
+}
+
+func TestMemoryBounded(t *testing.T) {
+	const limit = 64 << 10
+	m := New[int](limit)
+	for i := range 500 {
+		l := conv(10, string(rune('A'+i%26))+string(rune('a'+i/26)))
+		key, _, _ := m.Find(0, l)
+		m.Keep(key, l, i, 100, nil)
+		if h := m.held.Load(); h > limit {
+			t.Fatalf("after %d lists the memo holds %d bytes, over its limit %d", i+1, h, limit)
+		}
+	}
+	if b, e := Stats(); b <= 0 || e <= 0 {
+		t.Fatalf("Stats reports %d bytes, %d entries", b, e)
+	}
+}
