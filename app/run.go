@@ -18,6 +18,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/config"
 	"github.com/hookproxy/hookproxy/internal/heldtexts"
+	"github.com/hookproxy/hookproxy/internal/listmemo"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/anthropic"
 	"github.com/hookproxy/hookproxy/metrics"
@@ -170,7 +171,8 @@ func Run(ctx context.Context, opts Options) error {
 			lb, le := mapping.KnownLiteralStats()
 			hb, he := heldtexts.Stats()
 			rb, re, _, _ := anthropic.ResumeStats()
-			return bytes + tb + lb + hb + rb, entries + te + le + he + re, hits, misses
+			mb, me := listmemo.Stats()
+			return bytes + tb + lb + hb + rb + mb, entries + te + le + he + re + me, hits, misses
 		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,

@@ -102,7 +102,7 @@ func (c *contentPolicy) intercept(ctx context.Context, req *ahp.InterceptRequest
 // response as governed there.
 func responseSkipsToolCalls(b boundary) partFilter {
 	if b.target != ahp.TargetResponse {
-		return nil
+		return allParts
 	}
-	return func(_ *ahp.Message, p *ahp.Part) bool { return p.Category != ahp.CategoryToolCall }
+	return skipResponseToolCalls
 }

@@ -77,18 +77,13 @@ func NewInjection(cfg InjectionConfig) (*Injection, error) {
 	return &Injection{action: action, requests: cfg.Requests, scan: newInjectionScanner(kinds, allow, extra)}, nil
 }
 
-// skipOperatorMessages excludes system and developer messages from a request scan.
-func skipOperatorMessages(m *ahp.Message, _ *ahp.Part) bool {
-	return m.Role != ahp.RoleSystem && m.Role != ahp.RoleDeveloper
-}
-
 // Intercept implements ahp.Interceptor.
 func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	ev, caps, err := unpack(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	var include partFilter
+	include := allParts
 	switch ev.Type {
 	case ahp.EventToolAfter:
 	case ahp.EventModelRequestBefore, ahp.EventTurnStart:

@@ -45,15 +45,42 @@ type listScan struct {
 	split []string
 }
 
-// partFilter selects the parts a policy scans (nil: every visible text part).
-type partFilter func(m *ahp.Message, p *ahp.Part) bool
+// partFilter selects the parts a policy scans. A value, not a function: the list memo
+// (scan_lists.go) files a list's result under the filter it was scanned with.
+type partFilter uint8
 
-// scanItems scans the visible text parts of items.
+const (
+	allParts              partFilter = iota // every visible text part
+	skipResponseToolCalls                   // not the tool_call parts (of model output)
+	skipOperatorMessages                    // not system and developer messages
+)
+
+func (f partFilter) includes(m *ahp.Message, p *ahp.Part) bool {
+	switch f {
+	case skipResponseToolCalls:
+		return p.Category != ahp.CategoryToolCall
+	case skipOperatorMessages:
+		return m.Role != ahp.RoleSystem && m.Role != ahp.RoleDeveloper
+	}
+	return true
+}
+
+// scanItems scans the text parts of items that include selects. A metered scanner with a
+// result cache reuses what it found in the leading messages of the list it scanned on an
+// earlier request of the conversation (scan_lists.go) and scans only the rest.
 func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
-	var ls listScan
+	if m, ok := d.(*metered); ok && m.cache != nil {
+		return m.scanList(items, include)
+	}
+	return scanMessages(items, 0, listScan{}, d, include, nil)
+}
+
+// scanMessages scans items[from:] into ls, which holds the scan of items[:from]. With at
+// non-nil, it appends the scan's state after each message (listMark).
+func scanMessages(items []ahp.Message, from int, ls listScan, d detector, include partFilter, at *listMarks) listScan {
 	var scratch []Finding
 	var texts []string // the scanned text parts of one message
-	for i := range items {
+	for i := from; i < len(items); i++ {
 		m := &items[i]
 		texts = texts[:0]
 		found := 0
@@ -66,7 +93,7 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 				ls.withheld = true
 				continue
 			}
-			if include != nil && !include(m, p) {
+			if !include.includes(m, p) {
 				continue
 			}
 			texts = append(texts, *p.Text)
@@ -85,6 +112,9 @@ func scanItems(items []ahp.Message, d detector, include partFilter) listScan {
 					}
 				}
 			}
+		}
+		if at != nil {
+			at.add(&ls)
 		}
 	}
 	return ls

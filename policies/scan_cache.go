@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/heldtexts"
+	"github.com/hookproxy/hookproxy/internal/listmemo"
 )
 
 // Content-addressed scan results. A coding agent re-sends its whole conversation with every
@@ -81,6 +82,8 @@ type scanCache struct {
 	// note names this cache's notes on texts kept across requests (internal/heldtexts):
 	// a key, not a pointer, so that a note does not keep a reloaded-away cache alive.
 	note heldtexts.NoteKey
+	// lists remembers the scan of each conversation's latest list (scan_lists.go).
+	lists *listmemo.Memo[*listResult]
 }
 
 var scanCacheStats struct {
@@ -89,7 +92,8 @@ var scanCacheStats struct {
 }
 
 // ScanCacheStats reports the built-in scanners' result caches: the bytes and entries held
-// by every live cache, and lookups answered from a cache (hits) or by a scan (misses).
+// by every live cache, and scans answered from a cache (hits: a text's, or a message's
+// reused with the leading messages of a list, scan_lists.go) or made (misses).
 func ScanCacheStats() (bytes, entries int64, hits, misses uint64) {
 	return scanCacheStats.bytes.Load(), scanCacheStats.entries.Load(),
 		scanCacheStats.hits.Load(), scanCacheStats.misses.Load()
@@ -99,7 +103,7 @@ func ScanCacheStats() (bytes, entries int64, hits, misses uint64) {
 // released when the scanner that owns it is garbage.
 func newScanCache(limit int64) *scanCache {
 	c := &scanCache{limit: limit, held: new(atomic.Int64), entries: new(atomic.Int64),
-		cur: map[scanKey]*scanEntry{}, note: heldtexts.NewNoteKey()}
+		cur: map[scanKey]*scanEntry{}, note: heldtexts.NewNoteKey(), lists: listmemo.New[*listResult](scanListBytes)}
 	type counts struct {
 		bytes, entries *atomic.Int64
 		note           heldtexts.NoteKey

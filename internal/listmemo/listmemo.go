@@ -13,9 +13,9 @@
 // resumed decode hands out do, compare by address and length without reading the text).
 // A user may reuse for the shared run only what depends on nothing but those messages.
 //
-// A remembered list must never be written again, nor anything it points to: the user
-// keeps a list that is its own (a policy's copy of the event it was given, a decode's
-// result that nothing edits).
+// The memo keeps its own copy of a list (the messages it shares with the list it replaces
+// are that list's, the rest copied), which nothing writes: a caller's later edits of its
+// list cannot change what a remembered one says.
 //
 // Memory is bounded per memo (two generations as internal/twogen keeps them: what is in
 // use survives, what is not ages out) and reported for the metrics by Stats. A list keeps
@@ -94,27 +94,29 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 	return key, e, shared
 }
 
-// Keep remembers items with v under key (from Find). old, the entry items was worked
-// out from (nil for none), is dropped: a conversation keeps one list, its latest. extra
-// is what v keeps alive besides the list.
+// Keep remembers items with v under key (from Find). It keeps a copy of its own, so the
+// caller may do what it likes with items afterwards: the leading messages items shares
+// with old are old's (never written), the rest a deep copy. old, the entry items was
+// worked out from (nil for none), is dropped: a conversation keeps one list, its latest.
+// extra is what v keeps alive besides the list.
 func (m *Memo[V]) Keep(key uint64, items []ahp.Message, v V, extra int64, old *Entry[V]) {
-	e := &Entry[V]{key: key, items: items, Value: v, cost: extra + Cost(items)}
-	if e.cost > m.limit/8 {
-		if old != nil {
-			m.mu.Lock()
-			m.drop(m.cur, &m.curBytes, old)
-			m.drop(m.prev, &m.prevBytes, old)
-			m.mu.Unlock()
-		}
-		return
+	own := items
+	if old != nil {
+		n := CommonPrefix(items, old.items)
+		own = append(old.items[:n:n], ahp.CloneMessages(items[n:])...)
+	} else {
+		own = ahp.CloneMessages(items)
 	}
+	e := &Entry[V]{key: key, items: own, Value: v, cost: extra + Cost(own)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old != nil {
 		m.drop(m.cur, &m.curBytes, old)
 		m.drop(m.prev, &m.prevBytes, old)
 	}
-	m.insert(e)
+	if e.cost <= m.limit/8 {
+		m.insert(e)
+	}
 }
 
 // renew moves e, found in the older generation, to the newer one.

@@ -111,8 +111,18 @@ func TestFindLongestSharedRun(t *testing.T) {
 		t.Fatal("a list kept under one salt found under another")
 	}
 	m.Keep(key2, b, 7, 0, e)
-	if bytes, entries := m.held.Load(), m.entries.Load(); entries != 1 || bytes != Cost(b) {
-		t.Fatalf("after replacing: %d entries, %d bytes; want 1, %d", entries, bytes, Cost(b))
+	_, kept, n := m.Find(1, b)
+	if kept == nil || n != len(b) || kept.Value != 7 {
+		t.Fatalf("the kept list is not found whole: %v sharing %d", kept, n)
+	}
+	if bytes, entries := m.held.Load(), m.entries.Load(); entries != 1 || bytes != Cost(kept.items) {
+		t.Fatalf("after replacing: %d entries, %d bytes; want 1, %d", entries, bytes, Cost(kept.items))
+	}
+	// The memo kept a copy: the caller editing its list afterwards changes nothing kept.
+	*b[5].Parts[0].Text = "changed by the caller"
+	b[6].ID = "changed"
+	if _, _, n := m.Find(1, b); n != 5 {
+		t.Fatalf("after the caller edited its list, the kept one shares %d messages with it, want 5", n)
 	}
 	// Another conversation (another first message) is not a candidate.
 	if _, e, _ := m.Find(1, conv(5, "B")); e != nil {
