@@ -77,6 +77,11 @@ func NewInjection(cfg InjectionConfig) (*Injection, error) {
 	return &Injection{action: action, requests: cfg.Requests, scan: newInjectionScanner(kinds, allow, extra)}, nil
 }
 
+// ReadsEventOnly marks the policy as a reader of the events it is given
+// (transport.EventReader): it writes none of them and keeps none of them (its result cache
+// and list memo keep their own copies), so the in-process transport need not copy them.
+func (p *Injection) ReadsEventOnly() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	ev, caps, err := unpack(ctx, req)

@@ -72,6 +72,11 @@ func piiAction(v, def, path string) (string, error) {
 	return "", configErrorf("%s: must be %q, %q or %q, got %q", path, actionRedact, actionDeny, actionOff, v)
 }
 
+// ReadsEventOnly marks the policy as a reader of the events it is given
+// (transport.EventReader): it writes none of them and keeps none of them (its result cache
+// and list memo keep their own copies), so the in-process transport need not copy them.
+func (p *PII) ReadsEventOnly() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *PII) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	return p.content.intercept(ctx, req)

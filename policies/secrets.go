@@ -101,6 +101,11 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 	return p, nil
 }
 
+// ReadsEventOnly marks the policy as a reader of the events it is given
+// (transport.EventReader): it writes none of them and keeps none of them (its result cache
+// and list memo keep their own copies), so the in-process transport need not copy them.
+func (p *Secrets) ReadsEventOnly() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	return p.content.intercept(ctx, req)

@@ -52,6 +52,20 @@ func newInProcess(b registration.Backend, opts Options, log *zap.Logger) (*inPro
 	return &inProcessTransport{name: name, policy: policy, maxReply: opts.MaxReplyBytes, log: log}, nil
 }
 
+// EventReader is an in-process policy that never writes what an intercept call gives it
+// (the event, capabilities, state, extensions, nor anything they point to) and keeps none
+// of it once the call has returned. The transport hands such a policy the chain's own
+// values instead of a deep copy: the copy of a coding agent's request is its whole history,
+// hundreds of messages, on every call. The chain and the proxy never write an event in
+// place (a changed event is a new one sharing what did not change), so a call abandoned at
+// its deadline may go on reading. The built-in content scanners are readers; a test holds
+// each to it.
+type EventReader interface {
+	ahp.Interceptor
+	// ReadsEventOnly marks the policy as a reader; it is never called.
+	ReadsEventOnly()
+}
+
 // buildPolicy turns a panicking factory (bad config handling) into an error.
 func buildPolicy(factory PolicyFactory, config json.RawMessage) (p ahp.Interceptor, err error) {
 	defer func() {
@@ -68,13 +82,17 @@ func (t *inProcessTransport) Intercept(ctx context.Context, id string, params *a
 		return nil, ctxFailure(ctx, "before calling the policy")
 	}
 	// The policy gets its own deep copy, so it can never change the chain's accepted event
-	// (structural copy: per message and part, not per byte of text).
-	own := ahp.InterceptParams{
-		ProtocolVersion: params.ProtocolVersion,
-		Event:           params.Event.Clone(),
-		Capabilities:    params.Capabilities.Clone(),
-		State:           params.State.Clone(),
-		Extensions:      ahp.CloneRawMap(params.Extensions),
+	// (structural copy: per message and part, not per byte of text) — unless it is a
+	// reader, which gets the chain's own values.
+	own := *params
+	if _, reader := t.policy.(EventReader); !reader {
+		own = ahp.InterceptParams{
+			ProtocolVersion: params.ProtocolVersion,
+			Event:           params.Event.Clone(),
+			Capabilities:    params.Capabilities.Clone(),
+			State:           params.State.Clone(),
+			Extensions:      ahp.CloneRawMap(params.Extensions),
+		}
 	}
 	var result *ahp.InterceptResult
 	err := t.run(ctx, func(ctx context.Context) error {

@@ -204,3 +204,41 @@ func TestNewRejectsUnusableBackends(t *testing.T) {
 		})
 	}
 }
+
+// readerPolicy is a testPolicy that declares itself an EventReader.
+type readerPolicy struct{ *testPolicy }
+
+func (readerPolicy) ReadsEventOnly() {}
+
+// A policy gets its own copy of the event, which it may write without the chain seeing
+// it; an EventReader gets the chain's own event, uncopied.
+func TestInProcessCopiesTheEventUnlessTheReaderDeclaresItself(t *testing.T) {
+	ev := &ahp.Event{ID: "evt_1", Type: ahp.EventModelRequestBefore, Items: []ahp.Message{{ID: "m", Role: ahp.RoleUser,
+		Parts: []ahp.Part{ahp.TextPart("p", "hello")}}}}
+	var got *ahp.Event
+	p := &testPolicy{intercept: func(_ context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
+		got = req.Params.Event
+		return &ahp.InterceptResult{ProtocolVersion: ahp.ProtocolVersion}, nil
+	}}
+	for _, reader := range []bool{false, true} {
+		var pol ahp.Interceptor = p
+		if reader {
+			pol = readerPolicy{p}
+		}
+		tr := mustNew(t, inProcessBackend("test", `{}`), Options{Policies: map[string]PolicyFactory{
+			"test": func(json.RawMessage) (ahp.Interceptor, error) { return pol, nil },
+		}})
+		if _, err := tr.Intercept(context.Background(), "evt_1", &ahp.InterceptParams{ProtocolVersion: ahp.ProtocolVersion, Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case got == nil || got.ID != "evt_1":
+			t.Fatalf("reader=%v: the policy got %v", reader, got)
+		case reader && (got != ev || &got.Items[0] != &ev.Items[0]):
+			t.Error("the reader got a copy")
+		case !reader && (got == ev || &got.Items[0].Parts[0] == &ev.Items[0].Parts[0]):
+			t.Error("a policy that is no reader got the chain's own event")
+		}
+		_ = tr.Close()
+	}
+}
