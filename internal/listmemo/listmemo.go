@@ -96,17 +96,26 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 
 // Keep remembers items with v under key (from Find). It keeps a copy of its own, so the
 // caller may do what it likes with items afterwards: the leading messages items shares
-// with old are old's (never written), the rest a deep copy. old, the entry items was
+// with old are old's (never written) where their texts are the same memory, the rest a
+// deep copy. old, the entry items was
 // worked out from (nil for none), is dropped: a conversation keeps one list, its latest.
 // extra is what v keeps alive besides the list.
 func (m *Memo[V]) Keep(key uint64, items []ahp.Message, v V, extra int64, old *Entry[V]) {
-	own := items
+	i, own := 0, []ahp.Message(nil)
 	if old != nil {
-		n := CommonPrefix(items, old.items)
-		own = append(old.items[:n:n], ahp.CloneMessages(items[n:])...)
-	} else {
-		own = ahp.CloneMessages(items)
+		own = make([]ahp.Message, 0, len(items))
+		for ; i < min(len(items), len(old.items)) && messageEqual(&items[i], &old.items[i]); i++ {
+			if sameTexts(&items[i], &old.items[i]) {
+				own = append(own, old.items[i])
+			} else {
+				// Equal, but in other memory (a request decoded afresh): keep the
+				// caller's, so that its next request, which shares that memory,
+				// compares by address again rather than byte by byte.
+				own = append(own, ahp.CloneMessages(items[i:i+1])...)
+			}
+		}
 	}
+	own = append(own, ahp.CloneMessages(items[i:])...)
 	e := &Entry[V]{key: key, items: own, Value: v, cost: extra + Cost(own)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -238,6 +247,16 @@ func messageEqual(a, b *ahp.Message) bool {
 		if p.ID != q.ID || p.Synthesized != q.Synthesized || p.Kind != q.Kind || p.MediaType != q.MediaType ||
 			p.Selection != q.Selection || p.Category != q.Category || p.SHA256 != q.SHA256 ||
 			!ptrEqual(p.Text, q.Text) || !ptrEqual(p.Body, q.Body) || !ptrEqual(p.Gap, q.Gap) || !ptrEqual(p.Size, q.Size) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameTexts reports whether two equal messages' texts are the same memory.
+func sameTexts(a, b *ahp.Message) bool {
+	for i := range a.Parts {
+		if p, q := a.Parts[i].Text, b.Parts[i].Text; p != nil && unsafe.StringData(*p) != unsafe.StringData(*q) {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package listmemo
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 )
@@ -143,5 +144,31 @@ func TestMemoryBounded(t *testing.T) {
 	}
 	if b, e := Stats(); b <= 0 || e <= 0 {
 		t.Fatalf("Stats reports %d bytes, %d entries", b, e)
+	}
+}
+
+// A list equal to the kept one but decoded afresh (its texts in other memory) replaces the
+// kept texts with its own, so that the conversation's next request, which shares them,
+// compares by address again.
+func TestKeepAdoptsTheNewMemory(t *testing.T) {
+	m := New[int](1 << 20)
+	a := conv(3, "A")
+	key, _, _ := m.Find(0, a)
+	m.Keep(key, a, 1, 0, nil)
+	b := conv(4, "A") // equal to a for 4 messages, every text in new memory
+	key, e, n := m.Find(0, b)
+	if n != 4 {
+		t.Fatalf("shares %d, want 4", n)
+	}
+	m.Keep(key, b, 2, 0, e)
+	_, kept, _ := m.Find(0, b)
+	for i := range b {
+		if unsafe.StringData(*kept.items[i].Parts[0].Text) != unsafe.StringData(*b[i].Parts[0].Text) {
+			t.Fatalf("message %d: the kept text is not the newer list's memory", i)
+		}
+	}
+	// Control: the first list's memory is not the second's.
+	if unsafe.StringData(*a[0].Parts[0].Text) == unsafe.StringData(*b[0].Parts[0].Text) {
+		t.Fatal("control: the two lists share memory")
 	}
 }
