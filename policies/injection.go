@@ -82,6 +82,10 @@ func NewInjection(cfg InjectionConfig) (*Injection, error) {
 // and list memo keep their own copies), so the in-process transport need not copy them.
 func (p *Injection) ReadsEventOnly() {}
 
+// EndsByDeadline marks the policy as bounded (transport.BoundedPolicy): every scan is
+// metered (work.go), and the meter stops at the call's deadline.
+func (p *Injection) EndsByDeadline() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *Injection) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	ev, caps, err := unpack(ctx, req)

@@ -77,6 +77,10 @@ func piiAction(v, def, path string) (string, error) {
 // and list memo keep their own copies), so the in-process transport need not copy them.
 func (p *PII) ReadsEventOnly() {}
 
+// EndsByDeadline marks the policy as bounded (transport.BoundedPolicy): every scan is
+// metered (work.go), and the meter stops at the call's deadline.
+func (p *PII) EndsByDeadline() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *PII) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	return p.content.intercept(ctx, req)

@@ -70,6 +70,11 @@ func TestContentPoliciesOnlyReadTheirEvents(t *testing.T) {
 			if _, ok := p.(transport.EventReader); !ok {
 				t.Fatalf("%s is not an EventReader", name)
 			}
+			// Bounded (run on the caller's goroutine): TestPolicyStopsScanningAtItsDeadline
+			// shows each stops at its deadline.
+			if _, ok := p.(transport.BoundedPolicy); !ok {
+				t.Fatalf("%s is not a BoundedPolicy", name)
+			}
 			checked++
 			if n := check(name+" "+cfg, p); n > 0 {
 				t.Errorf("%s with %s changed %d of the events it was given", name, cfg, n)

@@ -106,6 +106,10 @@ func NewSecrets(cfg SecretsConfig) (*Secrets, error) {
 // and list memo keep their own copies), so the in-process transport need not copy them.
 func (p *Secrets) ReadsEventOnly() {}
 
+// EndsByDeadline marks the policy as bounded (transport.BoundedPolicy): every scan is
+// metered (work.go), and the meter stops at the call's deadline.
+func (p *Secrets) EndsByDeadline() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *Secrets) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	return p.content.intercept(ctx, req)

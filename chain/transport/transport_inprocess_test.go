@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -240,5 +241,57 @@ func TestInProcessCopiesTheEventUnlessTheReaderDeclaresItself(t *testing.T) {
 			t.Error("a policy that is no reader got the chain's own event")
 		}
 		_ = tr.Close()
+	}
+}
+
+// boundedPolicy is a testPolicy that declares itself bounded.
+type boundedPolicy struct{ *testPolicy }
+
+func (boundedPolicy) EndsByDeadline() {}
+
+func goroutineID() string {
+	var buf [64]byte
+	s := string(buf[:runtime.Stack(buf[:], false)])
+	return strings.Fields(s)[1]
+}
+
+// A bounded policy runs on the caller's goroutine, any other on one of its own; a bounded
+// policy's panic is still a policy failure, and an answer it gives past the deadline is
+// not used. Control: the unbounded policy runs elsewhere.
+func TestInProcessBoundedPolicyRunsOnTheCallersGoroutine(t *testing.T) {
+	ev := &ahp.Event{ID: "evt_1", Type: ahp.EventToolBefore}
+	var ran string
+	var behave func(ctx context.Context)
+	p := &testPolicy{intercept: func(ctx context.Context, _ *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
+		ran = goroutineID()
+		if behave != nil {
+			behave(ctx)
+		}
+		return &ahp.InterceptResult{ProtocolVersion: ahp.ProtocolVersion}, nil
+	}}
+	call := func(pol ahp.Interceptor, ctx context.Context) error {
+		tr := mustNew(t, inProcessBackend("test", `{}`), Options{Policies: map[string]PolicyFactory{
+			"test": func(json.RawMessage) (ahp.Interceptor, error) { return pol, nil },
+		}})
+		defer tr.Close()
+		_, err := tr.Intercept(ctx, "evt_1", &ahp.InterceptParams{ProtocolVersion: ahp.ProtocolVersion, Event: ev})
+		return err
+	}
+	if err := call(boundedPolicy{p}, context.Background()); err != nil || ran != goroutineID() {
+		t.Fatalf("bounded: err %v, ran on goroutine %s, caller %s", err, ran, goroutineID())
+	}
+	if err := call(p, context.Background()); err != nil || ran == goroutineID() {
+		t.Fatalf("control: err %v, the unbounded policy ran on the caller's goroutine", err)
+	}
+	behave = func(context.Context) { panic("boom") }
+	var te *Error
+	if err := call(boundedPolicy{p}, context.Background()); !errors.As(err, &te) || te.Kind != KindPolicy {
+		t.Fatalf("a bounded policy's panic gave %v", err)
+	}
+	behave = func(ctx context.Context) { <-ctx.Done() }
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := call(boundedPolicy{p}, ctx); !errors.As(err, &te) || te.Kind != KindTimeout {
+		t.Fatalf("an answer past the deadline gave %v", err)
 	}
 }
