@@ -59,6 +59,7 @@ func (m *Memory) Load(_ context.Context, scope Scope, ids []string, take ...Defe
 		return Snapshot{}, nil
 	}
 	var snap Snapshot
+	snap.Records = make([]Record, 0, min(len(ids), len(sc.recs)))
 	for _, id := range ids {
 		if r, ok := sc.recs[id]; ok {
 			snap.Records = append(snap.Records, r)
