@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -15,6 +16,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/heldtexts"
+	"github.com/hookproxy/hookproxy/internal/listmemo"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -85,52 +87,137 @@ func (x *lifecycle) applyRecords(recs []state.Record) {
 	if len(recs) == 0 {
 		return
 	}
+	m := matchRecords(fpMemo, transport.TextDigestsFrom(x.ctx), x.req.Items, recs)
+	if m.matched == 0 {
+		return
+	}
+	x.rw.known = m.known
+	if m.applied == 0 {
+		return // only unchanged records: the lists still line up
+	}
+	x.items, x.changed = m.items, true
+	x.rw.index, x.rw.applied = m.index, m.applied
+	x.s.logAt(x.ctx, zapcore.DebugLevel, "re-applied recorded rewrites", zap.Int("rewrites", m.applied))
+}
+
+// recordMatch is what a conversation's records make of a request's list: the effective
+// list, the index map and the known messages (rewriteState), the rewrites applied and
+// the records matched.
+type recordMatch struct {
+	items            []ahp.Message
+	index            []int
+	known            []bool
+	applied, matched int
+}
+
+// matchRecords matches recs against orig (a request's req.Items), taking from memo (nil:
+// none) the fingerprints of units the conversation's previous request had already
+// computed, and leaving there the ones it used for the next request.
+func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig []ahp.Message, recs []state.Record) recordMatch {
 	byID := make(map[string]*state.Record, len(recs))
 	for i := range recs {
 		byID[recs[i].ID] = &recs[i]
 	}
-	orig := x.req.Items
+	// The list of this conversation's previous request (or another list with the same
+	// start) and how many leading messages it shares with this one, equal field by field.
+	var (
+		key    uint64
+		prev   *listmemo.Entry[[]fpUnit]
+		shared int
+		had    []fpUnit // prev's sums, by start; consumed as the walk passes them
+		sums   []fpUnit // the sums this request used, kept for the next
+	)
+	if memo != nil {
+		key, prev, shared = memo.Find(0, orig)
+		if prev != nil {
+			had = prev.Value
+		}
+	}
 	items := make([]ahp.Message, 0, len(orig))
 	index := make([]int, len(orig)+1)
 	known := make([]bool, len(orig))
 	applied, matched := 0, 0
-	td := transport.TextDigestsFrom(x.ctx)
 	for i := 0; i < len(orig); {
-		// Ids are cheap to compare; only a candidate is hashed.
+		// Ids are cheap to compare; only a candidate is fingerprinted.
 		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
-			fingerprintIs(td, orig[i:i+rec.Count], rec.Fingerprint) {
-			matched++
-			if rec.Unchanged {
-				for k := i; k < i+rec.Count; k++ {
-					index[k], known[k] = len(items), true
-					items = append(items, orig[k])
-				}
-			} else {
-				for k := i; k < i+rec.Count; k++ {
-					index[k], known[k] = len(items), true
-				}
-				items = append(items, cloneMessages(rec.Items)...)
-				applied++
+			len(rec.Fingerprint) == 2*sha256.Size {
+			u := fpUnit{start: int32(i), count: int32(rec.Count)}
+			for len(had) > 0 && had[0].start < u.start {
+				had = had[1:]
 			}
-			i += rec.Count
-			continue
+			if i+rec.Count <= shared && len(had) > 0 && had[0].start == u.start && had[0].count == u.count {
+				// The fingerprint is a pure function of the unit's messages (every member
+				// of every message and part; a text by its SHA-256), and these messages
+				// are equal, field by field, to the ones the sum was computed from: the
+				// sum is what fingerprintSum would return.
+				u.sum = had[0].sum
+			} else {
+				u.sum = fingerprintSum(td, orig[i:i+rec.Count])
+				if fingerprintHook != nil {
+					fingerprintHook(i, rec.Count)
+				}
+			}
+			sums = append(sums, u)
+			if sumIs(u.sum, rec.Fingerprint) {
+				matched++
+				if rec.Unchanged {
+					for k := i; k < i+rec.Count; k++ {
+						index[k], known[k] = len(items), true
+						items = append(items, orig[k])
+					}
+				} else {
+					for k := i; k < i+rec.Count; k++ {
+						index[k], known[k] = len(items), true
+					}
+					items = append(items, cloneMessages(rec.Items)...)
+					applied++
+				}
+				i += rec.Count
+				continue
+			}
 		}
 		index[i] = len(items)
 		items = append(items, orig[i])
 		i++
 	}
 	index[len(orig)] = len(items)
-	if matched == 0 {
-		return
+	if memo != nil && len(sums) > 0 {
+		// The memo keeps orig itself, not a copy: nothing writes a request's req.Items
+		// after its decode, nor the parts and texts it points to (the effective list
+		// x.items is a copy of the slice; every edit of it or of an event's list copies
+		// the message and its parts before writing: splice, chain's redact_text and
+		// projection, the secrets policy's redacting copy; the codecs build req.Items
+		// before DecodeRequest returns and write only their private copies after), and
+		// the request body the texts may point into is never reused.
+		memo.Keep(key, orig, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{})), prev)
 	}
-	x.rw.known = known
-	if applied == 0 {
-		return // only unchanged records: the lists still line up
-	}
-	x.items, x.changed = items, true
-	x.rw.index, x.rw.applied = index, applied
-	x.s.logAt(x.ctx, zapcore.DebugLevel, "re-applied recorded rewrites", zap.Int("rewrites", applied))
+	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}
 }
+
+// fpUnit is the fingerprint sum of the settlement unit of count messages at start of a
+// remembered list.
+type fpUnit struct {
+	start, count int32
+	sum          [sha256.Size]byte
+}
+
+// fpMemo remembers, for a conversation's latest list, the fingerprints applyRecords
+// computed over it: an agent re-sends its whole history with every request, and every
+// unit of it but the newest was fingerprinted at the previous request. It is one for the
+// process: a fingerprint depends on nothing but the messages (no configuration, server
+// or tenant), so one memo serves every server and survives a reload, as the codecs'
+// decode memo does, and a conversation's lists are found however its requests are
+// routed. A list counts its texts whole (listmemo.Cost), although they are mostly the
+// decode's, kept by the decode memo anyway.
+var fpMemo = listmemo.New[[]fpUnit](fpMemoBytes)
+
+// fpMemoBytes bounds what fpMemo holds: at ~400 KB a list, some forty conversations of
+// 160 turns at once; past that the least recently used ones are fingerprinted afresh.
+const fpMemoBytes = 32 << 20
+
+// fingerprintHook, set by tests, is told every unit matchRecords fingerprints (rather
+// than takes from the memo).
+var fingerprintHook func(start, count int)
 
 // splice replaces the effective messages standing for req.Items[start:start+count] by
 // repl, keeping the index map of later messages right.
@@ -269,13 +356,8 @@ func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fingerprintIs reports whether msgs' fingerprint is fp (a record's), without making the
-// fingerprint's string: applyRecords asks this of every recorded unit of the history.
-func fingerprintIs(td *transport.TextDigests, msgs []ahp.Message, fp string) bool {
-	if len(msgs) == 0 || len(fp) != 2*sha256.Size {
-		return false
-	}
-	sum := fingerprintSum(td, msgs)
+// sumIs reports whether fp is the fingerprint (hex) of sum.
+func sumIs(sum [sha256.Size]byte, fp string) bool {
 	var h [2 * sha256.Size]byte
 	hex.Encode(h[:], sum[:])
 	return string(h[:]) == fp
