@@ -17,6 +17,9 @@ import (
 	"github.com/hookproxy/hookproxy/state"
 )
 
+// resetFingerprintMemo empties the process's memo of fingerprints (benchmarks).
+func resetFingerprintMemo() { fpMemo = listmemo.New[[]fpUnit](fpMemoBytes) }
+
 // hashedUnits collects the units matchRecords fingerprints (rather than takes from the
 // memo) while a test runs, one list per request.
 type hashedUnits struct {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -101,8 +102,9 @@ func (x *lifecycle) applyRecords(recs []state.Record) {
 }
 
 // recordMatch is what a conversation's records make of a request's list: the effective
-// list, the index map and the known messages (rewriteState), the rewrites applied and
-// the records matched.
+// list and the index map (nil when no rewrite applies: the lists line up), the known
+// messages (rewriteState; nil when no record matched), the rewrites applied and the
+// records matched.
 type recordMatch struct {
 	items            []ahp.Message
 	index            []int
@@ -125,7 +127,7 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 		prev   *listmemo.Entry[[]fpUnit]
 		shared int
 		had    []fpUnit // prev's sums, by start; consumed as the walk passes them
-		sums   []fpUnit // the sums this request used, kept for the next
+		sums   []fpUnit // the sums this request used, by start, kept for the next
 	)
 	if memo != nil {
 		key, prev, shared = memo.Find(0, orig)
@@ -133,10 +135,13 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 			had = prev.Value
 		}
 	}
-	items := make([]ahp.Message, 0, len(orig))
-	index := make([]int, len(orig)+1)
-	known := make([]bool, len(orig))
+	// The effective list and its index map are made at the first rewrite: until then
+	// (and, with only unchanged records, for good) they are orig and the identity.
+	var items []ahp.Message
+	var index []int
+	var known []bool
 	applied, matched := 0, 0
+	sums = make([]fpUnit, 0, min(len(recs), len(orig)))
 	for i := 0; i < len(orig); {
 		// Ids are cheap to compare; only a candidate is fingerprinted.
 		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
@@ -145,42 +150,65 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 			for len(had) > 0 && had[0].start < u.start {
 				had = had[1:]
 			}
+			var ok bool
 			if i+rec.Count <= shared && len(had) > 0 && had[0].start == u.start && had[0].count == u.count {
 				// The fingerprint is a pure function of the unit's messages (every member
 				// of every message and part; a text by its SHA-256), and these messages
-				// are equal, field by field, to the ones the sum was computed from: the
-				// sum is what fingerprintSum would return.
-				u.sum = had[0].sum
+				// are equal, field by field, to the ones it was computed from: it is what
+				// fingerprintSum would give.
+				u.fp = had[0].fp
+				ok = u.fp == rec.Fingerprint
 			} else {
-				u.sum = fingerprintSum(td, orig[i:i+rec.Count])
+				sum := fingerprintSum(td, orig[i:i+rec.Count])
 				if fingerprintHook != nil {
 					fingerprintHook(i, rec.Count)
 				}
+				if ok = sumIs(sum, rec.Fingerprint); ok {
+					u.fp = strings.Clone(rec.Fingerprint) // not a piece of whatever the store read
+				} else {
+					u.fp = hex.EncodeToString(sum[:])
+				}
 			}
 			sums = append(sums, u)
-			if sumIs(u.sum, rec.Fingerprint) {
+			if ok {
 				matched++
-				if rec.Unchanged {
-					for k := i; k < i+rec.Count; k++ {
-						index[k], known[k] = len(items), true
-						items = append(items, orig[k])
+				if known == nil {
+					known = make([]bool, len(orig))
+				}
+				if !rec.Unchanged && items == nil {
+					items = make([]ahp.Message, i, len(orig)+len(rec.Items))
+					copy(items, orig[:i])
+					index = make([]int, len(orig)+1)
+					for k := range i {
+						index[k] = k
 					}
-				} else {
-					for k := i; k < i+rec.Count; k++ {
-						index[k], known[k] = len(items), true
+				}
+				for k := i; k < i+rec.Count; k++ {
+					known[k] = true
+					if items != nil {
+						index[k] = len(items)
 					}
+				}
+				switch {
+				case !rec.Unchanged:
 					items = append(items, cloneMessages(rec.Items)...)
 					applied++
+				case items != nil:
+					items = append(items, orig[i:i+rec.Count]...)
 				}
 				i += rec.Count
 				continue
 			}
 		}
-		index[i] = len(items)
-		items = append(items, orig[i])
+		if items != nil {
+			index[i] = len(items)
+			items = append(items, orig[i])
+		}
 		i++
 	}
-	index[len(orig)] = len(items)
+	if items != nil {
+		index[len(orig)] = len(items)
+	}
 	if memo != nil && len(sums) > 0 {
 		// The memo keeps orig itself, not a copy: nothing writes a request's req.Items
 		// after its decode, nor the parts and texts it points to (the effective list
@@ -189,16 +217,16 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 		// projection, the secrets policy's redacting copy; the codecs build req.Items
 		// before DecodeRequest returns and write only their private copies after), and
 		// the request body the texts may point into is never reused.
-		memo.Keep(key, orig, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{})), prev)
+		memo.Keep(key, orig, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
 	}
 	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}
 }
 
-// fpUnit is the fingerprint sum of the settlement unit of count messages at start of a
-// remembered list.
+// fpUnit is the fingerprint (hex, as records hold it) of the settlement unit of count
+// messages at start of a remembered list.
 type fpUnit struct {
 	start, count int32
-	sum          [sha256.Size]byte
+	fp           string
 }
 
 // fpMemo remembers, for a conversation's latest list, the fingerprints applyRecords
