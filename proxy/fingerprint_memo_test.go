@@ -210,6 +210,12 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("session %d request %d: with the memo %+v\nwithout %+v", sessions, r, got, want)
 			}
+			if eager := matchRecordsEagerly(list, recs); !reflect.DeepEqual(got, eager) {
+				t.Fatalf("session %d request %d: %d rewrites, %d matched, index %v, known %v, %d items\n"+
+					"the eager matching: %d rewrites, %d matched, index %v, known %v, %d items", sessions, r,
+					got.applied, got.matched, got.index, got.known, len(got.items),
+					eager.applied, eager.matched, eager.index, eager.known, len(eager.items))
+			}
 			// Records of a few units of this list: settled unchanged or rewritten.
 			for range rng.IntN(3) {
 				start := rng.IntN(len(list))
@@ -229,4 +235,50 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 	if without == 0 || withMemo*2 > without {
 		t.Fatalf("the memo saved too little: %d fingerprints with it, %d without", withMemo, without)
 	}
+}
+
+// matchRecordsEagerly is matchRecords as it was before the memo: every candidate unit
+// fingerprinted, the effective list and the index map always made. It returns them as
+// matchRecords does: nil when no rewrite applies, known nil when no record matched.
+func matchRecordsEagerly(orig []ahp.Message, recs []state.Record) recordMatch {
+	byID := make(map[string]*state.Record, len(recs))
+	for i := range recs {
+		byID[recs[i].ID] = &recs[i]
+	}
+	items := make([]ahp.Message, 0, len(orig))
+	index := make([]int, len(orig)+1)
+	known := make([]bool, len(orig))
+	applied, matched := 0, 0
+	for i := 0; i < len(orig); {
+		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
+			fingerprintIs(nil, orig[i:i+rec.Count], rec.Fingerprint) {
+			matched++
+			if rec.Unchanged {
+				for k := i; k < i+rec.Count; k++ {
+					index[k], known[k] = len(items), true
+					items = append(items, orig[k])
+				}
+			} else {
+				for k := i; k < i+rec.Count; k++ {
+					index[k], known[k] = len(items), true
+				}
+				items = append(items, cloneMessages(rec.Items)...)
+				applied++
+			}
+			i += rec.Count
+			continue
+		}
+		index[i] = len(items)
+		items = append(items, orig[i])
+		i++
+	}
+	index[len(orig)] = len(items)
+	m := recordMatch{applied: applied, matched: matched}
+	if matched > 0 {
+		m.known = known
+	}
+	if applied > 0 {
+		m.items, m.index = items, index
+	}
+	return m
 }

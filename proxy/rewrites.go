@@ -185,16 +185,18 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 				}
 				for k := i; k < i+rec.Count; k++ {
 					known[k] = true
-					if items != nil {
+					switch {
+					case items == nil:
+					case rec.Unchanged:
 						index[k] = len(items)
+						items = append(items, orig[k])
+					default:
+						index[k] = len(items) // every original stands at the replacement's start
 					}
 				}
-				switch {
-				case !rec.Unchanged:
+				if !rec.Unchanged {
 					items = append(items, cloneMessages(rec.Items)...)
 					applied++
-				case items != nil:
-					items = append(items, orig[i:i+rec.Count]...)
 				}
 				i += rec.Count
 				continue
