@@ -90,29 +90,40 @@ func TestFingerprintsReusedAcrossRequests(t *testing.T) {
 				}
 				return h
 			}
-			const requests = 6
+			// Enough requests that the remembered list is replaced once after the first.
+			const requests = fpKeepAfter + 5
+			kept := 0 // the last request whose list the memo holds (0: none)
 			for n := 1; n <= requests; n++ {
 				postOK(t, px.URL+c.path, c.body(history(n, "")...), nil)
 				got := hashed.take()
 				// Items: the prompt at 0, call k at 2k-1, its result at 2k. Request n has the
 				// records of the prompt and results 1..n-1. The first request has no records;
 				// the second fingerprints all it has (the memo knows no list of this
-				// conversation yet); every later one only the result settled at the request
-				// before it.
+				// conversation yet) and is remembered; every later one only the results
+				// settled since the remembered request, and is remembered in its turn once
+				// that is fpKeepAfter of them.
 				var want []int
 				switch {
 				case n == 2:
 					want = []int{0, 2}
 				case n > 2:
-					want = []int{2 * (n - 1)}
+					for k := kept; k < n; k++ {
+						want = append(want, 2*k)
+					}
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("request %d fingerprinted the units at %v, want %v", n, got, want)
+				}
+				if n == 2 || len(got) >= fpKeepAfter {
+					kept = n
 				}
 				body := upstreamBody(t, up, n-1)
 				if strings.Contains(body, awsKey) || !strings.Contains(body, "aws_access_key_id = [REDACTED]") {
 					t.Fatalf("request %d: the recorded rewrite of the first result does not hold: %s", n, body)
 				}
+			}
+			if kept <= 2 || kept == requests {
+				t.Fatalf("the remembered list was last replaced at request %d: the test does not show a second one", kept)
 			}
 			if n := toolAfterCalls(pol); n[callID(1)] != 1 || n[callID(requests)] != 1 {
 				t.Fatalf("tool.after per call: %v, want one each", n)
@@ -143,9 +154,9 @@ func TestFingerprintsReusedAcrossRequests(t *testing.T) {
 // matchRecords gives the same outcome with the memo as without it, over random histories
 // re-sent with edits (texts, ids, roles, parts changed in place; messages inserted,
 // dropped, re-sent from other memory) and records of units of earlier versions, some with
-// rewrites. The memo must be used (most fingerprints taken from it), and an edit inside a
-// remembered unit must show (the outcomes would differ otherwise: its stale record would
-// match).
+// rewrites. The memo must be used (a third of the fingerprints or more taken from it; a
+// list is remembered only once it is worth it), and an edit inside a remembered unit must
+// show (the outcomes would differ otherwise: its stale record would match).
 func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 	memo := listmemo.New[[]fpUnit](1 << 20)
 	var computed int
@@ -170,7 +181,7 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 		list := []ahp.Message{textMessage("sys", ahp.RoleSystem, "you are an agent"), textMessage("u0", ahp.RoleUser, "go")}
 		var recs []state.Record
 		next := 1
-		for r := 0; r < 12; r++ {
+		for r := 0; r < 16; r++ {
 			requests++
 			// The next request: a new list (the memo keeps the old one as it was), the same
 			// strings, with edits.
@@ -217,7 +228,7 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 					eager.applied, eager.matched, eager.index, eager.known, len(eager.items))
 			}
 			// Records of a few units of this list: settled unchanged or rewritten.
-			for range rng.IntN(3) {
+			for range rng.IntN(8) {
 				start := rng.IntN(len(list))
 				count := 1 + rng.IntN(min(3, len(list)-start))
 				rec := state.Record{ID: list[start].ID, Count: count, Fingerprint: fingerprint(nil, list[start:start+count])}
@@ -232,7 +243,7 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 		}
 	}
 	t.Logf("%d sessions, %d requests: %d fingerprints computed with the memo, %d without", sessions, requests, withMemo, without)
-	if without == 0 || withMemo*2 > without {
+	if without == 0 || withMemo*3 > without*2 {
 		t.Fatalf("the memo saved too little: %d fingerprints with it, %d without", withMemo, without)
 	}
 }

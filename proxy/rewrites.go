@@ -140,8 +140,10 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 	var items []ahp.Message
 	var index []int
 	var known []bool
-	applied, matched := 0, 0
-	sums = make([]fpUnit, 0, min(len(recs), len(orig)))
+	applied, matched, computed := 0, 0, 0
+	if memo != nil {
+		sums = make([]fpUnit, 0, min(len(recs), len(orig)))
+	}
 	for i := 0; i < len(orig); {
 		// Ids are cheap to compare; only a candidate is fingerprinted.
 		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
@@ -160,12 +162,16 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 				ok = u.fp == rec.Fingerprint
 			} else {
 				sum := fingerprintSum(td, orig[i:i+rec.Count])
+				computed++
 				if fingerprintHook != nil {
 					fingerprintHook(i, rec.Count)
 				}
-				if ok = sumIs(sum, rec.Fingerprint); ok {
+				ok = sumIs(sum, rec.Fingerprint)
+				switch {
+				case memo == nil:
+				case ok:
 					u.fp = strings.Clone(rec.Fingerprint) // not a piece of whatever the store read
-				} else {
+				default:
 					u.fp = hex.EncodeToString(sum[:])
 				}
 			}
@@ -211,14 +217,18 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 	if items != nil {
 		index[len(orig)] = len(items)
 	}
-	if memo != nil && len(sums) > 0 {
-		// The memo keeps orig itself, not a copy: nothing writes a request's req.Items
-		// after its decode, nor the parts and texts it points to (the effective list
-		// x.items is a copy of the slice; every edit of it or of an event's list copies
-		// the message and its parts before writing: splice, chain's redact_text and
-		// projection, the secrets policy's redacting copy; the codecs build req.Items
-		// before DecodeRequest returns and write only their private copies after), and
-		// the request body the texts may point into is never reused.
+	// Keeping a list costs about what fingerprinting a few units does (the memo compares
+	// it with the list it replaces and copies what is new); while the remembered list
+	// still holds all but a few of this one's sums, it stays.
+	if memo != nil && computed > 0 && (prev == nil || computed >= fpKeepAfter) {
+		// orig, handed to the memo, is the request's req.Items, which nothing writes after
+		// its decode, nor the parts and texts it points to: the effective list x.items is
+		// a copy of the slice, and every edit of it or of an event's list copies the
+		// message and its parts before writing (splice, chain's redact_text and
+		// projection, the secrets policy's redacting copy); the codecs build req.Items
+		// before DecodeRequest returns and write only their private copies after; the
+		// body the texts may point into is never reused. So the list the memo keeps
+		// (orig or a copy of its own) is the one these sums were taken of.
 		memo.Keep(key, orig, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
 	}
 	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}
@@ -244,6 +254,10 @@ var fpMemo = listmemo.New[[]fpUnit](fpMemoBytes)
 // fpMemoBytes bounds what fpMemo holds: at ~400 KB a list, some forty conversations of
 // 160 turns at once; past that the least recently used ones are fingerprinted afresh.
 const fpMemoBytes = 32 << 20
+
+// fpKeepAfter is how many units a request fingerprints afresh before its list replaces
+// the remembered one.
+const fpKeepAfter = 8
 
 // fingerprintHook, set by tests, is told every unit matchRecords fingerprints (rather
 // than takes from the memo).
