@@ -254,8 +254,9 @@ type fpUnit struct {
 // decode's, kept by the decode memo anyway.
 var fpMemo = listmemo.New[[]fpUnit](fpMemoBytes)
 
-// fpMemoBytes bounds what fpMemo holds: at ~400 KB a list, some forty conversations of
-// 160 turns at once; past that the least recently used ones are fingerprinted afresh.
+// fpMemoBytes bounds what fpMemo holds: at ~400 KB a list, forty to eighty conversations
+// of 160 turns at once (two generations); past that the ones least recently seen are
+// fingerprinted afresh.
 const fpMemoBytes = 32 << 20
 
 // fpKeepAfter is how many units a request fingerprints afresh before its list replaces
