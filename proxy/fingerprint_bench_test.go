@@ -1,13 +1,17 @@
 package proxy
 
 import (
+	"bytes"
+	"context"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
+	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/mapping/anthropic"
+	"github.com/hookproxy/hookproxy/state"
 )
 
 // BenchmarkFingerprintAgentHistory is what re-applying settlement records costs an agent
@@ -51,4 +55,86 @@ func BenchmarkFingerprintAgentHistory(b *testing.B) {
 	}
 	// The fingerprints' own CPU, steadier than ns/op on a shared machine.
 	b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
+}
+
+// requestWith is a lifecycle of req at the request side's start, with a digest memo of
+// its own.
+func requestWith(req *mapping.Request) *lifecycle {
+	x := &lifecycle{ctx: transport.WithTextDigests(context.Background(), transport.NewTextDigests())}
+	x.req = req
+	return x
+}
+
+// agentHistoryTurns160 is the size of a testsupport.AgentHistory of 160 turns (~380 KB,
+// as the session benchmark's turn 160).
+const agentHistoryTurns160 = 372 << 10
+
+// BenchmarkApplyRecordsAgentHistory is what matching the settlement records costs an
+// agent request of 160 turns whose history was settled before (every tool result and run
+// of user messages has its record): "first" with no earlier request of the conversation
+// seen by this process, "repeated" after the request before it (the same history without
+// its newest turn), "repeated-cold" so with the CPU caches emptied first, as the proxy
+// finds them between two requests of a conversation (its other requests ran in between). Each iteration decodes a new copy of the body with the real codec (not
+// timed; a repeated body resumes the earlier decode, as the proxy's do).
+func BenchmarkApplyRecordsAgentHistory(b *testing.B) {
+	body := testsupport.AgentHistory(agentHistoryTurns160)
+	// The request before: without the newest call and its result.
+	cut := bytes.LastIndex(body, []byte(`,{"role":"assistant"`))
+	last := bytes.LastIndex(body, []byte(`,{"role":"user","content":[{"type":"text"`))
+	prevBody := append(append([]byte(nil), body[:cut]...), body[last:]...)
+	codec := anthropic.NewMessages()
+	decode := func(body []byte) *mapping.Request {
+		req, err := codec.DecodeRequest(append([]byte(nil), body...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return req
+	}
+	first := decode(body)
+	var recs []state.Record
+	for _, u := range settlementUnits(first, -1) {
+		msgs := first.Items[u.start:u.end]
+		recs = append(recs, state.Record{ID: msgs[0].ID, Count: len(msgs), Fingerprint: fingerprint(nil, msgs), Unchanged: true})
+	}
+	b.Logf("%d items, %d records", len(first.Items), len(recs))
+	for _, mode := range []string{"first", "repeated", "repeated-cold"} {
+		b.Run(mode, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if mode == "first" {
+					resetFingerprintMemo()
+				} else {
+					requestWith(decode(prevBody)).applyRecords(recs)
+				}
+				x := requestWith(decode(body))
+				if mode == "repeated-cold" {
+					evictCaches()
+				}
+				b.StartTimer()
+				cpu0 := testsupport.ThreadCPU()
+				x.applyRecords(recs)
+				cpu += testsupport.ThreadCPU() - cpu0
+				if x.rw.known == nil || !x.rw.known[len(x.rw.known)-1] {
+					b.Fatal("the records did not match")
+				}
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
+		})
+	}
+}
+
+// evictBuf is larger than any CPU cache this runs on.
+var evictBuf = make([]byte, 64<<20)
+
+// evictCaches writes a line of evictBuf every 64 bytes, pushing everything else out of
+// the CPU caches.
+func evictCaches() {
+	for i := 0; i < len(evictBuf); i += 64 {
+		evictBuf[i]++
+	}
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -83,6 +84,15 @@ func fingerprintVariants() [][]ahp.Message {
 		}
 	}
 	return vs
+}
+
+// fingerprintIs reports whether msgs' fingerprint is fp (a record's) as matchRecords
+// decides it for a unit it fingerprints: without making the fingerprint's string.
+func fingerprintIs(td *transport.TextDigests, msgs []ahp.Message, fp string) bool {
+	if len(msgs) == 0 || len(fp) != 2*sha256.Size {
+		return false
+	}
+	return sumIs(fingerprintSum(td, msgs), fp)
 }
 
 // TestFingerprintAgreesWithCanonicalJSON: two message lists get the same settlement

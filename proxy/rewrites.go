@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -15,6 +16,7 @@ import (
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/heldtexts"
+	"github.com/hookproxy/hookproxy/internal/listmemo"
 	"github.com/hookproxy/hookproxy/mapping"
 	"github.com/hookproxy/hookproxy/state"
 )
@@ -85,52 +87,185 @@ func (x *lifecycle) applyRecords(recs []state.Record) {
 	if len(recs) == 0 {
 		return
 	}
+	m := matchRecords(fpMemo, transport.TextDigestsFrom(x.ctx), x.req.Items, recs)
+	if m.matched == 0 {
+		return
+	}
+	x.rw.known = m.known
+	if m.applied == 0 {
+		return // only unchanged records: the lists still line up
+	}
+	x.items, x.changed = m.items, true
+	x.rw.index, x.rw.applied = m.index, m.applied
+	x.s.logAt(x.ctx, zapcore.DebugLevel, "re-applied recorded rewrites", zap.Int("rewrites", m.applied))
+}
+
+// recordMatch is what a conversation's records make of a request's list: the effective
+// list and the index map (nil when no rewrite applies: the lists line up), the known
+// messages (rewriteState; nil when no record matched), the rewrites applied and the
+// records matched.
+type recordMatch struct {
+	items            []ahp.Message
+	index            []int
+	known            []bool
+	applied, matched int
+}
+
+// matchRecords matches recs against orig (a request's req.Items), taking from memo (nil:
+// none) the fingerprints of units the conversation's previous request had already
+// computed, and leaving there the ones it used for the next request.
+func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig []ahp.Message, recs []state.Record) recordMatch {
 	byID := make(map[string]*state.Record, len(recs))
 	for i := range recs {
 		byID[recs[i].ID] = &recs[i]
 	}
-	orig := x.req.Items
-	items := make([]ahp.Message, 0, len(orig))
-	index := make([]int, len(orig)+1)
-	known := make([]bool, len(orig))
-	applied, matched := 0, 0
-	td := transport.TextDigestsFrom(x.ctx)
-	for i := 0; i < len(orig); {
-		// Ids are cheap to compare; only a candidate is hashed.
-		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
-			fingerprintIs(td, orig[i:i+rec.Count], rec.Fingerprint) {
-			matched++
-			if rec.Unchanged {
-				for k := i; k < i+rec.Count; k++ {
-					index[k], known[k] = len(items), true
-					items = append(items, orig[k])
-				}
-			} else {
-				for k := i; k < i+rec.Count; k++ {
-					index[k], known[k] = len(items), true
-				}
-				items = append(items, cloneMessages(rec.Items)...)
-				applied++
-			}
-			i += rec.Count
-			continue
+	// The list of this conversation's previous request (or another list with the same
+	// start) and how many leading messages it shares with this one, equal field by field.
+	var (
+		key    uint64
+		prev   *listmemo.Entry[[]fpUnit]
+		shared int
+		had    []fpUnit // prev's sums, by start; consumed as the walk passes them
+		sums   []fpUnit // the sums this request used, by start, kept for the next
+	)
+	if memo != nil {
+		key, prev, shared = memo.Find(0, orig)
+		if prev != nil {
+			had = prev.Value
 		}
-		index[i] = len(items)
-		items = append(items, orig[i])
+	}
+	// The effective list and its index map are made at the first rewrite: until then
+	// (and, with only unchanged records, for good) they are orig and the identity.
+	var items []ahp.Message
+	var index []int
+	var known []bool
+	applied, matched, computed := 0, 0, 0
+	if memo != nil {
+		sums = make([]fpUnit, 0, min(len(recs), len(orig)))
+	}
+	for i := 0; i < len(orig); {
+		// Ids are cheap to compare; only a candidate is fingerprinted.
+		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
+			len(rec.Fingerprint) == 2*sha256.Size {
+			u := fpUnit{start: int32(i), count: int32(rec.Count)}
+			for len(had) > 0 && had[0].start < u.start {
+				had = had[1:]
+			}
+			var ok bool
+			if i+rec.Count <= shared && len(had) > 0 && had[0].start == u.start && had[0].count == u.count {
+				// The fingerprint is a pure function of the unit's messages (every member
+				// of every message and part; a text by its SHA-256), and these messages
+				// are equal, field by field, to the ones it was computed from: it is what
+				// fingerprintSum would give.
+				u.fp = had[0].fp
+				ok = u.fp == rec.Fingerprint
+			} else {
+				sum := fingerprintSum(td, orig[i:i+rec.Count])
+				computed++
+				if fingerprintHook != nil {
+					fingerprintHook(i, rec.Count)
+				}
+				ok = sumIs(sum, rec.Fingerprint)
+				switch {
+				case memo == nil:
+				case ok:
+					// The record's own string (a store's record strings are their own: the
+					// memory store's the ones recorded, Redis's each decoded on its own): on
+					// the next request the memory store hands out the same one, which
+					// compares without reading it.
+					u.fp = rec.Fingerprint
+				default:
+					u.fp = hex.EncodeToString(sum[:])
+				}
+			}
+			sums = append(sums, u)
+			if ok {
+				matched++
+				if known == nil {
+					known = make([]bool, len(orig))
+				}
+				if !rec.Unchanged && items == nil {
+					items = make([]ahp.Message, i, len(orig)+len(rec.Items))
+					copy(items, orig[:i])
+					index = make([]int, len(orig)+1)
+					for k := range i {
+						index[k] = k
+					}
+				}
+				for k := i; k < i+rec.Count; k++ {
+					known[k] = true
+					switch {
+					case items == nil:
+					case rec.Unchanged:
+						index[k] = len(items)
+						items = append(items, orig[k])
+					default:
+						index[k] = len(items) // every original stands at the replacement's start
+					}
+				}
+				if !rec.Unchanged {
+					items = append(items, cloneMessages(rec.Items)...)
+					applied++
+				}
+				i += rec.Count
+				continue
+			}
+		}
+		if items != nil {
+			index[i] = len(items)
+			items = append(items, orig[i])
+		}
 		i++
 	}
-	index[len(orig)] = len(items)
-	if matched == 0 {
-		return
+	if items != nil {
+		index[len(orig)] = len(items)
 	}
-	x.rw.known = known
-	if applied == 0 {
-		return // only unchanged records: the lists still line up
+	// Keeping a list costs about what fingerprinting a few units does (the memo compares
+	// it with the list it replaces and copies what is new); while the remembered list
+	// still holds all but a few of this one's sums, it stays.
+	if memo != nil && computed > 0 && (prev == nil || computed >= fpKeepAfter) {
+		// orig, handed to the memo, is the request's req.Items, which nothing writes after
+		// its decode, nor the parts and texts it points to: the effective list x.items is
+		// a copy of the slice, and every edit of it or of an event's list copies the
+		// message and its parts before writing (splice, chain's redact_text and
+		// projection, the secrets policy's redacting copy); the codecs build req.Items
+		// before DecodeRequest returns and write only their private copies after; the
+		// body the texts may point into is never reused. So the list the memo keeps
+		// (orig or a copy of its own) is the one these sums were taken of.
+		memo.Keep(key, orig, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
 	}
-	x.items, x.changed = items, true
-	x.rw.index, x.rw.applied = index, applied
-	x.s.logAt(x.ctx, zapcore.DebugLevel, "re-applied recorded rewrites", zap.Int("rewrites", applied))
+	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}
 }
+
+// fpUnit is the fingerprint (hex, as records hold it) of the settlement unit of count
+// messages at start of a remembered list.
+type fpUnit struct {
+	start, count int32
+	fp           string
+}
+
+// fpMemo remembers, for a conversation's latest list, the fingerprints applyRecords
+// computed over it: an agent re-sends its whole history with every request, and every
+// unit of it but the newest was fingerprinted at the previous request. It is one for the
+// process: a fingerprint depends on nothing but the messages (no configuration, server
+// or tenant), so one memo serves every server and survives a reload, as the codecs'
+// decode memo does, and a conversation's lists are found however its requests are
+// routed. A list counts its texts whole (listmemo.Cost), although they are mostly the
+// decode's, kept by the decode memo anyway.
+var fpMemo = listmemo.New[[]fpUnit](fpMemoBytes)
+
+// fpMemoBytes bounds what fpMemo holds: at ~400 KB a list, forty to eighty conversations
+// of 160 turns at once (two generations); past that the ones least recently seen are
+// fingerprinted afresh.
+const fpMemoBytes = 32 << 20
+
+// fpKeepAfter is how many units a request fingerprints afresh before its list replaces
+// the remembered one.
+const fpKeepAfter = 8
+
+// fingerprintHook, set by tests, is told every unit matchRecords fingerprints (rather
+// than takes from the memo).
+var fingerprintHook func(start, count int)
 
 // splice replaces the effective messages standing for req.Items[start:start+count] by
 // repl, keeping the index map of later messages right.
@@ -269,13 +404,8 @@ func fingerprint(td *transport.TextDigests, msgs []ahp.Message) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// fingerprintIs reports whether msgs' fingerprint is fp (a record's), without making the
-// fingerprint's string: applyRecords asks this of every recorded unit of the history.
-func fingerprintIs(td *transport.TextDigests, msgs []ahp.Message, fp string) bool {
-	if len(msgs) == 0 || len(fp) != 2*sha256.Size {
-		return false
-	}
-	sum := fingerprintSum(td, msgs)
+// sumIs reports whether fp is the fingerprint (hex) of sum.
+func sumIs(sum [sha256.Size]byte, fp string) bool {
 	var h [2 * sha256.Size]byte
 	hex.Encode(h[:], sum[:])
 	return string(h[:]) == fp
