@@ -85,6 +85,6 @@ func (d *metered) scanList(items []ahp.Message, include partFilter) listScan {
 	for _, h := range ls.hits {
 		extra += int64(len(h.findings) * findingSize)
 	}
-	lists.Keep(key, items, kept, extra, e)
+	lists.Keep(key, items, shared, kept, extra, e)
 	return ls
 }

@@ -224,15 +224,8 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 	// it with the list it replaces and copies what is new); while the remembered list
 	// still holds all but a few of this one's sums, it stays.
 	if memo != nil && computed > 0 && (prev == nil || computed >= fpKeepAfter) {
-		// orig, handed to the memo, is the request's req.Items, which nothing writes after
-		// its decode, nor the parts and texts it points to: the effective list x.items is
-		// a copy of the slice, and every edit of it or of an event's list copies the
-		// message and its parts before writing (splice, chain's redact_text and
-		// projection, the secrets policy's redacting copy); the codecs build req.Items
-		// before DecodeRequest returns and write only their private copies after; the
-		// body the texts may point into is never reused. So the list the memo keeps
-		// (orig or a copy of its own) is the one these sums were taken of.
-		memo.Keep(key, orig, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
+		// The memo keeps a copy of its own of orig (internal/listmemo).
+		memo.Keep(key, orig, shared, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
 	}
 	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}
 }

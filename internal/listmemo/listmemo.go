@@ -94,17 +94,17 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 	return key, e, shared
 }
 
-// Keep remembers items with v under key (from Find). It keeps a copy of its own, so the
-// caller may do what it likes with items afterwards: the leading messages items shares
-// with old are old's (never written) where their texts are the same memory, the rest a
-// deep copy. old, the entry items was
-// worked out from (nil for none), is dropped: a conversation keeps one list, its latest.
-// extra is what v keeps alive besides the list.
-func (m *Memo[V]) Keep(key uint64, items []ahp.Message, v V, extra int64, old *Entry[V]) {
+// Keep remembers items with v under key, old and shared as Find returned them for items
+// (which the caller has not changed since). It keeps a copy of its own, so the caller may do
+// what it likes with items afterwards: the leading messages items shares with old are old's
+// (never written) where their texts are the same memory, the rest a deep copy. old (nil for
+// none) is dropped: a conversation keeps one list, its latest. extra is what v keeps alive
+// besides the list.
+func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra int64, old *Entry[V]) {
 	i, own := 0, []ahp.Message(nil)
 	if old != nil {
 		own = make([]ahp.Message, 0, len(items))
-		for ; i < min(len(items), len(old.items)) && messageEqual(&items[i], &old.items[i]); i++ {
+		for ; i < shared; i++ {
 			if sameTexts(&items[i], &old.items[i]) {
 				own = append(own, old.items[i])
 			} else {

@@ -100,7 +100,7 @@ func TestFindLongestSharedRun(t *testing.T) {
 	if e != nil || n != 0 {
 		t.Fatalf("empty memo found %v, %d", e, n)
 	}
-	m.Keep(key, a, 5, 0, nil)
+	m.Keep(key, a, 0, 5, 0, nil)
 	b := append(ahp.CloneMessages(a[:4]), conv(7, "A")[5:]...)
 	b[3].Parts[0].Text = text("edited")
 	key2, e, n := m.Find(1, b)
@@ -111,7 +111,7 @@ func TestFindLongestSharedRun(t *testing.T) {
 	if _, e, _ := m.Find(2, b); e != nil {
 		t.Fatal("a list kept under one salt found under another")
 	}
-	m.Keep(key2, b, 7, 0, e)
+	m.Keep(key2, b, n, 7, 0, e)
 	_, kept, n := m.Find(1, b)
 	if kept == nil || n != len(b) || kept.Value != 7 {
 		t.Fatalf("the kept list is not found whole: %v sharing %d", kept, n)
@@ -137,7 +137,7 @@ func TestMemoryBounded(t *testing.T) {
 	for i := range 500 {
 		l := conv(10, string(rune('A'+i%26))+string(rune('a'+i/26)))
 		key, _, _ := m.Find(0, l)
-		m.Keep(key, l, i, 100, nil)
+		m.Keep(key, l, 0, i, 100, nil)
 		if h := m.held.Load(); h > limit {
 			t.Fatalf("after %d lists the memo holds %d bytes, over its limit %d", i+1, h, limit)
 		}
@@ -154,13 +154,13 @@ func TestKeepAdoptsTheNewMemory(t *testing.T) {
 	m := New[int](1 << 20)
 	a := conv(3, "A")
 	key, _, _ := m.Find(0, a)
-	m.Keep(key, a, 1, 0, nil)
+	m.Keep(key, a, 0, 1, 0, nil)
 	b := conv(4, "A") // equal to a for 4 messages, every text in new memory
 	key, e, n := m.Find(0, b)
 	if n != 4 {
 		t.Fatalf("shares %d, want 4", n)
 	}
-	m.Keep(key, b, 2, 0, e)
+	m.Keep(key, b, n, 2, 0, e)
 	_, kept, _ := m.Find(0, b)
 	for i := range b {
 		if unsafe.StringData(*kept.items[i].Parts[0].Text) != unsafe.StringData(*b[i].Parts[0].Text) {
