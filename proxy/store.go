@@ -127,7 +127,7 @@ func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestO
 	}
 	x.s.storeOK(x.ctx)
 	if len(links) > 0 {
-		recs := snap.Records[:0:0]
+		recs := make([]state.Record, 0, len(snap.Records))
 		for _, r := range snap.Records {
 			if r.Parent != "" && r.Count == 0 {
 				if x.parents == nil {
