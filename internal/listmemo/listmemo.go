@@ -101,21 +101,23 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 // none) is dropped: a conversation keeps one list, its latest. extra is what v keeps alive
 // besides the list.
 func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra int64, old *Entry[V]) {
-	i, own := 0, []ahp.Message(nil)
-	if old != nil {
-		own = make([]ahp.Message, 0, len(items))
-		for ; i < shared; i++ {
-			if sameTexts(&items[i], &old.items[i]) {
-				own = append(own, old.items[i])
-			} else {
-				// Equal, but in other memory (a request decoded afresh): keep the
-				// caller's, so that its next request, which shares that memory,
-				// compares by address again rather than byte by byte.
-				own = append(own, ahp.CloneMessages(items[i:i+1])...)
+	// A run of messages equal to old's but in other memory (a request decoded afresh) is
+	// copied from items, not taken from old: the conversation's next request shares the
+	// new memory, and compares by address again rather than byte by byte.
+	if old == nil {
+		shared = 0
+	}
+	own, from := make([]ahp.Message, 0, len(items)), 0 // items[from:i] is still to copy
+	for i := 0; i < shared; i++ {
+		if sameTexts(&items[i], &old.items[i]) {
+			if from < i {
+				own = append(own, ahp.CloneMessages(items[from:i])...)
 			}
+			own = append(own, old.items[i])
+			from = i + 1
 		}
 	}
-	own = append(own, ahp.CloneMessages(items[i:])...)
+	own = append(own, ahp.CloneMessages(items[from:])...)
 	e := &Entry[V]{key: key, items: own, Value: v, cost: extra + Cost(own)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
