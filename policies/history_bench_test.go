@@ -2,9 +2,7 @@ package policies
 
 import (
 	"context"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/chain/transport"
@@ -35,28 +33,18 @@ func BenchmarkSecretsAgentHistory(b *testing.B) {
 			Event: ev, Capabilities: caps}}, ctx
 	}
 	run := func(b *testing.B, fresh bool) {
-		b.SetBytes(int64(len(body)))
-		b.ReportAllocs()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		var cpu time.Duration
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
+		testsupport.BenchThreadCPU(b, int64(len(body)), func() func() {
 			req, ctx := request()
 			if fresh {
 				p.scan.cache = newScanCache(scanCacheBytes)
 			}
-			b.StartTimer()
-			cpu0 := testsupport.ThreadCPU()
-			res, err := p.Intercept(ctx, req)
-			cpu += testsupport.ThreadCPU() - cpu0
-			if err != nil || len(res.Effects) > 0 {
-				b.Fatalf("%v %s", err, describeEffects(res))
+			return func() {
+				res, err := p.Intercept(ctx, req)
+				if err != nil || len(res.Effects) > 0 {
+					b.Fatalf("%v %s", err, describeEffects(res))
+				}
 			}
-		}
-		// The scan's own CPU, steadier than ns/op on a shared machine (GC work it causes
-		// on other threads not included).
-		b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
+		})
 	}
 	b.Run("first", func(b *testing.B) { run(b, true) })
 	req, ctx := request()

@@ -138,17 +138,7 @@ func FuzzScanCache(f *testing.F) {
 	} {
 		f.Add(s, "ghp_"+strings.Repeat("a1B2", 9))
 	}
-	build := map[string]func() ahp.Interceptor{
-		PolicySecrets: func() ahp.Interceptor { return mustSecrets(f) },
-		PolicyPII:     func() ahp.Interceptor { return mustPII(f) },
-		PolicyInjection: func() ahp.Interceptor {
-			p, err := NewInjection(InjectionConfig{Action: "redact", Requests: true})
-			if err != nil {
-				f.Fatal(err)
-			}
-			return p
-		},
-	}
+	build := listPolicies(f)
 	warm := map[string]ahp.Interceptor{}
 	for name, b := range build {
 		warm[name] = b()

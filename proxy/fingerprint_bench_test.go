@@ -3,9 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/hookproxy/hookproxy/chain/transport"
 	"github.com/hookproxy/hookproxy/internal/testsupport"
@@ -31,30 +29,21 @@ func BenchmarkFingerprintAgentHistory(b *testing.B) {
 	for _, u := range settlementUnits(first, -1) {
 		fps[u.start] = fingerprint(nil, first.Items[u.start:u.end])
 	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cpu time.Duration
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
+	testsupport.BenchThreadCPU(b, int64(len(body)), func() func() {
 		req, err := codec.DecodeRequest(append([]byte(nil), body...))
 		if err != nil {
 			b.Fatal(err)
 		}
 		units := settlementUnits(req, -1)
 		td := transport.NewTextDigests()
-		b.StartTimer()
-		cpu0 := testsupport.ThreadCPU()
-		for _, u := range units {
-			if !fingerprintIs(td, req.Items[u.start:u.end], fps[u.start]) {
-				b.Fatal("a unit's fingerprint changed")
+		return func() {
+			for _, u := range units {
+				if !fingerprintIs(td, req.Items[u.start:u.end], fps[u.start]) {
+					b.Fatal("a unit's fingerprint changed")
+				}
 			}
 		}
-		cpu += testsupport.ThreadCPU() - cpu0
-	}
-	// The fingerprints' own CPU, steadier than ns/op on a shared machine.
-	b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
+	})
 }
 
 // requestWith is a lifecycle of req at the request side's start, with a digest memo of
@@ -99,13 +88,7 @@ func BenchmarkApplyRecordsAgentHistory(b *testing.B) {
 	b.Logf("%d items, %d records", len(first.Items), len(recs))
 	for _, mode := range []string{"first", "repeated", "repeated-cold"} {
 		b.Run(mode, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			var cpu time.Duration
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
+			testsupport.BenchThreadCPU(b, int64(len(body)), func() func() {
 				if mode == "first" {
 					resetFingerprintMemo()
 				} else {
@@ -115,15 +98,13 @@ func BenchmarkApplyRecordsAgentHistory(b *testing.B) {
 				if mode == "repeated-cold" {
 					evictCaches()
 				}
-				b.StartTimer()
-				cpu0 := testsupport.ThreadCPU()
-				x.applyRecords(recs)
-				cpu += testsupport.ThreadCPU() - cpu0
-				if x.rw.known == nil || !x.rw.known[len(x.rw.known)-1] {
-					b.Fatal("the records did not match")
+				return func() {
+					x.applyRecords(recs)
+					if x.rw.known == nil || !x.rw.known[len(x.rw.known)-1] {
+						b.Fatal("the records did not match")
+					}
 				}
-			}
-			b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
+			})
 		})
 	}
 }
