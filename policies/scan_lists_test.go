@@ -2,6 +2,8 @@ package policies
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,5 +134,53 @@ func TestScanListsReuseAndSeeEdits(t *testing.T) {
 	}
 	if got := ask(turns(43)); strings.Contains(got, "REDACTED") {
 		t.Fatalf("control: the unedited history was redacted: %s", got)
+	}
+}
+
+// Concurrent requests of one conversation (and of two that share its start) through one
+// policy get a fresh policy's answer while they find, replace and drop each other's
+// remembered lists (run with -race).
+func TestScanListsConcurrently(t *testing.T) {
+	p := mustSecrets(t)
+	turns := func(n int, conv string) []ahp.Message {
+		items := []ahp.Message{msg("sys", ahp.RoleSystem, text("sys.p0", "You are a coding agent. "+cacheFiller))}
+		for i := range n {
+			body := conv + " step " + strconv.Itoa(i) + " " + cacheFiller
+			if i%7 == 3 {
+				body += " export AWS_ACCESS_KEY_ID=" + testAWSKeyID
+			}
+			items = append(items, msg("m"+strconv.Itoa(i), ahp.RoleUser, text("m"+strconv.Itoa(i)+".p0", body)))
+		}
+		return items
+	}
+	want := map[string]string{}
+	for _, conv := range []string{"a", "b"} {
+		for n := 1; n <= 24; n++ {
+			want[conv+strconv.Itoa(n)] = resultJSON(t, mustSecrets(t), context.Background(), requestEvent(turns(n, conv)...))
+		}
+	}
+	done := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			conv := []string{"a", "b"}[g%2]
+			for n := 1; n <= 24; n++ {
+				res, err := interceptWith(context.Background(), p, requestEvent(turns(n, conv)...))
+				if err != nil {
+					done <- err
+					return
+				}
+				b, _ := json.Marshal(res)
+				if string(b) != want[conv+strconv.Itoa(n)] {
+					done <- fmt.Errorf("goroutine %d turn %d: %s", g, n, b)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
