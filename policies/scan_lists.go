@@ -55,10 +55,19 @@ type listResult struct {
 	marks []listMark // len(items)+1
 }
 
+// minListKept is the shortest list the memo keeps: a short list (a tool result at
+// tool.after, a first prompt) is seldom sent again as the start of a longer one, and its
+// texts are found in the per-text cache anyway; keeping it would only push conversations'
+// lists out of the memo.
+const minListKept = 4
+
 // scanList is scanItems through the scanner's memo of lists.
 func (d *metered) scanList(items []ahp.Message, include partFilter) listScan {
 	if d.meter.stopped() != nil {
 		return listScan{}
+	}
+	if len(items) < minListKept {
+		return scanMessages(items, 0, listScan{}, d, include, nil)
 	}
 	lists := d.cache.lists
 	key, e, shared := lists.Find(uint64(include), items)

@@ -184,3 +184,24 @@ func TestScanListsConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// A short list (a tool result at tool.after) is scanned but not kept, so that one-off
+// lists do not push conversations out of the memo; a conversation's list is kept (the
+// control).
+func TestScanListsKeepOnlyConversations(t *testing.T) {
+	p := mustSecrets(t)
+	for i := range 20 {
+		resultJSON(t, p, context.Background(), toolAfterEvent("Bash", "output "+strconv.Itoa(i)+" "+cacheFiller))
+	}
+	if _, n := p.scan.cache.lists.Held(); n != 0 {
+		t.Fatalf("%d one-message lists kept", n)
+	}
+	items := []ahp.Message{msg("sys", ahp.RoleSystem, text("s", "You are an agent. "+cacheFiller))}
+	for i := range minListKept {
+		items = append(items, msg("m"+strconv.Itoa(i), ahp.RoleUser, text("p", "turn "+strconv.Itoa(i)+" "+cacheFiller)))
+	}
+	resultJSON(t, p, context.Background(), requestEvent(items...))
+	if _, n := p.scan.cache.lists.Held(); n != 1 {
+		t.Fatalf("control: a conversation's list kept %d times, want once", n)
+	}
+}

@@ -61,6 +61,9 @@ var stats struct{ bytes, entries atomic.Int64 }
 // Stats reports the bytes (as counted) and lists held by every live memo.
 func Stats() (bytes, entries int64) { return stats.bytes.Load(), stats.entries.Load() }
 
+// Held reports the bytes (as counted) and lists this memo holds.
+func (m *Memo[V]) Held() (bytes, entries int64) { return m.held.Load(), m.entries.Load() }
+
 // New returns an empty memo holding at most about limit bytes. Its share of Stats is
 // released when it is garbage (a configuration reload drops a policy and its memo).
 func New[V any](limit int64) *Memo[V] {
