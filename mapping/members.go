@@ -51,6 +51,15 @@ func Pick(obj gjson.Result, names []string, out []gjson.Result) {
 // decoded into a, or allocated when a is nil.
 func eachMember(obj gjson.Result, a *Arena, fn func(k, v gjson.Result)) {
 	s, base := obj.Raw, obj.Index
+	memberSpans(s, func(kStart, kEnd, vStart, vEnd int) bool {
+		fn(valueAt(s, kStart, kEnd, base, a), valueAt(s, vStart, vEnd, base, a))
+		return true
+	})
+}
+
+// memberSpans calls fn with the spans of each member's key literal and value in the object
+// s (a text that passed the strict check), until fn returns false.
+func memberSpans(s string, fn func(kStart, kEnd, vStart, vEnd int) bool) {
 	i := jsontext.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return
@@ -58,14 +67,16 @@ func eachMember(obj gjson.Result, a *Arena, fn func(k, v gjson.Result)) {
 	i = jsontext.SkipSpace(s, i+1)
 	for i < len(s) && s[i] == '"' {
 		kEnd := jsontext.SkipValue(s, i)
-		key := valueAt(s, i, kEnd, base, a)
+		k := i
 		i = jsontext.SkipSpace(s, kEnd)
 		if i >= len(s) || s[i] != ':' {
 			return
 		}
 		vStart := jsontext.SkipSpace(s, i+1)
 		vEnd := jsontext.SkipValue(s, vStart)
-		fn(key, valueAt(s, vStart, vEnd, base, a))
+		if vEnd <= vStart || !fn(k, kEnd, vStart, vEnd) {
+			return
+		}
 		i = jsontext.SkipSpace(s, vEnd)
 		if i < len(s) && s[i] == ',' {
 			i = jsontext.SkipSpace(s, i+1)
@@ -73,11 +84,35 @@ func eachMember(obj gjson.Result, a *Arena, fn func(k, v gjson.Result)) {
 	}
 }
 
+// MembersRaw calls fn with each member of the object s (a text that passed the strict
+// check): its name, unescaped, and its value's raw JSON, until fn returns false.
+func MembersRaw(s string, fn func(key, raw string) bool) {
+	memberSpans(s, func(kStart, kEnd, vStart, vEnd int) bool {
+		key := s[kStart+1 : kEnd-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = jsontext.Unquote(s[kStart:kEnd])
+		}
+		return fn(key, s[vStart:vEnd])
+	})
+}
+
 // Elements calls fn with each element of arr, a parsed JSON array from a body that passed
 // the strict check, until fn returns false. It is gjson's ForEach with the fast skip of
 // TopMembers; each element's Index counts from the start of the parsed text, as gjson's do.
 func Elements(arr gjson.Result, fn func(elem gjson.Result) bool) {
 	s := arr.Raw
+	elementSpans(s, func(start, end int) bool { return fn(valueAt(s, start, end, arr.Index, nil)) })
+}
+
+// ElementsRaw calls fn with the raw JSON of each element of the array s (a text that
+// passed the strict check), until fn returns false.
+func ElementsRaw(s string, fn func(elem string) bool) {
+	elementSpans(s, func(start, end int) bool { return fn(s[start:end]) })
+}
+
+// elementSpans calls fn with the span of each element of the array s (a text that passed
+// the strict check), until fn returns false.
+func elementSpans(s string, fn func(start, end int) bool) {
 	i := jsontext.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '[' {
 		return
@@ -85,7 +120,7 @@ func Elements(arr gjson.Result, fn func(elem gjson.Result) bool) {
 	i = jsontext.SkipSpace(s, i+1)
 	for i < len(s) && s[i] != ']' {
 		end := jsontext.SkipValue(s, i)
-		if !fn(valueAt(s, i, end, arr.Index, nil)) {
+		if end <= i || !fn(i, end) {
 			return
 		}
 		i = jsontext.SkipSpace(s, end)

@@ -37,9 +37,9 @@ const noResidue = "{}"
 func appendResidue(entries []string, arr string) []string {
 	// One pass over each message and block that skips every value it does not keep
 	// undecoded (a tool result's text above all), as the decode itself does.
-	eachElementRaw(arr, func(m string) {
+	mapping.ElementsRaw(arr, func(m string) bool {
 		content := ""
-		eachMemberRaw(m, func(k, v string) bool {
+		mapping.MembersRaw(m, func(k, v string) bool {
 			if k == "content" {
 				content = v
 				return false
@@ -51,6 +51,7 @@ func appendResidue(entries []string, arr string) []string {
 		} else {
 			entries = append(entries, noResidue)
 		}
+		return true
 	})
 	return entries
 }
@@ -73,13 +74,13 @@ func blocksResidue(content string) (string, bool) {
 	}
 	var entries []string
 	found := false
-	eachElementRaw(content, func(b string) {
+	mapping.ElementsRaw(content, func(b string) bool {
 		var members []string
 		if b[0] == '{' {
 			// The first value of each member asked for, as gjson's Get finds it.
 			var picked [len(residueBlockMembers)]string
 			var typ, inner string
-			eachMemberRaw(b, func(k, v string) bool {
+			mapping.MembersRaw(b, func(k, v string) bool {
 				for j, name := range residueBlockMembers {
 					if k == name && picked[j] == "" {
 						picked[j] = v
@@ -101,7 +102,7 @@ func blocksResidue(content string) (string, bool) {
 			// An image or document fetched by URL: a signed URL carries a credential.
 			if src := picked[2]; src != "" && src[0] == '{' {
 				url := ""
-				eachMemberRaw(src, func(k, v string) bool {
+				mapping.MembersRaw(src, func(k, v string) bool {
 					if k == "url" {
 						url = v
 						return false
@@ -122,57 +123,7 @@ func blocksResidue(content string) (string, bool) {
 			found = true
 		}
 		entries = append(entries, "{"+strings.Join(members, ",")+"}")
+		return true
 	})
 	return "[" + strings.Join(entries, ",") + "]", found
-}
-
-// eachElementRaw calls fn with the raw JSON of each element of the array s (a text that
-// passed the strict check).
-func eachElementRaw(s string, fn func(elem string)) {
-	i := jsontext.SkipSpace(s, 0)
-	if i >= len(s) || s[i] != '[' {
-		return
-	}
-	i = jsontext.SkipSpace(s, i+1)
-	for i < len(s) && s[i] != ']' {
-		end := jsontext.SkipValue(s, i)
-		if end <= i {
-			return
-		}
-		fn(s[i:end])
-		i = jsontext.SkipSpace(s, end)
-		if i < len(s) && s[i] == ',' {
-			i = jsontext.SkipSpace(s, i+1)
-		}
-	}
-}
-
-// eachMemberRaw calls fn with each member of the object s (a text that passed the strict
-// check): its name, unescaped, and its value's raw JSON, until fn returns false.
-func eachMemberRaw(s string, fn func(key, raw string) bool) {
-	i := jsontext.SkipSpace(s, 0)
-	if i >= len(s) || s[i] != '{' {
-		return
-	}
-	i = jsontext.SkipSpace(s, i+1)
-	for i < len(s) && s[i] == '"' {
-		kEnd := jsontext.SkipValue(s, i)
-		key := s[i+1 : kEnd-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = jsontext.Unquote(s[i:kEnd])
-		}
-		i = jsontext.SkipSpace(s, kEnd)
-		if i >= len(s) || s[i] != ':' {
-			return
-		}
-		vStart := jsontext.SkipSpace(s, i+1)
-		vEnd := jsontext.SkipValue(s, vStart)
-		if vEnd <= vStart || !fn(key, s[vStart:vEnd]) {
-			return
-		}
-		i = jsontext.SkipSpace(s, vEnd)
-		if i < len(s) && s[i] == ',' {
-			i = jsontext.SkipSpace(s, i+1)
-		}
-	}
 }
