@@ -46,6 +46,19 @@ func newAgentChat(seed uint64) *agentChat {
 	return c
 }
 
+// warmChat forgets every remembered decode, then decodes turns turns of a new chat of
+// seed, each checked against a fresh decode, and returns the chat.
+func warmChat(t *testing.T, seed uint64, turns int) *agentChat {
+	t.Helper()
+	anthropic.ForgetDecodes()
+	c := newAgentChat(seed)
+	for turn := 0; turn < turns; turn++ {
+		c.grow(turn)
+		sameDecode(t, c.body())
+	}
+	return c
+}
+
 func (c *agentChat) words(n int) string {
 	w := strings.Fields(`the a tab	"quoted" back\slash line` + "\nnewline é ünï 日本 " + `func return error nil`)
 	var b strings.Builder
@@ -323,12 +336,7 @@ func TestResumeOnlyWhatIsShared(t *testing.T) {
 	resumedAt := -1
 	defer anthropic.OnResume(func(at int) { resumedAt = at })()
 	start := func() *agentChat {
-		anthropic.ForgetDecodes()
-		c := newAgentChat(11)
-		for turn := 0; turn < 12; turn++ {
-			c.grow(turn)
-			sameDecode(t, c.body())
-		}
+		c := warmChat(t, 11, 12)
 		resumedAt = -1
 		return c
 	}
@@ -368,12 +376,7 @@ func TestResumeOnlyWhatIsShared(t *testing.T) {
 // parts, tool results, gaps), change nothing another request sees: every later decode is
 // still a fresh decode's. Run with -race.
 func TestResumedDecodesShareNothingWritable(t *testing.T) {
-	anthropic.ForgetDecodes()
-	c := newAgentChat(5)
-	for turn := 0; turn < 10; turn++ {
-		c.grow(turn)
-		sameDecode(t, c.body())
-	}
+	c := warmChat(t, 5, 10)
 	var resumed atomic.Int32
 	defer anthropic.OnResume(func(int) { resumed.Add(1) })()
 	var bodies [][]byte
@@ -429,12 +432,7 @@ func TestResumedDecodesShareNothingWritable(t *testing.T) {
 // the same address), so the next stage can recognise a repeated text by its address; and
 // the memo does not keep a resumed request's body alive (only copies of its new messages).
 func TestResumedTextsAreTheSameStrings(t *testing.T) {
-	anthropic.ForgetDecodes()
-	c := newAgentChat(8)
-	for turn := 0; turn < 6; turn++ {
-		c.grow(turn)
-		sameDecode(t, c.body())
-	}
+	c := warmChat(t, 8, 6)
 	c.grow(6)
 	first := decode(t, string(c.body()))
 	c.grow(7)
