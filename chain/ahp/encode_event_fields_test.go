@@ -37,6 +37,16 @@ func (f *filler) choice() byte {
 	return c
 }
 
+// length is how many elements a slice or map gets: 2 when filling everything, else 0–3
+// from the input; false for nil.
+func (f *filler) length() (int, bool) {
+	if f.full {
+		return 2, true
+	}
+	c := f.choice() % 5
+	return int(c) - 1, c != 0
+}
+
 func (f *filler) chunk(max int) []byte {
 	n := min(int(f.choice())%(max+1), len(f.src))
 	c := f.src[:n]
@@ -170,13 +180,9 @@ func (f *filler) fill(v reflect.Value, depth int) {
 		f.fill(p.Elem(), depth+1)
 		v.Set(p)
 	case reflect.Slice:
-		n := 2
-		if !f.full {
-			c := f.choice() % 5
-			if c == 0 {
-				return // nil
-			}
-			n = int(c - 1)
+		n, ok := f.length()
+		if !ok {
+			return // nil
 		}
 		s := reflect.MakeSlice(t, n, n)
 		for i := range n {
@@ -184,13 +190,9 @@ func (f *filler) fill(v reflect.Value, depth int) {
 		}
 		v.Set(s)
 	case reflect.Map:
-		n := 2
-		if !f.full {
-			c := f.choice() % 5
-			if c == 0 {
-				return // nil
-			}
-			n = int(c - 1)
+		n, ok := f.length()
+		if !ok {
+			return // nil
 		}
 		m := reflect.MakeMapWithSize(t, n)
 		for range n {
