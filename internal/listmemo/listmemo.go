@@ -54,6 +54,9 @@ type Entry[V any] struct {
 	items []ahp.Message
 	Value V
 	cost  int64
+	// sums[i] is what items[:i] holds (messageCost): the next list of the conversation
+	// takes the sums of the run it shares instead of walking those messages' parts again.
+	sums []int64
 }
 
 var stats struct{ bytes, entries atomic.Int64 }
@@ -121,7 +124,15 @@ func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra i
 		}
 	}
 	own = append(own, ahp.CloneMessages(items[from:])...)
-	e := &Entry[V]{key: key, items: own, Value: v, cost: extra + Cost(own)}
+	sums := make([]int64, 1, len(own)+1)
+	if shared > 0 {
+		sums = append(sums[:0], old.sums[:shared+1]...) // equal messages hold as much
+	}
+	for i := len(sums) - 1; i < len(own); i++ {
+		sums = append(sums, sums[i]+messageCost(&own[i]))
+	}
+	cost := extra + int64(cap(own))*int64(unsafe.Sizeof(ahp.Message{})) + int64(cap(sums))*8 + 64 + sums[len(own)]
+	e := &Entry[V]{key: key, items: own, Value: v, cost: cost, sums: sums}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old != nil {
@@ -276,21 +287,19 @@ func bareEqual(a, b *ahp.BarePart) bool {
 
 func ptrEqual[T comparable](a, b *T) bool { return a == b || a != nil && b != nil && *a == *b }
 
-// Cost is what keeping items holds: the messages, their parts and their texts.
-func Cost(items []ahp.Message) int64 {
-	n := int64(cap(items))*int64(unsafe.Sizeof(ahp.Message{})) + 64
-	for i := range items {
-		n += int64(len(items[i].Parts)) * int64(unsafe.Sizeof(ahp.Part{}))
-		for k := range items[i].Parts {
-			if t := items[i].Parts[k].Text; t != nil {
-				n += int64(len(*t)) + 16
-			}
+// messageCost is what keeping a message holds besides its slot in the list: its parts and
+// their texts.
+func messageCost(m *ahp.Message) int64 {
+	n := int64(len(m.Parts)) * int64(unsafe.Sizeof(ahp.Part{}))
+	for k := range m.Parts {
+		if t := m.Parts[k].Text; t != nil {
+			n += int64(len(*t)) + 16
 		}
-		if bp := items[i].BarePart; bp != nil {
-			n += int64(unsafe.Sizeof(ahp.BarePart{}))
-			if bp.Text != nil {
-				n += int64(len(*bp.Text)) + 16
-			}
+	}
+	if bp := m.BarePart; bp != nil {
+		n += int64(unsafe.Sizeof(ahp.BarePart{}))
+		if bp.Text != nil {
+			n += int64(len(*bp.Text)) + 16
 		}
 	}
 	return n
