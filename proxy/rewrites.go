@@ -243,7 +243,7 @@ type fpUnit struct {
 // process: a fingerprint depends on nothing but the messages (no configuration, server
 // or tenant), so one memo serves every server and survives a reload, as the codecs'
 // decode memo does, and a conversation's lists are found however its requests are
-// routed. A list counts its texts whole (listmemo.Cost), although they are mostly the
+// routed. A list counts its texts whole (internal/listmemo), although they are mostly the
 // decode's, kept by the decode memo anyway.
 var fpMemo = listmemo.New[[]fpUnit](fpMemoBytes)
 
