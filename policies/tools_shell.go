@@ -716,7 +716,7 @@ func (e *shellEval) dynamic(w *syntax.Word) bool {
 }
 
 func (e *shellEval) expandConfig() *expand.Config {
-	return &expand.Config{Env: expand.FuncEnviron(func(name string) string {
+	return &expand.Config{ProcSubst: procSubstPath, Env: expand.FuncEnviron(func(name string) string {
 		if v, ok := e.vars[name]; ok {
 			return v
 		}
@@ -746,7 +746,8 @@ func (e *shellEval) words(ws []*syntax.Word, via []string, depth int) []shellWor
 			continue
 		}
 		if ps := procSubstOf(w); ps != nil {
-			out = append(out, shellWord{s: "/dev/fd/63", feed: e.substFeed(ps.Stmts)})
+			path, _ := procSubstPath(ps)
+			out = append(out, shellWord{s: path, feed: e.substFeed(ps.Stmts)})
 			continue
 		}
 		if e.dynamic(w) || braceFields(w) > maxBraceFields {
@@ -837,6 +838,12 @@ func braceCount(parts []syntax.WordPart) int {
 	}
 	return n
 }
+
+// procSubstPath is what a process substitution expands to, as bash names it on Linux; the
+// commands inside are evaluated where the word is (nested). Without it, mvdan.cc/sh's
+// expand panics on a process substitution that is part of a longer word ("<(cmd)x", found
+// by FuzzShellEval).
+func procSubstPath(*syntax.ProcSubst) (string, error) { return "/dev/fd/63", nil }
 
 func procSubstOf(w *syntax.Word) *syntax.ProcSubst {
 	if len(w.Parts) == 1 {

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -291,5 +292,36 @@ func TestToolsOrdinaryCommandsPass(t *testing.T) {
 		if v := p.evaluate("Bash", bashInput(cmd)); v.denied {
 			t.Errorf("%s: refused: %s", cmd, v.reason)
 		}
+	}
+}
+
+// A process substitution inside a longer word ("<(cmd)x") expands as bash expands it,
+// /dev/fd/63 and the rest (bash itself is the oracle), and the command inside is still
+// judged: the destructive one is refused, an ordinary one passes. Before, expanding such a
+// word panicked inside mvdan.cc/sh (found by FuzzShellEval).
+func TestProcessSubstitutionInsideAWord(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash")
+	}
+	out, err := exec.Command("bash", "-c", `printf '%s\n' <(true)x`).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "/dev/fd/63x" {
+		t.Fatalf("bash gives %q (%v); the model expects /dev/fd/63x", out, err)
+	}
+	cmds := analyseScript(`cat <(ls)x`)
+	found := false
+	for _, c := range cmds {
+		if strings.Contains(c.String(), "/dev/fd/63x") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the word did not expand to /dev/fd/63x: %v", cmds)
+	}
+	p, _ := NewTools(ToolsConfig{Destructive: true})
+	if v := p.evaluate("Bash", bashInput(`cat <(rm -rf /)x`)); !v.denied {
+		t.Error("rm -rf / inside a process substitution in a longer word passed")
+	}
+	if v := p.evaluate("Bash", bashInput(`diff <(ls a)x b`)); v.denied {
+		t.Errorf("control: an ordinary process substitution was refused: %s", v.reason)
 	}
 }
