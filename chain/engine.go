@@ -253,8 +253,9 @@ func (c *Chain) intercept(ctx context.Context, ev *ahp.Event, caps ahp.Capabilit
 func (c *Chain) exchange(ctx context.Context, s *subscription, eff *ahp.Event, loc targetLoc, target string,
 	params *ahp.InterceptParams, state ahp.State, rec *Record) (*Staged, error) {
 	// AHP-FAIL-002: the deadline starts at dispatch and covers credentials, connect,
-	// write, backend processing and read; nothing extends it.
-	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	// write, backend processing and read; nothing extends it. Its timer is made only when
+	// something waits on it (deadline.go).
+	cctx, cancel := withLazyDeadline(ctx, s.timeout)
 	start := time.Now()
 	frame, err := s.backend.tr.Intercept(cctx, eff.ID, params)
 	late := cctx.Err()

@@ -524,6 +524,14 @@ func TestTimeout(t *testing.T) {
 		// A reply that arrives after the deadline must be ignored.
 		return reply(id, `{"type":"allow"}`), nil
 	}}
+	// A backend that never waits on the deadline but asks Err while it works (a bounded
+	// in-process policy does) ends by it all the same (chain/deadline.go).
+	polling := &fakeTransport{onIntercept: func(ctx context.Context, _ int, id string, _ *ahp.InterceptParams) ([]byte, error) {
+		for ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		return reply(id, `{"type":"allow"}`), nil
+	}}
 	tests := []struct {
 		desc     string
 		fake     *fakeTransport
@@ -532,6 +540,7 @@ func TestTimeout(t *testing.T) {
 	}{
 		{desc: "fail-closed timeout denies", fake: hang, policy: "fail-closed", wantPerm: ahp.PermissionDeny},
 		{desc: "late reply is ignored", fake: late, policy: "fail-open", wantPerm: ahp.PermissionNone},
+		{desc: "a polling backend's reply is ignored", fake: polling, policy: "fail-closed", wantPerm: ahp.PermissionDeny},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -21,11 +21,26 @@ import (
 // boundary's message-list target, and applies it like a modify: serially, chained, and
 // atomically with the rest of the reply — one entry it cannot apply rejects the reply.
 
-// textRedactionOffer is the intercept-params extension value for target.
+// textRedactionOffer is the intercept-params extension value for target. The values are
+// encoded once per boundary target (the targets are ahp.EventBounds'); receivers read
+// them, and an in-process policy that is not a reader gets a copy.
 func textRedactionOffer(target string) map[string]json.RawMessage {
-	b, _ := json.Marshal(ahp.TextRedactionOffer{Target: target})
+	b, ok := redactionOffers[target]
+	if !ok {
+		b, _ = json.Marshal(ahp.TextRedactionOffer{Target: target})
+	}
 	return map[string]json.RawMessage{ahp.ExtRedactText: b}
 }
+
+var redactionOffers = func() map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage)
+	for _, b := range ahp.EventBounds {
+		if _, ok := m[b.Target]; !ok && b.Target != "" {
+			m[b.Target], _ = json.Marshal(ahp.TextRedactionOffer{Target: b.Target})
+		}
+	}
+	return m
+}()
 
 // canModify reports whether caps let the subscriber modify target at all.
 func canModify(caps *ahp.Capabilities, target string) bool {

@@ -127,5 +127,12 @@ func responseFrame(id string, result *ahp.InterceptResult) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(ahp.Response{JSONRPC: "2.0", ID: rawID, Result: rawResult})
+	// What json.Marshal(ahp.Response{...}) writes, without compacting the result a second
+	// time: both parts are encoding/json's own output, compact and HTML-escaped.
+	frame := make([]byte, 0, len(rawID)+len(rawResult)+32)
+	frame = append(frame, `{"jsonrpc":"2.0","id":`...)
+	frame = append(frame, rawID...)
+	frame = append(frame, `,"result":`...)
+	frame = append(frame, rawResult...)
+	return append(frame, '}'), nil
 }

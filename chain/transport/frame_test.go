@@ -186,3 +186,25 @@ func TestFramesEncodedConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseFrameIsWhatEncodingJSONWrites: the in-process result frame is the bytes
+// json.Marshal of the JSON-RPC response wrote, for ids and results with characters
+// encoding/json escapes (HTML, line separators) and with extensions.
+func TestResponseFrameIsWhatEncodingJSONWrites(t *testing.T) {
+	results := []*ahp.InterceptResult{
+		{ProtocolVersion: ahp.ProtocolVersion},
+		{ProtocolVersion: ahp.ProtocolVersion, Effects: []ahp.Effect{{Type: ahp.EffectDeny, Reason: "no <rm> & \u2028 é", Code: "x.y"}},
+			Extensions: map[string]json.RawMessage{"b.ext": json.RawMessage(`{"a": "<b>" }`), "a.ext": json.RawMessage(`[1, 2]`)}},
+	}
+	for _, id := range []string{"evt_1", "evt_<&>\u2028"} {
+		for _, r := range results {
+			rawID, _ := json.Marshal(id)
+			rawResult, _ := json.Marshal(r)
+			want, _ := json.Marshal(ahp.Response{JSONRPC: "2.0", ID: rawID, Result: rawResult})
+			got, err := responseFrame(id, r)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("id %q: frame\n%s\nwant\n%s (err %v)", id, got, want, err)
+			}
+		}
+	}
+}

@@ -213,8 +213,9 @@ func decodeFresh(body []byte, remember bool) (*mapping.Request, error) {
 	if v := root.Get("metadata").Get("user_id"); v.Type == gjson.String {
 		req.SessionHint = v.Str
 	}
-	params := root.Without("messages", "system")
-	req.Params = []byte(params)
+	params := []byte(root.Without("messages", "system"))
+	params = params[:len(params):len(params)]
+	req.Params = params
 	if d.residue {
 		d.residueEntries = appendResidue(nil, msgs.Raw)
 		req.Params = withResidue(req.Params, d.residueEntries)

@@ -96,7 +96,10 @@ type snapshot struct {
 	systemRaw   string
 	model, hint string
 	stream      bool
-	params      string // Params without the messages residue
+	// params is Params without the messages residue, handed to every request that resumes
+	// this decode with the same outside (the canonical request is read, never written;
+	// its length is its capacity, so that an append copies it).
+	params []byte
 
 	chunks int64 // bytes of the buffers its values point into (its own and its bases')
 	cost   int64 // chunks and its lists: what holding it keeps alive
@@ -267,7 +270,7 @@ func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *map
 		Model:       o.model,
 		Stream:      o.stream,
 		SessionHint: o.hint,
-		Params:      []byte(o.params),
+		Params:      o.params,
 	}
 	if d.residue {
 		// The entries of the messages before the cut are the decode's it resumed (none
@@ -314,7 +317,7 @@ type outside struct {
 	systemRaw   string
 	model, hint string
 	stream      bool
-	params      string
+	params      []byte // length and capacity equal
 }
 
 // readOutside reads the members of a request other than messages.
@@ -330,7 +333,8 @@ func readOutside(root mapping.Members) outside {
 	if v := root.Get("metadata").Get("user_id"); v.Type == gjson.String {
 		o.hint = v.Str
 	}
-	o.params = root.Without("messages", "system")
+	p := []byte(root.Without("messages", "system"))
+	o.params = p[:len(p):len(p)]
 	return o
 }
 

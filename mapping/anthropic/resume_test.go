@@ -562,3 +562,36 @@ func TestResumeMemoEvictsWithinItsBound(t *testing.T) {
 		t.Errorf("control: the memo never came near its bound (peak %d)", peak)
 	}
 }
+
+// TestResumedDecodesShareParamsSafely: a request that resumes the decode of the request
+// before it is handed the same params bytes (not a copy per request), with no room to
+// append, so that a caller that appends to its request's params (as an edit would) writes
+// a copy and the next request of the conversation still decodes to what a fresh decode
+// gives.
+func TestResumedDecodesShareParamsSafely(t *testing.T) {
+	c := warmChat(t, 11, 6)
+	resumed := false
+	defer anthropic.OnResume(func(int) { resumed = true })()
+	var prev *mapping.Request
+	shared := 0
+	for turn := 6; turn < 30; turn++ {
+		c.grow(turn)
+		resumed = false
+		req := sameDecode(t, c.body())
+		// Params with the messages' residue are the request's own (made for it).
+		if resumed && prev != nil && !bytes.Contains(req.Params, []byte(`"messages"`)) {
+			if &prev.Params[0] != &req.Params[0] {
+				t.Errorf("turn %d: the params were copied, not shared with the request it resumed", turn)
+			}
+			if cap(req.Params) != len(req.Params) {
+				t.Fatalf("turn %d: shared params of length %d have capacity %d", turn, len(req.Params), cap(req.Params))
+			}
+			shared++
+		}
+		prev = &mapping.Request{Params: req.Params}
+		req.Params = append(req.Params, `,"x":1`...)
+	}
+	if shared < 4 {
+		t.Errorf("only %d of 24 requests resumed the one before with the same params", shared)
+	}
+}
