@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/internal/jsontext"
@@ -178,11 +180,57 @@ func ParseToolCall(p *ahp.Part) (ToolCall, bool) {
 		return ToolCall{}, false
 	}
 	NoteCallDecode()
-	var c ToolCall
-	if err := json.Unmarshal([]byte(*p.Text), &c); err != nil || c.ID == "" || c.Name == "" {
+	c, ok := writtenCall(*p.Text)
+	if !ok {
+		// Not in the form the codecs write (a policy's edit, escapes in the id): what
+		// encoding/json reads, which the fast form agrees with (FuzzParseToolCall).
+		c = ToolCall{}
+		if err := json.Unmarshal([]byte(*p.Text), &c); err != nil {
+			return ToolCall{}, false
+		}
+	}
+	if c.ID == "" || c.Name == "" {
 		return ToolCall{}, false
 	}
 	return c, true
+}
+
+// writtenCall reads a tool_call part's text written as appendToolCall writes it —
+// {"id":"…","name":"…","input":…} with id and name free of escapes and control bytes and
+// valid UTF-8, and a valid input — without encoding/json's reflection, which costs more
+// than the rest of the call's handling. ok is false for anything else.
+func writtenCall(s string) (c ToolCall, ok bool) {
+	const idKey, nameKey, inputKey = `{"id":"`, `,"name":"`, `,"input":`
+	plain := func(from int) (string, int, bool) {
+		end := jsontext.StringEnd(s, from-1)
+		if end >= len(s)-1 || s[end] != '"' {
+			return "", 0, false
+		}
+		v := s[from:end]
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x20 || v[i] == '\\' {
+				return "", 0, false
+			}
+		}
+		return v, end + 1, utf8.ValidString(v)
+	}
+	if !strings.HasPrefix(s, idKey) || s[len(s)-1] != '}' {
+		return ToolCall{}, false
+	}
+	id, i, ok := plain(len(idKey))
+	if !ok || !strings.HasPrefix(s[i:], nameKey) {
+		return ToolCall{}, false
+	}
+	name, i, ok := plain(i + len(nameKey))
+	if !ok || !strings.HasPrefix(s[i:], inputKey) {
+		return ToolCall{}, false
+	}
+	input := s[i+len(inputKey) : len(s)-1]
+	if input == "" || jsontext.SkipSpace(input, 0) != 0 || strings.TrimRight(input, " \t\r\n") != input ||
+		(jsontext.CheckOptions{}).CheckString(input) != nil {
+		return ToolCall{}, false
+	}
+	return ToolCall{ID: id, Name: name, Input: json.RawMessage(input)}, true
 }
 
 // LocatedCall is a tool call with its position in a message list.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/hookproxy/hookproxy/chain/ahp"
 )
 
 // referenceToolCallText is the tool_call text as encoding/json writes it without HTML
@@ -63,4 +65,45 @@ func TestCanonicalCallIsThePartReadBack(t *testing.T) {
 				c.id, c.name, c.input, got, ok, got.Input, want, wantOK, want.Input)
 		}
 	}
+}
+
+// referenceParse is ParseToolCall as encoding/json alone reads a part's text.
+func referenceParse(text string) (ToolCall, bool) {
+	var c ToolCall
+	if err := json.Unmarshal([]byte(text), &c); err != nil || c.ID == "" || c.Name == "" {
+		return ToolCall{}, false
+	}
+	return c, true
+}
+
+// FuzzParseToolCall: a tool_call part's text reads as encoding/json reads it, whether it
+// is in the form the codecs write (read without encoding/json) or anything else.
+func FuzzParseToolCall(f *testing.F) {
+	for _, c := range []ToolCall{
+		{ID: "call_1", Name: "Bash", Input: json.RawMessage(`{"command":"ls && rm <a> > b"}`)},
+		{ID: "c\"3\\", Name: "na\u2028me\x01", Input: nil},
+		{ID: "bad\xffutf8", Name: "t\tab", Input: json.RawMessage(`{"s":"\u003c\n"}`)},
+		{ID: "e", Name: "f", Input: json.RawMessage(`[1,{"a":null}]`)},
+	} {
+		f.Add(*ToolCallPart("p", c).Text)
+	}
+	for _, s := range []string{
+		`{"id":"a","name":"b","input":{"x":1,"x":2}}`, `{"id":"a","name":"b","input": {} }`,
+		`{"id":"a","name":"b","input":{}} `, `{"id":"a","name":"b","input":1,"input":2}`,
+		`{"id":"a","name":"b","input":"s"}`, `{"id":"a","name":"b","input":}`, `{"id":"","name":"b","input":{}}`,
+		`{"ID":"a","name":"b","input":{}}`, `{"id":"a\u0062","name":"b","input":{}}`, `{"id":"a","name":"b"}`,
+		`{"id":"a","name":"b","input":{}}}`, `{"id":"a","name":"b","input":null}`, `null`, `[]`,
+		"{\"id\":\"a\xff\",\"name\":\"b\",\"input\":{}}", "{\"id\":\"a\",\"name\":\"b\x01\",\"input\":{}}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		p := ahp.TextPart("p", text)
+		p.Category = ahp.CategoryToolCall
+		got, ok := ParseToolCall(&p)
+		want, wantOK := referenceParse(text)
+		if ok != wantOK || got.ID != want.ID || got.Name != want.Name || !bytes.Equal(got.Input, want.Input) {
+			t.Fatalf("%q: got %+v %v (input %q), encoding/json reads %+v %v (input %q)", text, got, ok, got.Input, want, wantOK, want.Input)
+		}
+	})
 }

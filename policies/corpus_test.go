@@ -2,6 +2,7 @@ package policies
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -281,6 +282,6 @@ func TestCorpusDestructive(t *testing.T) {
 
 // ruleFor reports which rule denies a call (the corpus tests name the rule they expect).
 func (p *Tools) ruleFor(name string, input json.RawMessage) (string, bool) {
-	v := p.evaluate(name, input)
+	v := p.evaluate(context.Background(), name, input)
 	return v.rule, v.denied
 }

@@ -264,6 +264,7 @@ func compileToolRule(r ToolRule, where string) (toolRule, error) {
 
 // toolInput is the lazily parsed input of one call.
 type toolInput struct {
+	ctx      context.Context // ends the evaluation of its commands
 	raw      json.RawMessage
 	tool     string
 	parsed   bool
@@ -283,9 +284,9 @@ func (in *toolInput) commands() []shellCmd {
 	in.analysed = true
 	in.parse()
 	if in.ok {
-		in.cmds = inputCommands(in.tool, &in.value)
+		in.cmds = inputCommands(in.ctx, in.tool, &in.value)
 	} else if in.compact != "" {
-		in.cmds = analyseScript(in.compact)
+		in.cmds = analyseScript(in.ctx, in.compact)
 	}
 	return in.cmds
 }
@@ -306,6 +307,11 @@ func (in *toolInput) parse() {
 	in.compact = string(v.appendJSON(make([]byte, 0, len(in.raw)+16)))
 }
 
+// EndsByDeadline marks the policy as bounded (transport.BoundedPolicy): its work is
+// charged to the request's budget before it starts, and the evaluation of the commands and
+// the rules look at the deadline as they go and stop there (shellEval.ended).
+func (p *Tools) EndsByDeadline() {}
+
 // Intercept implements ahp.Interceptor.
 func (p *Tools) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.InterceptResult, error) {
 	ev, caps, err := unpack(ctx, req)
@@ -320,7 +326,11 @@ func (p *Tools) Intercept(ctx context.Context, req *ahp.InterceptRequest) (*ahp.
 	if m := (&meter{ctx: ctx, budget: transport.WorkBudgetFrom(ctx)}); !m.charge(regexWeight * len(ev.Tool.Input)) {
 		return overBudget(m, caps)
 	}
-	v := p.evaluate(ev.Tool.Name, ev.Tool.Input)
+	v := p.evaluate(ctx, ev.Tool.Name, ev.Tool.Input)
+	if err := ctx.Err(); err != nil {
+		// The evaluation stopped at the deadline: what it found so far is no verdict.
+		return nil, err
+	}
 	if !v.denied && p.denyUnparseable {
 		for _, g := range ev.Gaps {
 			if g.Path == "tool.input" {
@@ -360,8 +370,8 @@ type verdict struct {
 
 // evaluate applies the deny rules, the unanalysable action, then the allow lists, to one
 // call.
-func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
-	in := toolInput{raw: input, tool: name}
+func (p *Tools) evaluate(ctx context.Context, name string, input json.RawMessage) verdict {
+	in := toolInput{ctx: ctx, raw: input, tool: name}
 	match := name
 	if !p.caseSensitive {
 		match = strings.ToLower(name)
@@ -376,6 +386,9 @@ func (p *Tools) evaluate(name string, input json.RawMessage) verdict {
 		}
 	}
 	for i := range p.rules {
+		if ctx.Err() != nil {
+			return verdict{} // the caller answers with the context's error
+		}
 		r := &p.rules[i]
 		t, cmd := r.check(match, &in)
 		if t == triUnknown && unsure == nil {

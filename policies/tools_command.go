@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"context"
 	"encoding/json"
 	"path"
 	"regexp"
@@ -159,16 +160,16 @@ func codeModeCommands(js string) (cmds []string, ok bool) {
 }
 
 // inputCommands evaluates every command in a tool call's input.
-func inputCommands(tool string, v *jsonValue) []shellCmd {
+func inputCommands(ctx context.Context, tool string, v *jsonValue) []shellCmd {
 	var out []shellCmd
 	t := strings.ToLower(tool)
 	freeform := strings.Contains(t, "exec") || strings.Contains(t, "shell") || strings.Contains(t, "bash") ||
 		strings.Contains(t, "terminal") || strings.Contains(t, "run") || strings.Contains(t, "cmd") || strings.Contains(t, "command")
-	collectCommands(v, "", false, freeform, &out)
+	collectCommands(ctx, v, "", false, freeform, &out)
 	return out
 }
 
-func collectCommands(v *jsonValue, key string, under, freeform bool, out *[]shellCmd) {
+func collectCommands(ctx context.Context, v *jsonValue, key string, under, freeform bool, out *[]shellCmd) {
 	if proseKeys[key] {
 		return
 	}
@@ -181,15 +182,15 @@ func collectCommands(v *jsonValue, key string, under, freeform bool, out *[]shel
 		if key == "input" && strings.Contains(v.str, "tools.") {
 			if cmds, ok := codeModeCommands(v.str); ok {
 				for _, c := range cmds {
-					*out = append(*out, analyseScript(c)...)
+					*out = append(*out, analyseScript(ctx, c)...)
 				}
 				return
 			}
 		}
-		*out = append(*out, analyseScript(v.str)...)
+		*out = append(*out, analyseScript(ctx, v.str)...)
 	case jsonObject:
 		for i := range v.elems {
-			collectCommands(&v.elems[i], v.keys[i], false, freeform, out)
+			collectCommands(ctx, &v.elems[i], v.keys[i], false, freeform, out)
 		}
 	case jsonArray:
 		if isCmd && key != "commands" {
@@ -202,12 +203,12 @@ func collectCommands(v *jsonValue, key string, under, freeform bool, out *[]shel
 				argv = append(argv, v.elems[i].str)
 			}
 			if len(argv) > 0 {
-				*out = append(*out, analyseArgv(argv)...)
+				*out = append(*out, analyseArgv(ctx, argv)...)
 				return
 			}
 		}
 		for i := range v.elems {
-			collectCommands(&v.elems[i], "", isCmd && key == "commands", freeform, out)
+			collectCommands(ctx, &v.elems[i], "", isCmd && key == "commands", freeform, out)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"path"
@@ -149,18 +150,41 @@ type shellEval struct {
 	count  int
 	steps  int
 	inFind bool // evaluating what find -exec (or xargs fed by find) runs
+
+	// ctx ends the evaluation (the policy's deadline): it is asked every stopEvery
+	// statements and before every script is parsed; once it has ended nothing more is
+	// evaluated, and the caller answers with ctx's error, never with what it found so far.
+	ctx    context.Context
+	asks   int
+	halted bool
 }
 
-// analyseScript evaluates a shell script.
-func analyseScript(script string) []shellCmd {
-	e := &shellEval{}
+// stopEvery is how many statements are evaluated between two looks at the deadline: a
+// statement costs a microsecond or so, the look a clock read.
+const stopEvery = 16
+
+// ended reports whether the evaluation must stop (its context has ended), looking at the
+// context on every stopEvery-th call. An evaluation without a context (env -S's word
+// splitting) never stops.
+func (e *shellEval) ended() bool {
+	if !e.halted && e.ctx != nil {
+		if e.asks++; e.asks%stopEvery == 1 && e.ctx.Err() != nil {
+			e.halted = true
+		}
+	}
+	return e.halted
+}
+
+// analyseScript evaluates a shell script until ctx ends.
+func analyseScript(ctx context.Context, script string) []shellCmd {
+	e := &shellEval{ctx: ctx}
 	e.script(script, nil, 0)
 	return e.cmds
 }
 
-// analyseArgv evaluates a command given as argv (["bash", "-lc", "..."]).
-func analyseArgv(argv []string) []shellCmd {
-	e := &shellEval{}
+// analyseArgv evaluates a command given as argv (["bash", "-lc", "..."]) until ctx ends.
+func analyseArgv(ctx context.Context, argv []string) []shellCmd {
+	e := &shellEval{ctx: ctx}
 	words := make([]shellWord, len(argv))
 	for i, a := range argv {
 		words[i] = shellWord{s: a}
@@ -209,6 +233,9 @@ func newParser() *syntax.Parser { return parsers.Get().(*syntax.Parser) }
 // script parses s and evaluates every statement the shell would run before a syntax
 // error; what follows an error is unanalysable (its words kept for the policy).
 func (e *shellEval) script(s string, via []string, depth int) {
+	if e.ended() {
+		return
+	}
 	if depth > maxShellDepth || e.count > maxShellCommands || len(s) > maxShellInput {
 		e.unanalysable("nested too deep or too long to evaluate", nil, via, shellishWords(s))
 		return
@@ -281,7 +308,7 @@ func (e *shellEval) stmts(list []*syntax.Stmt, via []string, depth int) {
 
 // stmt evaluates one statement; in is its standard input when it is a pipeline stage.
 func (e *shellEval) stmt(st *syntax.Stmt, via []string, in *stdinFeed, depth int) {
-	if st == nil || e.count > maxShellCommands {
+	if st == nil || e.count > maxShellCommands || e.ended() {
 		return
 	}
 	if e.steps++; e.steps == maxShellSteps {

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
@@ -36,7 +37,7 @@ func TestToolsUnanalysableAction(t *testing.T) {
 		p := toolsFromJSON(t, `{`+rules+`, "unanalysable": "`+action+`"}`).(*Tools)
 		for _, c := range cases {
 			want := map[string]bool{"auto": c.auto, "deny": c.deny, "ask": c.ask, "allow": c.allowed}[action]
-			v := p.evaluate("Bash", bashInput(c.cmd))
+			v := p.evaluate(context.Background(), "Bash", bashInput(c.cmd))
 			if v.denied != want {
 				t.Errorf("unanalysable=%s: %s: denied %v, want %v (%s)", action, c.cmd, v.denied, want, v.reason)
 				continue
@@ -74,7 +75,7 @@ func TestToolsAllowCommands(t *testing.T) {
 		{`{"command": "python3 -c 'print(1)'"}`, "inline python3 code"},
 		{`{"command": "ls", "description": "then curl something"}`, ""},
 	} {
-		v := p.evaluate("Bash", json.RawMessage(c.input))
+		v := p.evaluate(context.Background(), "Bash", json.RawMessage(c.input))
 		switch {
 		case c.deny == "" && v.denied:
 			t.Errorf("%s: refused: %s", c.input, v.reason)
@@ -85,11 +86,11 @@ func TestToolsAllowCommands(t *testing.T) {
 		}
 	}
 	ask := toolsFromJSON(t, `{"allowCommands": [{"command": "go"}], "unlisted": "ask"}`).(*Tools)
-	if v := ask.evaluate("Bash", bashInput("make")); !v.denied || !strings.Contains(v.reason, "needs approval") {
+	if v := ask.evaluate(context.Background(), "Bash", bashInput("make")); !v.denied || !strings.Contains(v.reason, "needs approval") {
 		t.Errorf("unlisted ask: %+v", v)
 	}
 	// Other tools than shells are not affected.
-	if v := p.evaluate("Read", json.RawMessage(`{"file_path": "main.go"}`)); v.denied {
+	if v := p.evaluate(context.Background(), "Read", json.RawMessage(`{"file_path": "main.go"}`)); v.denied {
 		t.Errorf("Read refused: %s", v.reason)
 	}
 }
@@ -146,7 +147,7 @@ func TestToolsEffectsBeyondDelete(t *testing.T) {
 		`git clean -fdx`:                                  "recursive-delete",
 		`git clean -n`:                                    "",
 	} {
-		v := p.evaluate("Bash", bashInput(cmd))
+		v := p.evaluate(context.Background(), "Bash", bashInput(cmd))
 		if got := map[bool]string{true: v.rule}[v.denied]; got != rule {
 			t.Errorf("%s: rule %q, want %q (%s)", cmd, got, rule, v.reason)
 		}
@@ -169,7 +170,7 @@ func TestShellEvalBounded(t *testing.T) {
 		"subst depth":   strings.Repeat("$(", 500) + "rm -rf /" + strings.Repeat(")", 500),
 	} {
 		start := time.Now()
-		cmds := analyseScript(s)
+		cmds := analyseScript(context.Background(), s)
 		if d := time.Since(start); d > testsupport.Bound(2*time.Second) {
 			t.Errorf("%s: %v", name, d)
 		}
@@ -178,7 +179,7 @@ func TestShellEvalBounded(t *testing.T) {
 		}
 	}
 	p, _ := NewTools(ToolsConfig{Destructive: true})
-	if v := p.evaluate("Bash", bashInput(nested)); !v.denied {
+	if v := p.evaluate(context.Background(), "Bash", bashInput(nested)); !v.denied {
 		t.Errorf("rm -rf / nested 10 shells deep passes")
 	}
 }
@@ -193,15 +194,15 @@ func FuzzShellEval(f *testing.F) {
 	}
 	p, _ := NewTools(ToolsConfig{Destructive: true})
 	f.Fuzz(func(t *testing.T, s string) {
-		cmds := analyseScript(s)
+		cmds := analyseScript(context.Background(), s)
 		if len(cmds) > maxShellCommands+1 {
 			t.Fatalf("%d commands", len(cmds))
 		}
 		for i := range cmds {
 			_ = cmds[i].String()
 		}
-		analyseArgv(strings.Fields(s))
-		p.evaluate("Bash", bashInput(s))
+		analyseArgv(context.Background(), strings.Fields(s))
+		p.evaluate(context.Background(), "Bash", bashInput(s))
 	})
 }
 
@@ -216,7 +217,7 @@ func BenchmarkShellCorpus(b *testing.B) {
 	p, _ := NewTools(ToolsConfig{Destructive: true})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p.evaluate("Bash", inputs[i%len(inputs)])
+		p.evaluate(context.Background(), "Bash", inputs[i%len(inputs)])
 	}
 }
 
@@ -226,7 +227,7 @@ func BenchmarkShellTypical(b *testing.B) {
 	in := bashInput(`cd /srv/app && go test ./... 2>&1 | tail -20`)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		p.evaluate("Bash", in)
+		p.evaluate(context.Background(), "Bash", in)
 	}
 }
 
@@ -248,10 +249,10 @@ func TestToolsCodexCodeMode(t *testing.T) {
 		{`"rm -r /tmp/x"`, false, true},
 		{`"cat " + file`, false, true}, // computed: unanalysable
 	} {
-		if v := def.evaluate("exec", js(c.cmd)); v.denied != c.destructive {
+		if v := def.evaluate(context.Background(), "exec", js(c.cmd)); v.denied != c.destructive {
 			t.Errorf("destructive list, %s: denied %v (%s)", c.cmd, v.denied, v.reason)
 		}
-		if v := allow.evaluate("exec", js(c.cmd)); v.denied != c.list {
+		if v := allow.evaluate(context.Background(), "exec", js(c.cmd)); v.denied != c.list {
 			t.Errorf("allow list, %s: denied %v (%s)", c.cmd, v.denied, v.reason)
 		}
 	}
@@ -289,7 +290,7 @@ func TestToolsOrdinaryCommandsPass(t *testing.T) {
 		`xargs -n1 echo < list.txt`,
 		`curl -fsSL https://example.com/install.sh -o install.sh && less install.sh`,
 	} {
-		if v := p.evaluate("Bash", bashInput(cmd)); v.denied {
+		if v := p.evaluate(context.Background(), "Bash", bashInput(cmd)); v.denied {
 			t.Errorf("%s: refused: %s", cmd, v.reason)
 		}
 	}
@@ -307,7 +308,7 @@ func TestProcessSubstitutionInsideAWord(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "/dev/fd/63x" {
 		t.Fatalf("bash gives %q (%v); the model expects /dev/fd/63x", out, err)
 	}
-	cmds := analyseScript(`cat <(ls)x`)
+	cmds := analyseScript(context.Background(), `cat <(ls)x`)
 	found := false
 	for _, c := range cmds {
 		if strings.Contains(c.String(), "/dev/fd/63x") {
@@ -318,10 +319,10 @@ func TestProcessSubstitutionInsideAWord(t *testing.T) {
 		t.Errorf("the word did not expand to /dev/fd/63x: %v", cmds)
 	}
 	p, _ := NewTools(ToolsConfig{Destructive: true})
-	if v := p.evaluate("Bash", bashInput(`cat <(rm -rf /)x`)); !v.denied {
+	if v := p.evaluate(context.Background(), "Bash", bashInput(`cat <(rm -rf /)x`)); !v.denied {
 		t.Error("rm -rf / inside a process substitution in a longer word passed")
 	}
-	if v := p.evaluate("Bash", bashInput(`diff <(ls a)x b`)); v.denied {
+	if v := p.evaluate(context.Background(), "Bash", bashInput(`diff <(ls a)x b`)); v.denied {
 		t.Errorf("control: an ordinary process substitution was refused: %s", v.reason)
 	}
 }

@@ -166,3 +166,36 @@ func TestPolicyStopsScanningAtItsDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestToolsStopsAtItsDeadline: the tools policy, which runs on the caller's goroutine
+// (transport.BoundedPolicy), looks at its context while it evaluates a long script and
+// stops at the first look after the context ended, answering with the context's error —
+// never with a verdict over the part it evaluated, which here would have let through the
+// rm -rf / at the end. Control: with a context that does not end it looks many times and
+// finds the rm.
+func TestToolsStopsAtItsDeadline(t *testing.T) {
+	p, err := NewTools(ToolsConfig{Destructive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := toolBeforeEvent("Bash", string(mustJSON(map[string]string{"command": strings.Repeat("echo a; ", 4000) + "rm -rf /"})))
+	whole := &cancelAfter{Context: context.Background(), n: 1 << 62}
+	r, err := interceptWith(whole, p, ev)
+	if err != nil || len(r.Effects) == 0 || r.Effects[0].Type != ahp.EffectDeny {
+		t.Fatalf("control: %+v %v, want the rm -rf / denied", r, err)
+	}
+	if whole.calls.Load() < 20 {
+		t.Fatalf("control: only %d looks at the context over 4000 statements", whole.calls.Load())
+	}
+	ctx := &cancelAfter{Context: context.Background(), n: 5}
+	r, err = interceptWith(ctx, p, ev)
+	if err != context.Canceled || r != nil {
+		t.Fatalf("got %+v, %v; want no result and the context's error", r, err)
+	}
+	// The sixth look ends the evaluation; the rules' loop and Intercept look once more
+	// each on the way out.
+	if got := ctx.calls.Load(); got != 8 {
+		t.Errorf("the evaluation went on after its context ended: %d looks, want 8", got)
+	}
+	var _ transport.BoundedPolicy = p
+}
