@@ -19,8 +19,9 @@ import (
 )
 
 // BenchmarkAgentSession measures what a coding agent's session costs the proxy, turn by
-// turn: Claude-Code-shaped Anthropic Messages requests (a ~12 KB system prompt in two
-// cached blocks, ~35 KB of tool definitions, metadata.user_id naming the session) whose
+// turn: Claude-Code-shaped Anthropic Messages requests (the messages array second, as
+// Claude Code writes it, then a ~12 KB system prompt in two cached blocks, ~35 KB of tool
+// definitions, metadata.user_id naming the session) whose
 // history grows by one turn per request (the model's text and tool_use, then a tool_result
 // of ~2 KB of text no earlier turn held). Each session runs T turns; N sessions run one
 // after another, each request sent to two `hookproxy serve` processes built from this
@@ -299,14 +300,11 @@ func (c *agentConversation) advance() {
 
 // request is the next request's body.
 func (c *agentConversation) request() []byte {
+	// The members in Claude Code's order: model, messages, system, tools, metadata,
+	// max_tokens, ..., stream (the messages array second, the ~47 KB of system prompt and
+	// tool definitions after it).
 	var sb bytes.Buffer
-	sb.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":32000,"stream":false,`)
-	fmt.Fprintf(&sb, `"metadata":{"user_id":"user_0123456789abcdef_account__session_%08d-bench"},`, c.session)
-	sb.WriteString(`"system":`)
-	sb.WriteString(agentSystem)
-	sb.WriteString(`,"tools":`)
-	sb.WriteString(agentTools)
-	sb.WriteString(`,"messages":[`)
+	sb.WriteString(`{"model":"claude-sonnet-4-5","messages":[`)
 	for i, m := range c.history {
 		if i > 0 {
 			sb.WriteByte(',')
@@ -317,7 +315,12 @@ func (c *agentConversation) request() []byte {
 		}
 		sb.WriteString(m)
 	}
-	sb.WriteString(`]}`)
+	sb.WriteString(`],"system":`)
+	sb.WriteString(agentSystem)
+	sb.WriteString(`,"tools":`)
+	sb.WriteString(agentTools)
+	fmt.Fprintf(&sb, `,"metadata":{"user_id":"user_0123456789abcdef_account__session_%08d-bench"}`, c.session)
+	sb.WriteString(`,"max_tokens":32000,"stream":false}`)
 	return sb.Bytes()
 }
 
