@@ -164,11 +164,12 @@ type shellEval struct {
 const stopEvery = 16
 
 // ended reports whether the evaluation must stop (its context has ended), looking at the
-// context on every stopEvery-th call. An evaluation without a context (env -S's word
-// splitting) never stops.
-func (e *shellEval) ended() bool {
+// context on every stopEvery-th call, or on this one when now is set (before a parse, which
+// costs more than a statement). An evaluation without a context (env -S's word splitting)
+// never stops.
+func (e *shellEval) ended(now bool) bool {
 	if !e.halted && e.ctx != nil {
-		if e.asks++; e.asks%stopEvery == 1 && e.ctx.Err() != nil {
+		if e.asks++; (now || e.asks%stopEvery == 1) && e.ctx.Err() != nil {
 			e.halted = true
 		}
 	}
@@ -233,7 +234,7 @@ func newParser() *syntax.Parser { return parsers.Get().(*syntax.Parser) }
 // script parses s and evaluates every statement the shell would run before a syntax
 // error; what follows an error is unanalysable (its words kept for the policy).
 func (e *shellEval) script(s string, via []string, depth int) {
-	if e.ended() {
+	if e.ended(true) {
 		return
 	}
 	if depth > maxShellDepth || e.count > maxShellCommands || len(s) > maxShellInput {
@@ -308,7 +309,7 @@ func (e *shellEval) stmts(list []*syntax.Stmt, via []string, depth int) {
 
 // stmt evaluates one statement; in is its standard input when it is a pipeline stage.
 func (e *shellEval) stmt(st *syntax.Stmt, via []string, in *stdinFeed, depth int) {
-	if st == nil || e.count > maxShellCommands || e.ended() {
+	if st == nil || e.count > maxShellCommands || e.ended(false) {
 		return
 	}
 	if e.steps++; e.steps == maxShellSteps {

@@ -197,5 +197,17 @@ func TestToolsStopsAtItsDeadline(t *testing.T) {
 	if got := ctx.calls.Load(); got != 8 {
 		t.Errorf("the evaluation went on after its context ended: %d looks, want 8", got)
 	}
+	// Each nested script is looked at before it is parsed, not every 16 statements: 40
+	// bash -c scripts give the control 40 looks or more, and the evaluation still stops at
+	// the sixth.
+	ev = toolBeforeEvent("Bash", string(mustJSON(map[string]string{"command": strings.Repeat("bash -c 'echo a'; ", 40) + "rm -rf /"})))
+	whole = &cancelAfter{Context: context.Background(), n: 1 << 62}
+	if r, err := interceptWith(whole, p, ev); err != nil || len(r.Effects) == 0 || whole.calls.Load() < 40 {
+		t.Fatalf("control: %+v %v after %d looks", r, err, whole.calls.Load())
+	}
+	ctx = &cancelAfter{Context: context.Background(), n: 5}
+	if r, err := interceptWith(ctx, p, ev); err != context.Canceled || r != nil || ctx.calls.Load() != 8 {
+		t.Fatalf("nested scripts: %+v, %v after %d looks; want the context's error after 8", r, err, ctx.calls.Load())
+	}
 	var _ transport.BoundedPolicy = p
 }
