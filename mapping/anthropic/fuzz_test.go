@@ -28,7 +28,12 @@ func FuzzDecodeRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
+	f.Fuzz(func(t *testing.T, input []byte) {
+		// The decoder keeps what a remembered decode points into — a fresh decode's body —
+		// for later requests to resume (resume.go), and a caller never writes a body it
+		// decoded (the proxy reads each request into a buffer of its own). The fuzzing
+		// engine reuses its input buffer for the next input, so the decode gets a copy.
+		body := append([]byte(nil), input...)
 		orig := append([]byte(nil), body...)
 		req, err := tr.DecodeRequest(body)
 		// The decode may have resumed one of an earlier input (resume.go): it is the
