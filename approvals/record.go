@@ -27,8 +27,12 @@ const (
 	DecisionDeny    = "deny"
 )
 
-// TimedOutReason is the reason of an expired record.
+// TimedOutReason is the reason of a record that expired by its timeout.
 const TimedOutReason = "approval timed out"
+
+// AbandonedReason is the reason of a record that expired because the request holding the
+// call ended (the client went away) before anyone decided.
+const AbandonedReason = "the request ended before a decision"
 
 // Record is one held tool call and what became of it.
 type Record struct {

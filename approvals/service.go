@@ -227,7 +227,7 @@ wait:
 			final, err = s.store.Settle(context.WithoutCancel(ctx), rec.ID, StateExpired, "", TimedOutReason, time.Now())
 			break wait
 		case <-ctx.Done():
-			final, err = s.store.Settle(context.WithoutCancel(ctx), rec.ID, StateExpired, "", "the request ended before a decision", time.Now())
+			final, err = s.store.Settle(context.WithoutCancel(ctx), rec.ID, StateExpired, "", AbandonedReason, time.Now())
 			break wait
 		}
 	}

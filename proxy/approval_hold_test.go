@@ -145,6 +145,35 @@ func TestStreamedAskHeldThenDecided(t *testing.T) {
 	}
 }
 
+// A client that goes away while its call waits ends the wait: the record expires at once
+// (long before its timeout) with the reason that says the request ended, so a person
+// looking at the queue sees the call was abandoned rather than timed out or decided, and
+// a later decision is refused.
+func TestAbandonedAskExpires(t *testing.T) {
+	up := newUpstream(t, sseResponder(chatTextThenCall("Pushing now.", `{"command":"git push origin main"}`)...))
+	svc := newApprovals(t, time.Minute)
+	px := startProxy(t, testConfig(up.URL), newTestChainWith(t, askPushPolicy(t), intercept("tool.before")),
+		Options{Approvals: &Approvals{Service: svc, Generation: "g"}})
+	resp, r := openStream(t, px.URL+chatPath, chatStreamReq)
+	streamUntil(t, r, "Pushing now.")
+	rec := pendingOne(t, svc)
+	resp.Body.Close() // the agent gives up on the request
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.State == approvals.StatePending && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		var err error
+		if rec, err = svc.Get(context.Background(), rec.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.State != approvals.StateExpired || rec.Reason != approvals.AbandonedReason || rec.Reason == approvals.TimedOutReason {
+		t.Fatalf("after the client left, record %+v", rec)
+	}
+	if _, err := svc.Decide(context.Background(), rec.ID, approvals.DecisionApprove, "alice", "", ""); err == nil {
+		t.Fatal("a decision on an abandoned record was accepted")
+	}
+}
+
 // While a streamed call waits, the client gets keep-alives in the provider's own form.
 func TestHeldStreamKeepAlives(t *testing.T) {
 	saved := approvalKeepAlive
