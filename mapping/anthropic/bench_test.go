@@ -92,3 +92,19 @@ func TestEncodeRequestUnchangedDoesNotAllocate(t *testing.T) {
 		t.Errorf("EncodeRequest(unchanged) allocates %v times", n)
 	}
 }
+
+// BenchmarkDecodeResponse decodes a JSON Messages response as a coding agent's turn ends:
+// a sentence of text and one tool call, with usage.
+func BenchmarkDecodeResponse(b *testing.B) {
+	body := []byte(`{"id":"msg_01XFDUDYJgAACzvnptvVoYEL","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929",` +
+		`"content":[{"type":"text","text":"I'll read the file to see what it holds before changing anything."},` +
+		`{"type":"tool_use","id":"toolu_01A09q90qw90lq917835lq9","name":"Read","input":{"file_path":"/work/src/pkg/file.go","limit":200}}],` +
+		`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":2095,"cache_creation_input_tokens":0,` +
+		`"cache_read_input_tokens":41000,"output_tokens":503,"service_tier":"standard"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tr.DecodeResponse(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

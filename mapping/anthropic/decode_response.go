@@ -33,19 +33,23 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 	if !root.IsObject() {
 		return nil, malformed("not a JSON object")
 	}
-	if root.Get("type").String() == "error" {
-		e := root.Get("error")
+	// The members read, in one pass over the object (gjson's Get would walk it once per
+	// member); a repeated member gives its first value, as Get does.
+	var f [respFields]gjson.Result
+	mapping.Pick(root, respFieldNames[:], f[:])
+	if f[rType].String() == "error" {
+		e := f[rError]
 		return nil, upstreamError(e.Get("type").String(), e.Get("message").String())
 	}
-	content := root.Get("content")
+	content := f[rContent]
 	if !content.IsArray() {
 		return nil, malformed("content is not an array")
 	}
 
 	resp := &mapping.Response{
-		ID:           root.Get("id").String(),
-		Model:        root.Get("model").String(),
-		FinishReason: root.Get("stop_reason").String(),
+		ID:           f[rID].String(),
+		Model:        f[rModel].String(),
+		FinishReason: f[rStopReason].String(),
 		Original:     body,
 	}
 	st := &responseState{parts: map[string]*origin{}, finish: resp.FinishReason}
@@ -59,7 +63,7 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 	}
 	var err error
 	var origins []*origin
-	content.ForEach(func(_, b gjson.Result) bool {
+	mapping.Elements(content, func(b gjson.Result) bool {
 		n := len(msg.Parts)
 		var d decodedBlock
 		if d, err = decodeBlock(b, partID(msg.ID, n)); err != nil {
@@ -86,10 +90,25 @@ func (*Messages) DecodeResponse(body []byte) (*mapping.Response, error) {
 	// A response hookproxy synthesized carries zero usage only for SDK parsing; events
 	// must never report invented usage (a compatibility adapter fabricates no native data).
 	if !strings.HasPrefix(resp.ID, SynthesizedIDPrefix) {
-		resp.Usage = usage(root.Get("usage"))
+		resp.Usage = usage(f[rUsage])
 	}
 	return resp, nil
 }
+
+// The top-level members of a Messages response that DecodeResponse reads.
+const (
+	rType = iota
+	rError
+	rContent
+	rID
+	rModel
+	rStopReason
+	rUsage
+	respFields
+)
+
+var respFieldNames = [respFields]string{rType: "type", rError: "error", rContent: "content", rID: "id",
+	rModel: "model", rStopReason: "stop_reason", rUsage: "usage"}
 
 // usage maps native usage to an attempt-scoped amount. Absent counts stay absent: unknown,
 // never zero.

@@ -366,6 +366,16 @@ func (d *requestDecoder) remember(key uint64, pieces []string, o outside, own in
 		head: o.head, tail: o.tail, hasSystem: o.hasSystem, systemRaw: o.systemRaw,
 		model: o.model, hint: o.hint, stream: o.stream, params: o.params,
 	}
+	// The params (an agent's tool definitions above all) are the same bytes on every
+	// request that resumes this decode: held, their digest is found by their address
+	// (transport.SumBytes) instead of by hashing or comparing them on every request. They
+	// are this decode's own bytes, never written (an append copies: no spare capacity).
+	if len(o.params) >= minHeldText {
+		p := unsafe.String(unsafe.SliceData(o.params), len(o.params))
+		if _, ok := heldtexts.Find(p); !ok {
+			heldtexts.Hold(p)
+		}
+	}
 	// Every call's input copy made now, so that no resumed decode writes one into the
 	// shared list; a fresh decode handed its copies out, so the memo keeps copies of its
 	// own (a resumed decode hands out copies, ownInputs).

@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -585,6 +586,15 @@ func TestResumedDecodesShareParamsSafely(t *testing.T) {
 			}
 			if cap(req.Params) != len(req.Params) {
 				t.Fatalf("turn %d: shared params of length %d have capacity %d", turn, len(req.Params), cap(req.Params))
+			}
+			// Held, so that a digest of them is found by address, and the digest is theirs;
+			// a copy of the same bytes is not held (control).
+			d, held := heldtexts.Sum(unsafe.String(&req.Params[0], len(req.Params)))
+			if !held || d != sha256.Sum256(req.Params) {
+				t.Errorf("turn %d: shared params held %v, digest right %v", turn, held, d == sha256.Sum256(req.Params))
+			}
+			if c := bytes.Clone(req.Params); func() bool { _, ok := heldtexts.Sum(unsafe.String(&c[0], len(c))); return ok }() {
+				t.Errorf("turn %d: a copy of the params is held", turn)
 			}
 			shared++
 		}
