@@ -84,6 +84,12 @@ type Request struct {
 	Original []byte
 	// Native is translator-private state (for example the raw JSON of each native message).
 	Native any
+	// BodyUnkept reports that nothing the decode returned or remembered points into the
+	// body it decoded, except Original and Native, which the caller drops with the request:
+	// once the request is over, the body's memory may hold another request's. False
+	// (the safe answer) when the translator keeps the body (a decode later requests
+	// resume) or does not say.
+	BodyUnkept bool
 }
 
 // ToolResult is one tool result found in a request, joined with the tool call it answers

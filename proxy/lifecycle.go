@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"sync"
@@ -76,6 +77,7 @@ type requestPart struct {
 	paramReds   []ahp.ParamsRedaction // settled redactions of the request's params (params_redact.go)
 	parents     map[string]string     // derived tool.before id → the event it stands for (store.go)
 	outBody     []byte                // the body sent upstream
+	lease       *bodyLease            // the read buffer, pooled again when the request is over (body_pool.go)
 	rw          rewriteState          // settlement records re-applied and made (rewrites.go)
 	requestOnly bool                  // count_tokens, embeddings, legacy completions: model.request.before only
 	retrieve    bool                  // a GET that reads back a held response: outBody is its checked parameters body, or nil
@@ -201,6 +203,9 @@ func (x *lifecycle) forwardFailed(w http.ResponseWriter, r *http.Request, err er
 func (x *lifecycle) end(requestBytes int64) {
 	x.waitObservers()
 	x.s.release(requestBytes + x.heldResponse)
+	if x.lease != nil {
+		x.lease.release() // the upstream's readers of it may still hold it (body_pool.go)
+	}
 }
 
 // newLifecycle reads and decodes the client's body and derives the request's identities.
@@ -211,6 +216,7 @@ func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subsc
 	if err != nil {
 		return nil, err
 	}
+	read := body
 	limit := rt.s.limits.MaxRequestBytes
 	if len(r.Header.Values("Content-Encoding")) > 0 {
 		// The chain judges the decoded body, and the decoded body is what goes upstream
@@ -237,6 +243,12 @@ func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subsc
 	ctx := withPolicyBudget(r.Context(), rt.s.limits)
 	x := &lifecycle{rt: rt, s: rt.s, tr: tr, ctx: ctx, subs: subs}
 	x.req = req
+	if req.BodyUnkept && len(read) > 0 && len(req.Original) == len(read) && &req.Original[0] == &read[0] {
+		// The codec keeps nothing of the buffer the body was read into: it serves the
+		// next request once this one is over (body_pool.go). A body that was decoded
+		// (Content-Encoding) is another buffer, and is left to the collector.
+		x.lease = newBodyLease(read)
+	}
 	x.items = append([]ahp.Message(nil), req.Items...)
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
@@ -277,6 +289,13 @@ func (x *lifecycle) prepareOutbound(out *http.Request) {
 		return
 	}
 	setOutboundBody(out, x.outBody, x.readsResponse())
+	if x.lease != nil {
+		// Every reader the transport gets holds the buffer until the transport closes it:
+		// a request whose answer came early may still be writing its body.
+		body := x.outBody
+		out.Body = x.lease.reader(body)
+		out.GetBody = func() (io.ReadCloser, error) { return x.lease.reader(body), nil }
+	}
 	x.upstreamStart = time.Now()
 }
 

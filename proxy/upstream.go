@@ -310,7 +310,11 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	// 400 KiB history) is copied once, into a buffer of its exact size.
 	var buf []byte
 	n := 0
-	if sizeHint > maxUpfront {
+	if b := pooledBodyBuffer(sizeHint); b != nil {
+		// A buffer an earlier request left (body_pool.go): it costs no memory, whatever
+		// the client declared.
+		buf = b
+	} else if sizeHint > maxUpfront {
 		// The first maxUpfront bytes go to a reused buffer: only the buffer the body ends
 		// in is allocated, instead of a first one that is copied out and dropped.
 		staged := upfrontPool.Get().(*[]byte)
@@ -326,11 +330,11 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 			upfrontPool.Put(staged)
 			return nil, err
 		}
-		buf = make([]byte, min(sizeHint, 2*int64(n)))
+		buf = bodyBuffer(min(sizeHint, 2*int64(n)), sizeHint)
 		copy(buf, *staged)
 		upfrontPool.Put(staged)
 	} else {
-		buf = make([]byte, sizeHint)
+		buf = bodyBuffer(sizeHint, sizeHint)
 	}
 	for {
 		for n < len(buf) {
@@ -346,7 +350,7 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 		if int64(n) >= sizeHint {
 			break
 		}
-		next := make([]byte, min(sizeHint, 2*int64(n)))
+		next := bodyBuffer(min(sizeHint, 2*int64(n)), sizeHint)
 		copy(next, buf)
 		buf = next
 	}

@@ -266,7 +266,8 @@ func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *map
 		ToolResults: ownInputs(d.results), // the inputs of remembered calls are shared
 		PromptStart: promptStart(d.items),
 		Original:    body,
-		Native:      st,
+		Native:      st, // reads the body (st.array) until the request is over
+		BodyUnkept:  true,
 		Model:       o.model,
 		Stream:      o.stream,
 		SessionHint: o.hint,

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -179,6 +180,7 @@ func sameDecodeEdits(t *testing.T, body []byte, edits bool) *mapping.Request {
 	if werr != nil {
 		return nil
 	}
+	want.BodyUnkept = got.BodyUnkept // a resumed decode keeps nothing of its body (checked below)
 	if !reflect.DeepEqual(got, want) {
 		diffRequests(t, got, want)
 	}
@@ -193,7 +195,54 @@ func sameDecodeEdits(t *testing.T, body []byte, edits bool) *mapping.Request {
 			t.Fatalf("edit %d: resumed %v %.300s\nfresh %v %.300s", e, gerr, gout, werr, wout)
 		}
 	}
+	if got.BodyUnkept {
+		if before, after := overwriteBody(t, got, body); after != before {
+			t.Fatalf("the decode says it keeps nothing of its body, but overwriting the body changed it:\n%.400s\n%.400s", before, after)
+		}
+	}
 	return got
+}
+
+// overwriteBody overwrites body, which req was decoded from, as the proxy's pool may hand
+// a finished request's buffer to the next request (mapping.Request.BodyUnkept), and
+// returns what req reads as (all but Original and Native) before and after. The next
+// decode of the conversation, which may resume this one, meets sameDecode's comparison
+// with a fresh decode: a remembered decode that pointed into the body would fail it.
+func overwriteBody(t *testing.T, req *mapping.Request, body []byte) (before, after string) {
+	t.Helper()
+	view := func() string {
+		r := *req
+		r.Original, r.Native = nil, nil
+		b, err := json.Marshal(r)
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		return string(b)
+	}
+	before = view()
+	for i := range body {
+		body[i] = 0xA5
+	}
+	return before, view()
+}
+
+// The check of BodyUnkept can fail: a fresh decode points into its body (it keeps it for
+// the requests that resume it), and overwriting that body changes what it reads as.
+func TestOverwrittenBodyShowsWhatADecodeKeeps(t *testing.T) {
+	c := newAgentChat(5)
+	for turn := range 4 {
+		c.grow(turn)
+	}
+	req, err := anthropic.DecodeFresh(c.body())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.BodyUnkept {
+		t.Fatal("a fresh decode says it keeps nothing of its body")
+	}
+	if before, after := overwriteBody(t, req, req.Original); before == after {
+		t.Fatal("control: overwriting a fresh decode's body changed nothing it reads as")
+	}
 }
 
 // diffRequests reports which field of two requests differs.
