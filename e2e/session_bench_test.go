@@ -40,6 +40,12 @@ import (
 // turns of every session, and the default chain's turn-160 / turn-10 ratio (flatness).
 // Linux only. Run with -benchtime 1x; HOOKPROXY_SESSION_TURNS and HOOKPROXY_SESSIONS
 // change T (160) and N (4).
+//
+// HOOKPROXY_SESSION_BASE names another hookproxy binary (a build of an earlier commit): it
+// runs as a third process, "base", with the embedded default chain, and gets every request
+// too (the three take turns at going first). It reports base's figures and default/base
+// over 120 and 160 turns: two builds compared on the same requests in the same minutes,
+// which the machine's drift between two runs (±10 % on the ratio here) does not blur.
 func BenchmarkAgentSession(b *testing.B) {
 	if _, err := os.Stat("/proc/self/task"); err != nil {
 		b.Skip("needs /proc (Linux)")
@@ -48,13 +54,20 @@ func BenchmarkAgentSession(b *testing.B) {
 	bin := buildHookproxy(b)
 	up := newSessionUpstream(b)
 	modes := []string{"none", "default"}
+	baseBin := os.Getenv("HOOKPROXY_SESSION_BASE")
+	if baseBin != "" {
+		modes = append(modes, "base")
+	}
 	procs := make([]*serveProcess, len(modes))
 	for i, m := range modes {
-		reg := ""
-		if m == "none" {
+		reg, exe := "", bin
+		switch m {
+		case "none":
 			reg = "registration: none\n"
+		case "base":
+			exe = baseBin
 		}
-		procs[i] = startServe(b, bin, up.URL, reg)
+		procs[i] = startServe(b, exe, up.URL, reg)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, WriteBufferSize: 64 << 10}}
 	send := func(p *serveProcess, body []byte) time.Duration {
@@ -95,7 +108,7 @@ func BenchmarkAgentSession(b *testing.B) {
 					size1 = len(body)
 				}
 				sizeT = len(body)
-				first := t % 2
+				first := t % len(modes)
 				for k := range modes {
 					m := (first + k) % len(modes)
 					cpu[m][s][t] = send(procs[m], body)
@@ -132,13 +145,18 @@ func BenchmarkAgentSession(b *testing.B) {
 		return sum
 	}
 	b.ReportMetric(float64(total(1, 120))/float64(total(0, 120)), "default/none-120")
+	if baseBin != "" {
+		b.ReportMetric(float64(total(2, 120))/float64(total(0, 120)), "base/none-120")
+		b.ReportMetric(float64(total(1, 120))/float64(total(2, 120)), "default/base-120")
+		b.ReportMetric(float64(total(1, turns))/float64(total(2, turns)), fmt.Sprintf("default/base-%d", turns))
+	}
 	if turns >= 160 {
 		b.ReportMetric(at(1, 160)/at(1, 10), "default-t160/t10")
 	}
 	b.ReportMetric(float64(size1)/1e3, "first-KB")
 	b.ReportMetric(float64(sizeT)/1e3, "last-KB")
-	if up.served.Load() != int64(2*turns*sessions*b.N) {
-		b.Fatalf("upstream served %d requests, want %d", up.served.Load(), 2*turns*sessions*b.N)
+	if want := int64(len(modes) * turns * sessions * b.N); up.served.Load() != want {
+		b.Fatalf("upstream served %d requests, want %d", up.served.Load(), want)
 	}
 }
 
