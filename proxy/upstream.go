@@ -292,9 +292,11 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // readAllLimited reads a whole body of at most limit bytes (boundary path). A body that
-// declares its length (sizeHint) is read into a buffer of exactly that size: no growing,
-// no spare capacity to allocate and clear, which for a 32 KiB request is a quarter of
-// the buffer. A body longer than it declared still works, through the growing path.
+// declares its length (sizeHint) is read into a buffer of that size: no growing. Under
+// 64 KiB it has no spare capacity (for a 32 KiB request a quarter of the buffer would be
+// allocated and cleared for nothing); from 64 KiB it is a pooled buffer, or one with its
+// pool class's capacity that can serve a later body (body_pool.go). A body longer than it
+// declared still works, through the growing path.
 const maxUpfront = 256 << 10
 
 // upfrontPool holds the maxUpfront-byte buffers the start of a long body is read into.
@@ -307,7 +309,7 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 	// The declared length sizes the buffer only up to maxUpfront, and past it up to
 	// twice what has arrived: the buffer grows with the bytes that arrive, never from a
 	// length a client merely declared, and a body that keeps its declaration (an agent's
-	// 400 KiB history) is copied once, into a buffer of its exact size.
+	// 400 KiB history) is copied once, into the buffer it ends in.
 	var buf []byte
 	n := 0
 	if b := pooledBodyBuffer(sizeHint); b != nil {
