@@ -92,6 +92,15 @@ type Request struct {
 	BodyUnkept bool
 }
 
+// BodyReleaser is a Translator whose decodes may leave their body unkept
+// (Request.BodyUnkept): its caller reads request bodies into buffers it can reuse, which
+// costs nothing for a body that turns out to be kept.
+type BodyReleaser interface {
+	Translator
+	// ReleasesBodies marks the translator; it is never called.
+	ReleasesBodies()
+}
+
 // ToolResult is one tool result found in a request, joined with the tool call it answers
 // when that call is in the same request's history.
 type ToolResult struct {

@@ -67,11 +67,12 @@ func pooledBodyBuffer(n int64) []byte {
 	return nil
 }
 
-// bodyBuffer allocates a buffer of length n for a body that declared declared bytes: the
-// buffer the whole body goes in (n == declared) gets the capacity of its class, so that
-// it can be pooled after its request; a buffer the body will grow out of gets none.
-func bodyBuffer(n, declared int64) []byte {
-	if k := bodyClass(n); k >= 0 && n == declared {
+// bodyBuffer allocates a buffer of length n for a body that declared declared bytes. With
+// pooled set, the buffer the whole body goes in (n == declared) gets the capacity of its
+// class, so that it can be pooled after its request; any other buffer has no spare
+// capacity.
+func bodyBuffer(n, declared int64, pooled bool) []byte {
+	if k := bodyClass(n); pooled && k >= 0 && n == declared {
 		return make([]byte, n, bodyClassSize(k))
 	}
 	return make([]byte, n)

@@ -66,9 +66,9 @@ func TestPooledBufferReadsExactly(t *testing.T) {
 			// tries, until a read takes the released buffer.
 			taken := false
 			for try := 0; try < 20 && !taken; try++ {
-				putBodyBuffer(bodyBuffer(tc.hint, tc.hint))
+				putBodyBuffer(bodyBuffer(tc.hint, tc.hint, true))
 				reused := bodyPoolStats.reused.Load()
-				got, err := readAllLimited(strings.NewReader(body), 4*n, tc.hint)
+				got, err := readAll(strings.NewReader(body), 4*n, tc.hint, true)
 				if err != nil || string(got) != body {
 					t.Fatalf("got %d bytes, %v", len(got), err)
 				}
@@ -81,11 +81,31 @@ func TestPooledBufferReadsExactly(t *testing.T) {
 	}
 }
 
+// Only a body that may be released is read the pooled way: any other read (a held
+// response, an MCP body, a codec that keeps its bodies) leaves the pool alone and gets a
+// buffer of its exact size, while the pooled read of the same body takes the released
+// buffer, or makes one of its class's capacity.
+func TestOnlyReleasableBodiesArePooled(t *testing.T) {
+	body := strings.Repeat("0123456789abcdef", 100<<10/16)
+	n := int64(len(body))
+	putBodyBuffer(bodyBuffer(n, n, true))
+	reused := bodyPoolStats.reused.Load()
+	got, err := readAllLimited(strings.NewReader(body), 4*n, n)
+	if err != nil || string(got) != body || cap(got) != len(got) || bodyPoolStats.reused.Load() != reused {
+		t.Fatalf("unpooled read: %d bytes, capacity %d, %v; took from the pool: %v", len(got), cap(got), err,
+			bodyPoolStats.reused.Load() != reused)
+	}
+	got, err = readAll(strings.NewReader(body), 4*n, n, true)
+	if err != nil || string(got) != body || cap(got) != bodyClassSize(bodyClass(n)) {
+		t.Fatalf("pooled read: %d bytes, capacity %d, %v", len(got), cap(got), err)
+	}
+}
+
 // The buffer returns to the pool only when the lifecycle and every reader the transport
 // got are done with it; a reader closed or made after that reads nothing.
 func TestBodyLeaseWaitsForEveryReader(t *testing.T) {
 	withPoisonedReleases(t)
-	buf := bodyBuffer(minPooledBody, minPooledBody)
+	buf := bodyBuffer(minPooledBody, minPooledBody, true)
 	for i := range buf {
 		buf[i] = 'x'
 	}
@@ -122,7 +142,7 @@ func TestBodyLeaseWaitsForEveryReader(t *testing.T) {
 func TestLeasedReaderCloseDuringRead(t *testing.T) {
 	withPoisonedReleases(t)
 	for range 50 {
-		buf := bodyBuffer(minPooledBody, minPooledBody)
+		buf := bodyBuffer(minPooledBody, minPooledBody, true)
 		for i := range buf {
 			buf[i] = 'x'
 		}

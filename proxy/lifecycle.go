@@ -212,7 +212,8 @@ func (x *lifecycle) end(requestBytes int64) {
 // pathModel is the model the path names (an Azure deployment): it is model.id, and the
 // request's model when the body names none.
 func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subscriptions, pathModel string) (*lifecycle, error) {
-	body, err := rt.readBody(r)
+	_, pooled := tr.(mapping.BodyReleaser)
+	body, err := rt.readBody(r, pooled)
 	if err != nil {
 		return nil, err
 	}

@@ -51,9 +51,8 @@ func TestReadAllLimited(t *testing.T) {
 }
 
 // Past maxUpfront the buffer grows with what arrives: a body longer than maxUpfront is read
-// whole whatever it declared, one that keeps its declaration ends in a buffer of its pool
-// class's size (body_pool.go: at most half again its length, so that it can serve a later
-// body), and the limit still holds.
+// whole whatever it declared, one that keeps its declaration ends in a buffer of its exact
+// size (no spare capacity held for the exchange), and the limit still holds.
 func TestReadAllLimitedPastUpfront(t *testing.T) {
 	body := strings.Repeat("abcdefghij", (3*maxUpfront+maxUpfront/3)/10)
 	n := int64(len(body))
@@ -81,9 +80,8 @@ func TestReadAllLimitedPastUpfront(t *testing.T) {
 			if !errors.Is(err, tc.err) || string(got) != tc.want {
 				t.Errorf("%s / %s: got %d bytes, %v; want %d, %v", tc.name, rd.name, len(got), err, len(tc.want), tc.err)
 			}
-			if want := bodyClassSize(bodyClass(n)); tc.hint == n && err == nil && cap(got) != want {
-				t.Errorf("%s / %s: a %d-byte buffer for a %d-byte body that kept its declared length, want %d",
-					tc.name, rd.name, cap(got), n, want)
+			if tc.hint == n && err == nil && cap(got) != len(got) {
+				t.Errorf("%s / %s: a %d-byte buffer for a body that kept its declared length", tc.name, rd.name, cap(got))
 			}
 		}
 	}
@@ -95,7 +93,7 @@ func TestReadAllLimitedAllocatesALongBodyOnce(t *testing.T) {
 	body := strings.Repeat("0123456789abcdef", (maxUpfront+maxUpfront/2)/16)
 	read := func() {
 		got, err := readAllLimited(strings.NewReader(body), 4*int64(len(body)), int64(len(body)))
-		if err != nil || string(got) != body || cap(got) != bodyClassSize(bodyClass(int64(len(body)))) {
+		if err != nil || string(got) != body || cap(got) != len(got) {
 			t.Fatalf("got %d bytes (cap %d), %v", len(got), cap(got), err)
 		}
 	}

@@ -95,7 +95,7 @@ func (rt *route) retrieveBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	body, err := rt.readBody(r)
+	body, err := rt.readBody(r, false)
 	if err != nil {
 		return nil, err
 	}

@@ -292,31 +292,42 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
 // readAllLimited reads a whole body of at most limit bytes (boundary path). A body that
-// declares its length (sizeHint) is read into a buffer of that size: no growing. Under
-// 64 KiB it has no spare capacity (for a 32 KiB request a quarter of the buffer would be
-// allocated and cleared for nothing); from 64 KiB it is a pooled buffer, or one with its
-// pool class's capacity that can serve a later body (body_pool.go). A body longer than it
-// declared still works, through the growing path.
+// declares its length (sizeHint) is read into a buffer of exactly that size: no growing,
+// no spare capacity to allocate and clear, which for a 32 KiB request is a quarter of
+// the buffer. A body longer than it declared still works, through the growing path.
 const maxUpfront = 256 << 10
 
 // upfrontPool holds the maxUpfront-byte buffers the start of a long body is read into.
 var upfrontPool = sync.Pool{New: func() any { b := make([]byte, maxUpfront); return &b }}
 
 func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
+	return readAll(r, limit, sizeHint, false)
+}
+
+// readAll is readAllLimited; with pooled set, a body of 64 KiB or more that keeps its
+// declaration is read into a pooled buffer, or into one with its pool class's capacity
+// that can serve a later body once it is released (body_pool.go). Only a body that may be
+// released is read so: any other would take buffers from the pool and leave the rest of
+// their class's capacity allocated and cleared for nothing.
+func readAll(r io.Reader, limit, sizeHint int64, pooled bool) ([]byte, error) {
 	if sizeHint <= 0 || sizeHint > limit {
 		return readAllGrowing(r, nil, limit)
 	}
 	// The declared length sizes the buffer only up to maxUpfront, and past it up to
 	// twice what has arrived: the buffer grows with the bytes that arrive, never from a
 	// length a client merely declared, and a body that keeps its declaration (an agent's
-	// 400 KiB history) is copied once, into the buffer it ends in.
+	// 400 KiB history) is copied once, into a buffer of its exact size (of its class's,
+	// pooled).
 	var buf []byte
 	n := 0
-	if b := pooledBodyBuffer(sizeHint); b != nil {
+	if pooled {
 		// A buffer an earlier request left (body_pool.go): it costs no memory, whatever
 		// the client declared.
-		buf = b
-	} else if sizeHint > maxUpfront {
+		buf = pooledBodyBuffer(sizeHint)
+	}
+	switch {
+	case buf != nil:
+	case sizeHint > maxUpfront:
 		// The first maxUpfront bytes go to a reused buffer: only the buffer the body ends
 		// in is allocated, instead of a first one that is copied out and dropped.
 		staged := upfrontPool.Get().(*[]byte)
@@ -332,11 +343,11 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 			upfrontPool.Put(staged)
 			return nil, err
 		}
-		buf = bodyBuffer(min(sizeHint, 2*int64(n)), sizeHint)
+		buf = bodyBuffer(min(sizeHint, 2*int64(n)), sizeHint, pooled)
 		copy(buf, *staged)
 		upfrontPool.Put(staged)
-	} else {
-		buf = bodyBuffer(sizeHint, sizeHint)
+	default:
+		buf = bodyBuffer(sizeHint, sizeHint, pooled)
 	}
 	for {
 		for n < len(buf) {
@@ -352,7 +363,7 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 		if int64(n) >= sizeHint {
 			break
 		}
-		next := bodyBuffer(min(sizeHint, 2*int64(n)), sizeHint)
+		next := bodyBuffer(min(sizeHint, 2*int64(n)), sizeHint, pooled)
 		copy(next, buf)
 		buf = next
 	}
@@ -375,12 +386,12 @@ func readAllLimited(r io.Reader, limit, sizeHint int64) ([]byte, error) {
 // readBody reads a request body whole under limits.maxRequestBytes (boundary path and
 // read-backs). A body over the limit, one that trickles in (body_guard.go) or one the
 // client abandoned ends in the answer for it.
-func (rt *route) readBody(r *http.Request) ([]byte, error) {
+func (rt *route) readBody(r *http.Request, pooled bool) ([]byte, error) {
 	limit := rt.s.limits.MaxRequestBytes
 	if r.ContentLength > limit {
 		return nil, rt.tooLarge(limit)
 	}
-	body, err := readAllLimited(r.Body, limit, r.ContentLength)
+	body, err := readAll(r.Body, limit, r.ContentLength, pooled)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		return nil, rt.tooLarge(limit)

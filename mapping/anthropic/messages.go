@@ -38,6 +38,10 @@ func (*Messages) Provider() string { return ProviderName }
 // ToolPath is the event path of tool calls seen through this API.
 func (*Messages) ToolPath() string { return ToolPath }
 
+// ReleasesBodies marks Messages as a mapping.BodyReleaser: a decode that resumes a
+// remembered one keeps nothing of its body (resume.go).
+func (*Messages) ReleasesBodies() {}
+
 // TerminalFinishReason is the stop reason of a turn that ended without pending tool calls.
 func (*Messages) TerminalFinishReason() string { return "end_turn" }
 
