@@ -102,7 +102,9 @@ func (s wrapSpec) parse(args []shellWord) (rest []shellWord, script *shellWord, 
 						split = &args[i+1]
 					}
 				}
-				i++
+				if i+1 < len(args) {
+					i++ // the option's value; the last word has none (the wrapper refuses it)
+				}
 			} else if hasVal && strings.HasPrefix("split-string", name) && len(name) >= 2 {
 				v := shellWord{s: w[strings.IndexByte(w, '=')+1:]}
 				split = &v
