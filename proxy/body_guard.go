@@ -59,12 +59,33 @@ type rateBody struct {
 	rate     int64
 	n        atomic.Int64
 	timedOut atomic.Bool
+	// interrupted: the deadline was brought forward to end a read in flight (relayBody),
+	// so a timeout is not the body falling behind.
+	interrupted atomic.Bool
 }
 
-func (b *rateBody) arm() error {
-	allowed := b.grace + time.Duration(b.n.Load()*int64(time.Second)/b.rate)
-	return b.ctl.SetReadDeadline(b.start.Add(allowed))
+// interrupt brings the deadline of a read in flight forward to at most within from now.
+func (b *rateBody) interrupt(within time.Duration) {
+	b.interrupted.Store(true)
+	if d := time.Now().Add(within); d.Before(b.deadline()) {
+		_ = b.ctl.SetReadDeadline(d)
+	}
 }
+
+// resume gives the connection back the deadline the body's rate allows, once the
+// interrupted read has returned.
+func (b *rateBody) resume() {
+	if !b.timedOut.Load() {
+		_ = b.arm()
+	}
+	b.interrupted.Store(false)
+}
+
+func (b *rateBody) deadline() time.Time {
+	return b.start.Add(b.grace + time.Duration(b.n.Load()*int64(time.Second)/b.rate))
+}
+
+func (b *rateBody) arm() error { return b.ctl.SetReadDeadline(b.deadline()) }
 
 func (b *rateBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
@@ -76,6 +97,9 @@ func (b *rateBody) Read(p []byte) (int, error) {
 	case err == nil:
 		_ = b.arm()
 	case errors.As(err, &ne) && ne.Timeout():
+		if b.interrupted.Load() {
+			return n, errRelayClosed
+		}
 		b.timedOut.Store(true)
 		err = errBodyTooSlow
 	}

@@ -167,7 +167,10 @@ func (h *mcpHandler) forwardWith(w http.ResponseWriter, r *http.Request, st *mcp
 	out := r.WithContext(context.WithValue(r.Context(), mcpStateKey{}, st))
 	if r.Body != nil && r.Body != http.NoBody {
 		st.body = newLimitedBody(r.Body, r.ContentLength, limit)
-		out.Body = st.body
+		var relay *relayBody
+		w, relay = streamRelay(w, r, st.body)
+		defer relay.finish()
+		out.Body = relay
 	}
 	h.rp.ServeHTTP(w, out)
 }

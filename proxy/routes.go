@@ -426,6 +426,11 @@ func (rt *route) forward(w http.ResponseWriter, r *http.Request) {
 				rt.proxyError(w, out, err)
 				return
 			}
+		} else {
+			var relay *relayBody
+			w, relay = streamRelay(w, r, st.body)
+			defer relay.finish()
+			out.Body = relay
 		}
 	}
 	rt.rp.ServeHTTP(w, out)
