@@ -168,3 +168,46 @@ func TestHeldWholeAnswerCountsAsItArrives(t *testing.T) {
 		}
 	}
 }
+
+// A request counts in limits.maxHeldBytes by the buffer its body occupies. An Anthropic
+// body is read into a pooled buffer of its size class, up to half as large again: 70 KiB
+// takes a buffer of about 90 KiB, which a budget of 80 KiB cannot hold. The same body
+// through Chat Completions is read into a buffer of exactly its size and fits; with room
+// for the buffer, the Anthropic request passes too.
+func TestHeldRequestCountsItsBuffer(t *testing.T) {
+	text := strings.Repeat("lorem ipsum ", 70<<10/12)
+	bodies := map[string]string{
+		msgsPath: `{"model":"claude","max_tokens":10,"messages":[{"role":"user","content":"` + text + `"}]}`,
+		chatPath: `{"model":"gpt-4o","messages":[{"role":"user","content":"` + text + `"}]}`,
+	}
+	for _, tc := range []struct {
+		path   string
+		budget int64
+		want   int
+	}{
+		{msgsPath, 80 << 10, http.StatusServiceUnavailable},
+		{chatPath, 80 << 10, http.StatusOK},
+		{msgsPath, 100 << 10, http.StatusOK},
+	} {
+		up := newUpstream(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+			w.Header().Set("Content-Type", "application/json")
+			if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+				_, _ = io.WriteString(w, `{"id":"m","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+				return
+			}
+			_, _ = io.WriteString(w, chatText)
+		})
+		cfg := testConfig(up.URL)
+		cfg.Limits.MaxHeldBytes = tc.budget
+		px := startProxy(t, cfg, newTestChain(t, &fakePolicy{}, intercept("model.request.before")), Options{})
+		resp, err := http.Post(px.URL+tc.path, "application/json", strings.NewReader(bodies[tc.path]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s with %d KiB held at most: %d %s, want %d", tc.path, tc.budget>>10, resp.StatusCode, answer, tc.want)
+		}
+	}
+}

@@ -123,8 +123,9 @@ func (rt *route) serveBoundaries(w http.ResponseWriter, r *http.Request, ep endp
 // serve walks the request from its settled request side to the last byte sent.
 func (x *lifecycle) serve(w http.ResponseWriter, r *http.Request) {
 	// The decoded request is held until the lifecycle ends: it counts against the
-	// server-wide budget.
-	n := int64(len(x.req.Original))
+	// server-wide budget, by the buffer it occupies (a pooled body's buffer, or one grown
+	// while a body of unknown length arrived, is up to half as large again as the body).
+	n := int64(cap(x.req.Original))
 	if !x.s.hold(n) {
 		x.s.writeError(w, r, x.rt, x.rt.overloaded("bytes held in memory (limits.maxHeldBytes)"))
 		return
