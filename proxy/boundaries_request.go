@@ -280,7 +280,7 @@ func (x *lifecycle) turnStart(start, end int, now *[]ahp.Message) (requestOutcom
 		ev.Turn = &turn
 	}
 	ev.Trigger = "user"
-	ev.Items = shareMessages(x.items[es:ee])
+	ev.Items = ahp.ShareMessages(x.items[es:ee]) // parts shared: never written in place
 	st := x.settle(ev, capsTurnStart(), ahp.ExtRedactText)
 	if out, done := x.settledRefusalOrStop(ev, st, "", ""); done {
 		return out, true
@@ -313,7 +313,7 @@ func (x *lifecycle) modelRequestBefore() (requestOutcome, bool) {
 	if len(ev.Params) == 0 {
 		ev.Params = json.RawMessage(`{}`)
 	}
-	ev.Items = shareMessages(x.items)
+	ev.Items = ahp.ShareMessages(x.items)
 	if n := len(x.req.Gaps) + len(x.modelGaps); n > 0 {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}

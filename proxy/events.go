@@ -133,24 +133,6 @@ func cloneMessages(in []ahp.Message) []ahp.Message {
 	return out
 }
 
-// shareMessages copies the message list of a request-side event but shares the messages'
-// part lists, capped so that an append cannot reach past them. On the request side parts
-// are never changed in place (an edit replaces a whole message, an effect brings new
-// parts), so the event cannot be changed through the working list or the other way round,
-// and a long conversation is not copied part by part for every event. The translator
-// keeps its own copy of what it decoded, so even a part changed in place would be noticed
-// and rendered, never lost.
-func shareMessages(in []ahp.Message) []ahp.Message {
-	out := make([]ahp.Message, len(in))
-	for i, m := range in {
-		if m.Parts != nil {
-			m.Parts = m.Parts[:len(m.Parts):len(m.Parts)]
-		}
-		out[i] = m
-	}
-	return out
-}
-
 // isJSONObject reports whether raw is a JSON object (tool.input must be one).
 func isJSONObject(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)

@@ -63,13 +63,33 @@ func (e *Event) Clone() *Event {
 	return &c
 }
 
+// ShareMessages copies a message list but shares the messages' parts, each part list
+// capped so that an append cannot reach past it; never nil (an event's list is present even
+// when empty). The messages are the
+// copy's own; their parts, texts and other values are not, and are never written in place
+// by anyone: an edit gives a message a new part list (or a part a new text pointer). That
+// rule is what lets a conversation's history be handed from request to request without a
+// copy of every part: a codec's remembered decode, the proxy's working list, its events
+// and the scan memos all share the same parts. The Anthropic codec and internal/listmemo
+// check it under go test (a remembered list written in place panics at its next use).
+func ShareMessages(ms []Message) []Message {
+	out := make([]Message, len(ms))
+	for i, m := range ms {
+		if m.Parts != nil {
+			m.Parts = m.Parts[:len(m.Parts):len(m.Parts)]
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // CloneMessages deep-copies a message list (nil stays nil, empty stays empty). The copies
 // of all parts share one array, their texts another, and the values of their other pointer
 // fields (size, body, gap) a third: a request repeats its whole conversation, hundreds of
 // parts, on every call, and the copy costs a few allocations whatever its length. Each
 // message's part list is capped at its length, so appending to one never writes into the
-// next. The translators keep such a copy of what they decoded, and in-process interceptors
-// get one inside Event.Clone.
+// next. The translators keep such a copy of a fresh decode, and in-process interceptors get
+// one inside Event.Clone.
 func CloneMessages(ms []Message) []Message {
 	if ms == nil {
 		return nil

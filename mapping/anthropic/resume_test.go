@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,10 +423,12 @@ func TestResumeOnlyWhatIsShared(t *testing.T) {
 	}
 }
 
-// Requests resuming one decode at once, each changing what it was given in place (texts,
-// parts, tool results, gaps), change nothing another request sees: every later decode is
-// still a fresh decode's. Run with -race.
-func TestResumedDecodesShareNothingWritable(t *testing.T) {
+// Requests resuming one decode at once, each changing what it was given (messages, their
+// part lists replaced or appended to, tool results, gaps), change nothing another request
+// sees: every later decode is still a fresh decode's. Parts are shared with the decode they
+// resumed and are never written in place (TestPartsWrittenInPlaceAreCaught). Run with
+// -race.
+func TestResumedDecodesShareNoList(t *testing.T) {
 	c := warmChat(t, 5, 10)
 	var resumed atomic.Int32
 	defer anthropic.OnResume(func(int) { resumed.Add(1) })()
@@ -437,7 +440,7 @@ func TestResumedDecodesShareNothingWritable(t *testing.T) {
 		bodies = append(bodies, next.body())
 	}
 	var wg sync.WaitGroup
-	for k, body := range bodies {
+	for _, body := range bodies {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -447,14 +450,21 @@ func TestResumedDecodesShareNothingWritable(t *testing.T) {
 				return
 			}
 			for i := range req.Items {
-				for j := range req.Items[i].Parts {
-					if p := &req.Items[i].Parts[j]; p.Text != nil {
-						*p.Text = "overwritten" // in place, as no chain should but one might
-						p.ID = "x"
+				m := &req.Items[i]
+				parts := slices.Clone(m.Parts)
+				for j := range parts {
+					if parts[j].Text != nil {
+						s := "overwritten"
+						parts[j].Text, parts[j].ID = &s, "x"
 					}
 				}
-				req.Items[i].Parts = append(req.Items[i].Parts, ahp.TextPart("y", "appended"))
+				if i%2 == 0 {
+					m.Parts = parts
+				}
+				m.Parts = append(m.Parts, ahp.TextPart("y", "appended"))
+				m.ID, m.Role = "overwritten", "overwritten"
 			}
+			req.Items = append(req.Items[:1], ahp.Message{ID: "spliced"})
 			for i := range req.ToolResults {
 				req.ToolResults[i].ToolName = "overwritten"
 				if len(req.ToolResults[i].Input) > 0 {
@@ -464,7 +474,6 @@ func TestResumedDecodesShareNothingWritable(t *testing.T) {
 			for i := range req.Gaps {
 				req.Gaps[i].Reason = "overwritten"
 			}
-			_ = k
 		}()
 	}
 	wg.Wait()
@@ -476,6 +485,46 @@ func TestResumedDecodesShareNothingWritable(t *testing.T) {
 	}
 	c.grow(3)
 	sameDecode(t, c.body())
+}
+
+// A resumed decode's parts are its snapshot's: a text written in place through them would
+// reach every later request of the conversation. Under go test the snapshot keeps a copy
+// and the next request that resumes it panics, naming the rule. Control: replacing the
+// part instead resumes as before.
+func TestPartsWrittenInPlaceAreCaught(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		c := warmChat(t, 6, 8)
+		c.grow(8)
+		req := decode(t, string(c.body())) // resumes, and is remembered
+		var k int
+		for k = range req.Items {
+			if len(req.Items[k].Parts) > 0 && req.Items[k].Parts[0].Text != nil {
+				break
+			}
+		}
+		if inPlace {
+			*req.Items[k].Parts[0].Text = "written in place"
+		} else {
+			parts := slices.Clone(req.Items[k].Parts)
+			s := "replaced"
+			parts[0].Text = &s
+			req.Items[k].Parts = parts
+		}
+		c.grow(9)
+		body := c.body()
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			_, _ = tr.DecodeRequest(body)
+			return nil
+		}()
+		anthropic.ForgetDecodes() // the written snapshot must not reach another test
+		if inPlace != (panicked != nil) {
+			t.Errorf("written in place %v: the next decode panicked with %v", inPlace, panicked)
+		}
+		if panicked != nil && !strings.Contains(fmt.Sprint(panicked), "written in place") {
+			t.Errorf("the panic does not name the rule: %v", panicked)
+		}
+	}
 }
 
 // A resumed decode's texts are the very strings of the decode it resumed (same bytes at
