@@ -113,29 +113,17 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 }
 
 // Keep remembers items with v under key, old and shared as Find returned them for items
-// (which the caller has not changed since). It keeps a list of its own, so the caller may
-// replace messages or their parts in items afterwards: the leading messages items shares
-// with old are old's where their texts are the same memory, the rest copies sharing items'
-// parts. old (nil for none) is dropped: a conversation keeps one list, its latest. extra is
-// what v keeps alive besides the list.
+// (which the caller has not changed since). It keeps a list of its own sharing items'
+// parts, so the caller may replace messages or their parts in items afterwards. old (nil
+// for none) is dropped: a conversation keeps one list, its latest. extra is what v keeps
+// alive besides the list.
 func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra int64, old *Entry[V]) {
-	// A run of messages equal to old's but in other memory (a request decoded afresh) is
-	// copied from items, not taken from old: the conversation's next request shares the
-	// new memory, and compares by address again rather than byte by byte.
+	// items' parts, not old's, even where they are equal: the conversation's next request
+	// shares the memory of this one's (a resumed decode), and compares by address.
 	if old == nil {
 		shared = 0
 	}
-	own, from := make([]ahp.Message, 0, len(items)), 0 // items[from:i] is still to copy
-	for i := 0; i < shared; i++ {
-		if sameTexts(&items[i], &old.items[i]) {
-			if from < i {
-				own = append(own, ahp.ShareMessages(items[from:i])...)
-			}
-			own = append(own, old.items[i])
-			from = i + 1
-		}
-	}
-	own = append(own, ahp.ShareMessages(items[from:])...)
+	own := ahp.ShareMessages(items)
 	sums := make([]int64, 1, len(own)+1)
 	if shared > 0 {
 		sums = append(sums[:0], old.sums[:shared+1]...) // equal messages hold as much
@@ -293,16 +281,6 @@ func partsEqual(a, b *ahp.Message) bool {
 		if p.ID != q.ID || p.Synthesized != q.Synthesized || p.Kind != q.Kind || p.MediaType != q.MediaType ||
 			p.Selection != q.Selection || p.Category != q.Category || p.SHA256 != q.SHA256 ||
 			!ptrEqual(p.Text, q.Text) || !ptrEqual(p.Body, q.Body) || !ptrEqual(p.Gap, q.Gap) || !ptrEqual(p.Size, q.Size) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameTexts reports whether two equal messages' texts are the same memory.
-func sameTexts(a, b *ahp.Message) bool {
-	for i := range a.Parts {
-		if p, q := a.Parts[i].Text, b.Parts[i].Text; p != nil && unsafe.StringData(*p) != unsafe.StringData(*q) {
 			return false
 		}
 	}
