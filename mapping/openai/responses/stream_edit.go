@@ -32,7 +32,8 @@ import (
 // in kind from the one streamed is replaced by the streamed one — the client never runs a
 // call other than the one judged. A call in an output_item.done without output_index
 // (Codex runs it) is decided where that event comes (looseCall); the terminal response
-// keeps it as judged.
+// keeps it as judged. When its arguments came before, unannounced and with an
+// output_index, it is judged at that index instead, as a late call.
 
 // NewStreamEditor implements mapping.StreamEditing.
 func (t *Translator) NewStreamEditor(out io.Writer, d mapping.StreamDecider) mapping.StreamEditor {
@@ -63,6 +64,9 @@ type editor struct {
 	// loose: the calls of output_item.done events without output_index, judged, by their
 	// compact item: the item as emitted, "" when removed.
 	loose map[string]string
+	// unannounced: the output_index of each item whose call content came before any
+	// output_item.added (a stream resumed inside a call), by item id.
+	unannounced map[string]int
 }
 
 // itemState is what the stream said about one output item.
@@ -187,6 +191,14 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	oi := root.Get("output_index")
 	if typ == "response.output_item.done" && !oi.Exists() {
 		if item := root.Get("item"); isCallItem(item) {
+			if idx, ok := e.unannounced[item.Get("id").String()]; ok && e.items[idx] == nil {
+				// Its arguments named its place: judged there, so that removing it moves
+				// the later items as the terminal response will.
+				it := &itemState{typ: strings.Clone(item.Get("type").String())}
+				e.items[idx] = it
+				e.maxIndex = max(e.maxIndex, idx)
+				return e.lateCall(it, idx, item.Raw, false)
+			}
 			return e.looseCall(q, item.Raw)
 		}
 	}
@@ -221,6 +233,14 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		// call (GET /v1/responses/{id}?stream=true&starting_after=N). They are not relayed
 		// unjudged; the call is judged, and rendered whole, at its output_item.done
 		// (lateCall) or from the terminal response.
+		if id := root.Get("item_id").String(); id != "" {
+			if e.unannounced == nil {
+				e.unannounced = map[string]int{}
+			}
+			if _, seen := e.unannounced[id]; !seen && len(e.unannounced) < maxStreamItems {
+				e.unannounced[strings.Clone(id)] = idx
+			}
+		}
 		return nil
 	}
 	if typ == "response.output_item.done" {
