@@ -30,7 +30,9 @@ import (
 // answer, is rebuilt from what was judged: a call the item events did not announce but
 // the terminal response holds is decided there, and an item whose terminal form differs
 // in kind from the one streamed is replaced by the streamed one — the client never runs a
-// call other than the one judged. A call in an output_item.done without output_index
+// call other than the one judged. A removed call that only the terminal response holds,
+// with streamed items after it, leaves a placeholder message in its place, so that those
+// items stay where their events put them. A call in an output_item.done without output_index
 // (Codex runs it) is decided where that event comes (looseCall); the terminal response
 // keeps it as judged. When its arguments came before, unannounced and with an
 // output_index, it is judged at that index instead, as a late call.
@@ -595,8 +597,11 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 		case ti.Exists() && isCallItem(ti) && e.isLoose(ti.Raw):
 			// A call judged from its output_item.done without output_index: as judged.
 			out := e.loose[mapping.CompactJSON(ti.Raw)]
-			if out != "" {
+			switch {
+			case out != "":
 				final = append(final, out)
+			case e.streamedAfter(i):
+				final = append(final, e.placeholder(ti.Raw))
 			}
 			rebuilt = rebuilt || out != ti.Raw
 		case ti.Exists() && isCallItem(ti):
@@ -606,9 +611,13 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 			if err != nil {
 				return "", false, err
 			}
-			if kept {
+			switch {
+			case kept:
 				final = append(final, item)
-			} else {
+			case e.streamedAfter(i):
+				e.dropped++
+				final = append(final, e.placeholder(ti.Raw))
+			default:
 				e.dropped++
 			}
 		case ti.Exists():
@@ -641,6 +650,27 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 		}
 	}
 	return data, true, nil
+}
+
+// streamedAfter reports whether the stream gave an item after upstream index i: the
+// client has its events at a position that a removed call before it must not move.
+func (e *editor) streamedAfter(i int) bool {
+	for j := i + 1; j <= e.maxIndex; j++ {
+		if e.items[j] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// placeholder is what takes the terminal response's place of a removed call that the
+// stream never carried, when items the stream did carry come after it: a message saying
+// so (the notes' message, at the end, says why), so that those items keep the positions
+// their events gave them.
+func (e *editor) placeholder(call string) string {
+	const text = "[a tool call was removed here by policy]"
+	return `{"id":` + mapping.Quote(hashID("msg_", e.respID, call)) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
+		mapping.Quote(text) + `,"annotations":[]}]}`
 }
 
 // isLoose reports whether item was judged by looseCall.
