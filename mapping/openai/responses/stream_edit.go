@@ -559,8 +559,16 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 	resp := root.Get("response")
 	out := resp.Get("output")
 	if !resp.IsObject() || !out.IsArray() {
-		// No output to rebuild (the SDKs then keep the items streamed); notes still go out.
-		return data, false, e.writeNotes(e.maxIndex + 1)
+		// No output to rebuild (the SDKs then keep the items streamed); notes still go out,
+		// and a turn left without calls is finished, as below.
+		if err := e.writeNotes(e.maxIndex + 1); err != nil {
+			return "", false, err
+		}
+		if !resp.IsObject() || !e.noCallLeft(resp) {
+			return data, false, nil
+		}
+		data, err := e.finishTurn(data)
+		return data, err == nil, err
 	}
 	term := out.Array()
 	n := max(e.maxIndex+1, len(term))
@@ -639,17 +647,27 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 	if data, err = sjson.SetRaw(data, "response.output", "["+strings.Join(final, ",")+"]"); err != nil {
 		return "", false, err
 	}
-	if e.kept == 0 && len(e.removed)+e.dropped > 0 && resp.Get("status").String() != e.t.TerminalFinishReason() {
-		// As the held path: no call left, the turn is finished.
-		r, err := setFinish(gjson.Get(data, "response").Raw, e.t.TerminalFinishReason())
-		if err != nil {
-			return "", false, err
-		}
-		if data, err = sjson.SetRaw(data, "response", r); err != nil {
+	if e.noCallLeft(resp) {
+		if data, err = e.finishTurn(data); err != nil {
 			return "", false, err
 		}
 	}
 	return data, true, nil
+}
+
+// noCallLeft reports whether every call was removed and the terminal response resp does
+// not say the turn is finished: as on the held path, it must.
+func (e *editor) noCallLeft(resp gjson.Result) bool {
+	return e.kept == 0 && len(e.removed)+e.dropped > 0 && resp.Get("status").String() != e.t.TerminalFinishReason()
+}
+
+// finishTurn sets the terminal event's response to a finished turn.
+func (e *editor) finishTurn(data string) (string, error) {
+	r, err := setFinish(gjson.Get(data, "response").Raw, e.t.TerminalFinishReason())
+	if err != nil {
+		return "", err
+	}
+	return sjson.SetRaw(data, "response", r)
 }
 
 // streamedAfter reports whether the stream gave an item after upstream index i: the
