@@ -341,7 +341,13 @@ func (e *editor) callEvent(c *heldCall, typ string, root gjson.Result) error {
 		s := strings.Clone(root.Get("input").String())
 		c.argsFinal = &s
 	case "response.output_item.done":
-		c.done = strings.Clone(root.Get("item").Raw)
+		item := root.Get("item")
+		if !item.IsObject() {
+			// A done without its item finishes nothing the client could run: the call stays
+			// unfinished, and the terminal response decides it, as on the held path.
+			return nil
+		}
+		c.done = strings.Clone(item.Raw)
 		c.complete = true
 		return e.flush()
 	}
