@@ -196,10 +196,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 			if idx, ok := e.unannounced[item.Get("id").String()]; ok && e.items[idx] == nil {
 				// Its arguments named its place: judged there, so that removing it moves
 				// the later items as the terminal response will.
-				it := &itemState{typ: strings.Clone(item.Get("type").String())}
-				e.items[idx] = it
-				e.maxIndex = max(e.maxIndex, idx)
-				return e.lateCall(it, idx, item.Raw, false)
+				return e.lateCall(e.newItem(idx, item.Get("type").String()), idx, item.Raw, false)
 			}
 			return e.looseCall(q, item.Raw)
 		}
@@ -214,9 +211,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	idx := int(i64)
 	it := e.items[idx]
 	if typ == "response.output_item.added" && it == nil {
-		it = &itemState{typ: strings.Clone(root.Get("item.type").String())}
-		e.items[idx] = it
-		e.maxIndex = max(e.maxIndex, idx)
+		it = e.newItem(idx, root.Get("item.type").String())
 		if !isCallItem(root.Get("item")) {
 			it.added = strings.Clone(root.Get("item").Raw)
 		} else {
@@ -248,9 +243,7 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 	if typ == "response.output_item.done" {
 		announced := it != nil
 		if it == nil {
-			it = &itemState{typ: strings.Clone(root.Get("item.type").String())}
-			e.items[idx] = it
-			e.maxIndex = max(e.maxIndex, idx)
+			it = e.newItem(idx, root.Get("item.type").String())
 		}
 		if item := root.Get("item"); isCallItem(item) {
 			return e.lateCall(it, idx, item.Raw, announced)
@@ -258,6 +251,14 @@ func (e *editor) event(raw []byte, name string, data []byte, hasData bool) error
 		it.done = strings.Clone(root.Get("item").Raw)
 	}
 	return e.emit(q)
+}
+
+// newItem records an item of type typ at upstream index idx.
+func (e *editor) newItem(idx int, typ string) *itemState {
+	it := &itemState{typ: strings.Clone(typ)}
+	e.items[idx] = it
+	e.maxIndex = max(e.maxIndex, idx)
+	return it
 }
 
 // isCallContentEvent reports whether an event of type typ carries a call's arguments (or
@@ -625,14 +626,13 @@ func (e *editor) terminal(data string, root gjson.Result) (string, bool, error) 
 			if err != nil {
 				return "", false, err
 			}
-			switch {
-			case kept:
+			if kept {
 				final = append(final, item)
-			case e.streamedAfter(i):
+			} else {
 				e.dropped++
-				final = append(final, e.placeholder(ti.Raw))
-			default:
-				e.dropped++
+				if e.streamedAfter(i) {
+					final = append(final, e.placeholder(ti.Raw))
+				}
 			}
 		case ti.Exists():
 			final = append(final, ti.Raw)
@@ -692,9 +692,7 @@ func (e *editor) streamedAfter(i int) bool {
 // so (the notes' message, at the end, says why), so that those items keep the positions
 // their events gave them.
 func (e *editor) placeholder(call string) string {
-	const text = "[a tool call was removed here by policy]"
-	return `{"id":` + mapping.Quote(hashID("msg_", e.respID, call)) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
-		mapping.Quote(text) + `,"annotations":[]}]}`
+	return messageItem(hashID("msg_", e.respID, call), "[a tool call was removed here by policy]")
 }
 
 // isLoose reports whether item was judged by looseCall.
@@ -720,6 +718,11 @@ func (e *editor) writeNotesItem(pos int, item string) error {
 // noteItem is the assistant message that tells the agent about removed calls.
 func (e *editor) noteItem() string {
 	note := strings.Join(e.notes, "\n")
-	return `{"id":` + mapping.Quote(hashID("msg_", e.respID, note)) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
-		mapping.Quote(note) + `,"annotations":[]}]}`
+	return messageItem(hashID("msg_", e.respID, note), note)
+}
+
+// messageItem is a completed assistant message item holding text.
+func messageItem(id, text string) string {
+	return `{"id":` + mapping.Quote(id) + `,"type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` +
+		mapping.Quote(text) + `,"annotations":[]}]}`
 }
