@@ -325,6 +325,12 @@ func (x *lifecycle) observeResolved(c mapping.ToolCall, parentID, outcome, detai
 // rawArguments reports whether a canonical input is the raw-text form of arguments that
 // did not parse (mapping.RawArgumentsKey its only member).
 func rawArguments(in json.RawMessage) bool {
+	// Without the key's bytes and without a \u escape (the only JSON escape that can spell
+	// a letter or "_"), no member is named so: the common case, answered without decoding
+	// every call's input.
+	if !bytes.Contains(in, rawArgumentsKey) && !bytes.Contains(in, unicodeEscape) {
+		return false
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(in, &m) != nil || len(m) != 1 {
 		return false
@@ -332,6 +338,8 @@ func rawArguments(in json.RawMessage) bool {
 	_, ok := m[mapping.RawArgumentsKey]
 	return ok
 }
+
+var rawArgumentsKey, unicodeEscape = []byte(mapping.RawArgumentsKey), []byte(`\u`)
 
 // observeHosted reports the tools the provider ran itself while answering (a web search,
 // a code interpreter, a provider-side MCP call): tool.after observations with their
