@@ -119,6 +119,9 @@ func replyIDMatches(frame []byte, id string) bool {
 // responseFrame encodes an in-process result as the JSON-RPC response a remote backend
 // would have sent, so that the chain validates every interceptor's answer the same way.
 func responseFrame(id string, result *ahp.InterceptResult) ([]byte, error) {
+	if f, ok := emptyResultFrame(id, result); ok {
+		return f, nil
+	}
 	rawID, err := json.Marshal(id)
 	if err != nil {
 		return nil, err
@@ -135,4 +138,38 @@ func responseFrame(id string, result *ahp.InterceptResult) ([]byte, error) {
 	frame = append(frame, `,"result":`...)
 	frame = append(frame, rawResult...)
 	return append(frame, '}'), nil
+}
+
+// emptyResultFrame is responseFrame of a result without effects or extensions (what a
+// policy answers when it has no opinion, most of the time), written without reflection;
+// the bytes are encoding/json's. ok is false for any other result, or when a string needs
+// escaping.
+func emptyResultFrame(id string, result *ahp.InterceptResult) ([]byte, bool) {
+	if len(result.Effects) != 0 || result.Extensions != nil || !plainString(id) || !plainString(result.ProtocolVersion) {
+		return nil, false
+	}
+	effects := `[]`
+	if result.Effects == nil {
+		effects = `null`
+	}
+	frame := make([]byte, 0, len(id)+len(result.ProtocolVersion)+80)
+	frame = append(frame, `{"jsonrpc":"2.0","id":"`...)
+	frame = append(frame, id...)
+	frame = append(frame, `","result":{"protocolVersion":"`...)
+	frame = append(frame, result.ProtocolVersion...)
+	frame = append(frame, `","effects":`...)
+	frame = append(frame, effects...)
+	return append(frame, "}}"...), true
+}
+
+// plainString reports whether encoding/json writes s as it is between quotes: printable
+// ASCII without the characters it escapes (quote, backslash, and <, >, & as HTML-safe).
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }

@@ -193,10 +193,13 @@ func TestFramesEncodedConcurrently(t *testing.T) {
 func TestResponseFrameIsWhatEncodingJSONWrites(t *testing.T) {
 	results := []*ahp.InterceptResult{
 		{ProtocolVersion: ahp.ProtocolVersion},
+		{ProtocolVersion: ahp.ProtocolVersion, Effects: []ahp.Effect{}}, // no opinion: written without reflection
+		{ProtocolVersion: "v<1>", Effects: []ahp.Effect{}},
+		{Effects: []ahp.Effect{}, Extensions: map[string]json.RawMessage{}},
 		{ProtocolVersion: ahp.ProtocolVersion, Effects: []ahp.Effect{{Type: ahp.EffectDeny, Reason: "no <rm> & \u2028 é", Code: "x.y"}},
 			Extensions: map[string]json.RawMessage{"b.ext": json.RawMessage(`{"a": "<b>" }`), "a.ext": json.RawMessage(`[1, 2]`)}},
 	}
-	for _, id := range []string{"evt_1", "evt_<&>\u2028"} {
+	for _, id := range []string{"evt_1", "evt_<&>\u2028", "evt_\"q\\", "evt_\x7f", "evt_<", "evt_>", "evt_&"} {
 		for _, r := range results {
 			rawID, _ := json.Marshal(id)
 			rawResult, _ := json.Marshal(r)
@@ -206,5 +209,8 @@ func TestResponseFrameIsWhatEncodingJSONWrites(t *testing.T) {
 				t.Fatalf("id %q: frame\n%s\nwant\n%s (err %v)", id, got, want, err)
 			}
 		}
+	}
+	if _, ok := emptyResultFrame("evt_1", results[1]); !ok {
+		t.Fatal("a result without effects was not written by the shortcut") // what the loop above checked
 	}
 }
