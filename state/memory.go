@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hookproxy/hookproxy/chain/ahp"
 	"github.com/hookproxy/hookproxy/config"
@@ -22,6 +23,10 @@ type Memory struct {
 	now         func() time.Time
 	scopes      map[Scope]*list.Element // values are *memScope
 	lru         *list.List              // most recently used first
+	// The scopes holding a loadMemo, most recently loaded first, and the bytes their memos
+	// hold: at most memoBytesLimit, the least recently loaded giving theirs up first.
+	memoLRU   *list.List // values are *memScope
+	memoBytes int
 }
 
 type memScope struct {
@@ -30,7 +35,41 @@ type memScope struct {
 	order   []string // record ids, oldest first; may hold ids replaced since (compacted)
 	pending map[Deferral][]ahp.Message
 	expires time.Time
+	// gen counts the rewrites of order (compaction, eviction): a loadMemo is valid only
+	// within one generation, where order only grows and its tail names what was recorded.
+	gen    uint64
+	memo   *loadMemo
+	memoEl *list.Element // in Memory.memoLRU while memo is set
 }
+
+// loadMemo is what a scope's last Load found. An agent's next request repeats the last
+// one's ids and adds a few: Load reuses what it found for the repeated ids, looks up only
+// the new ids and those recorded since, and so costs what is new instead of one lookup
+// in the scope's map per message of the history.
+type loadMemo struct {
+	// That Load's ids, copied into one buffer (idBytes[idEnds[i-1]:idEnds[i]] is the i-th):
+	// the memo keeps no id the caller's memory holds.
+	idBytes []byte
+	idEnds  []int
+	pos     []int    // the positions in ids that had a record, ascending
+	recs    []Record // their records (a copy: the caller's list is its own)
+	order   int      // len(order) then
+	gen     uint64
+	bytes   int // what it holds, counted in Memory.memoBytes
+}
+
+// size is what m's lists hold.
+func (mm *loadMemo) size() int {
+	return cap(mm.idBytes) + 8*cap(mm.idEnds) + 8*cap(mm.pos) + int(unsafe.Sizeof(Record{}))*cap(mm.recs)
+}
+
+// maxMemoChanges bounds the ids recorded since the memo that a Load checks one by one
+// against the repeated ids; beyond it, Load looks every id up.
+const maxMemoChanges = 16
+
+// memoBytesLimit bounds the memory of the load memos of all scopes: enough for the
+// sessions active at once on one proxy, not one per session held.
+const memoBytesLimit = 32 << 20
 
 var _ Store = (*Memory)(nil)
 
@@ -47,7 +86,7 @@ func NewMemory(maxSessions int, ttl time.Duration) *Memory {
 		ttl = config.DefaultStateTTL
 	}
 	return &Memory{maxSessions: maxSessions, ttl: ttl, now: time.Now,
-		scopes: map[Scope]*list.Element{}, lru: list.New()}
+		scopes: map[Scope]*list.Element{}, lru: list.New(), memoLRU: list.New()}
 }
 
 // Load implements Store.
@@ -59,12 +98,7 @@ func (m *Memory) Load(_ context.Context, scope Scope, ids []string, take ...Defe
 		return Snapshot{}, nil
 	}
 	var snap Snapshot
-	snap.Records = make([]Record, 0, min(len(ids), len(sc.recs)))
-	for _, id := range ids {
-		if r, ok := sc.recs[id]; ok {
-			snap.Records = append(snap.Records, r)
-		}
-	}
+	snap.Records = m.load(sc, ids)
 	for _, k := range take {
 		msgs := sc.pending[k]
 		delete(sc.pending, k)
@@ -92,6 +126,7 @@ func (m *Memory) Record(_ context.Context, scope Scope, recs []Record) error {
 	for len(sc.recs) > MaxRecordsPerScope { // the oldest go
 		delete(sc.recs, sc.order[0])
 		sc.order = sc.order[1:]
+		sc.gen++
 	}
 	return nil
 }
@@ -128,6 +163,90 @@ func (sc *memScope) compact() {
 	}
 	slices.Reverse(kept)
 	sc.order = kept
+	sc.gen++
+}
+
+// load returns the records of ids, in the order of ids (one per position whose id has a
+// record), as a lookup of each id would: through the memo of the last Load where it
+// applies (loadMemo).
+func (m *Memory) load(sc *memScope, ids []string) []Record {
+	out := make([]Record, 0, min(len(ids), len(sc.recs)))
+	var pos []int
+	k := 0 // ids[:k] repeat the memo's
+	mm := sc.memo
+	if mm != nil && mm.gen == sc.gen && len(sc.order)-mm.order <= maxMemoChanges {
+		for start := 0; k < len(ids) && k < len(mm.idEnds); k++ {
+			if string(mm.idBytes[start:mm.idEnds[k]]) != ids[k] {
+				break
+			}
+			start = mm.idEnds[k]
+		}
+	}
+	if k > 0 {
+		// The repeated positions whose id was recorded since: looked up again.
+		var since []int
+		for _, id := range sc.order[mm.order:] {
+			for p, v := range ids[:k] {
+				if v == id {
+					since = append(since, p)
+				}
+			}
+		}
+		slices.Sort(since)
+		since = slices.Compact(since)
+		pos = make([]int, 0, len(mm.pos)+len(ids)-k)
+		i := 0
+		for _, p := range since {
+			for ; i < len(mm.pos) && mm.pos[i] < p; i++ {
+				out, pos = append(out, mm.recs[i]), append(pos, mm.pos[i])
+			}
+			if i < len(mm.pos) && mm.pos[i] == p {
+				i++
+			}
+			if r, ok := sc.recs[ids[p]]; ok {
+				out, pos = append(out, r), append(pos, p)
+			}
+		}
+		for ; i < len(mm.pos) && mm.pos[i] < k; i++ {
+			out, pos = append(out, mm.recs[i]), append(pos, mm.pos[i])
+		}
+	}
+	for p := k; p < len(ids); p++ {
+		if r, ok := sc.recs[ids[p]]; ok {
+			out, pos = append(out, r), append(pos, p)
+		}
+	}
+	if mm == nil {
+		mm = &loadMemo{}
+		sc.memo, sc.memoEl = mm, m.memoLRU.PushFront(sc)
+	} else {
+		m.memoLRU.MoveToFront(sc.memoEl)
+	}
+	mm.idBytes, mm.idEnds = mm.idBytes[:0], mm.idEnds[:0]
+	for _, id := range ids {
+		mm.idBytes = append(mm.idBytes, id...)
+		mm.idEnds = append(mm.idEnds, len(mm.idBytes))
+	}
+	mm.pos = append(mm.pos[:0], pos...)
+	mm.recs = append(mm.recs[:0], out...)
+	mm.order, mm.gen = len(sc.order), sc.gen
+	n := mm.size()
+	m.memoBytes += n - mm.bytes
+	mm.bytes = n
+	for m.memoBytes > memoBytesLimit {
+		m.dropMemo(m.memoLRU.Back().Value.(*memScope))
+	}
+	return out
+}
+
+// dropMemo lets sc's load memo go.
+func (m *Memory) dropMemo(sc *memScope) {
+	if sc.memo == nil {
+		return
+	}
+	m.memoBytes -= sc.memo.bytes
+	m.memoLRU.Remove(sc.memoEl)
+	sc.memo, sc.memoEl = nil, nil
 }
 
 // Sessions reports how many sessions the store holds (for tests and metrics).
@@ -146,6 +265,7 @@ func (m *Memory) use(scope Scope, create bool) *memScope {
 		if now.After(sc.expires) {
 			m.lru.Remove(el)
 			delete(m.scopes, scope)
+			m.dropMemo(sc)
 		} else {
 			sc.expires = now.Add(m.ttl)
 			m.lru.MoveToFront(el)
@@ -171,6 +291,7 @@ func (m *Memory) makeRoom(now time.Time) {
 		}
 		m.lru.Remove(el)
 		delete(m.scopes, sc.key)
+		m.dropMemo(sc)
 	}
 }
 
