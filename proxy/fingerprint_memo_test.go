@@ -215,14 +215,22 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 				}
 			}
 			td := transport.NewTextDigests()
+			// What a store loads for the list's ids: their records in the list's order.
+			loaded := loadedFor(list, recs)
 			c0 := computed
-			got := matchRecords(memo, td, list, recs)
+			got := matchRecords(memo, td, list, loaded)
 			withMemo += computed - c0
 			c0 = computed
-			want := matchRecords(nil, td, list, recs)
+			want := matchRecords(nil, td, list, loaded)
 			without += computed - c0
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("session %d request %d: with the memo %+v\nwithout %+v", sessions, r, got, want)
+			}
+			// Records in another order pair by id, where the list's ids are its own.
+			if uniqueIDs(list) {
+				if other := matchRecords(nil, td, list, recs); !reflect.DeepEqual(other, want) {
+					t.Fatalf("session %d request %d: records out of order %+v\nin order %+v", sessions, r, other, want)
+				}
 			}
 			if eager := matchRecordsEagerly(list, recs); !reflect.DeepEqual(got, eager) {
 				t.Fatalf("session %d request %d: %d rewrites, %d matched, index %v, known %v, %d items\n"+
@@ -249,6 +257,30 @@ func TestMatchRecordsMemoAgreesWithoutMemo(t *testing.T) {
 	if without == 0 || withMemo*3 > without*2 {
 		t.Fatalf("the memo saved too little: %d fingerprints with it, %d without", withMemo, without)
 	}
+}
+
+// loadedFor is what a store's Load returns for list's ids when it holds recs (one record
+// per id): in the list's order, one per message whose id has a record.
+func loadedFor(list []ahp.Message, recs []state.Record) []state.Record {
+	var out []state.Record
+	for _, m := range list {
+		if k := slices.IndexFunc(recs, func(r state.Record) bool { return r.ID == m.ID }); k >= 0 {
+			out = append(out, recs[k])
+		}
+	}
+	return out
+}
+
+// uniqueIDs reports whether no two messages of list share an id.
+func uniqueIDs(list []ahp.Message) bool {
+	seen := map[string]bool{}
+	for _, m := range list {
+		if seen[m.ID] {
+			return false
+		}
+		seen[m.ID] = true
+	}
+	return true
 }
 
 // matchRecordsEagerly is matchRecords as it was before the memo: every candidate unit

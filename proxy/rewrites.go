@@ -115,10 +115,7 @@ type recordMatch struct {
 // none) the fingerprints of units the conversation's previous request had already
 // computed, and leaving there the ones it used for the next request.
 func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig []ahp.Message, recs []state.Record) recordMatch {
-	byID := make(map[string]*state.Record, len(recs))
-	for i := range recs {
-		byID[recs[i].ID] = &recs[i]
-	}
+	at := recordsAt(orig, recs)
 	// The list of this conversation's previous request (or another list with the same
 	// start) and how many leading messages it shares with this one, equal field by field.
 	var (
@@ -145,7 +142,7 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 	}
 	for i := 0; i < len(orig); {
 		// Ids are cheap to compare; only a candidate is fingerprinted.
-		if rec := byID[orig[i].ID]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
+		if rec := at[i]; rec != nil && rec.Count > 0 && rec.Count <= len(orig)-i &&
 			len(rec.Fingerprint) == 2*sha256.Size {
 			u := fpUnit{start: int32(i), count: int32(rec.Count)}
 			for len(had) > 0 && had[0].start < u.start {
@@ -228,6 +225,32 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 		memo.Keep(key, orig, shared, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
 	}
 	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}
+}
+
+// recordsAt is the record of each message of orig (nil where none), from recs, the records
+// a store loaded for orig's ids: in their order, one for each message whose id has one
+// (state.Store.Load), so that a walk along both pairs them without a map of the records.
+// Records that do not pair so (a store that broke that order) are paired by id.
+func recordsAt(orig []ahp.Message, recs []state.Record) []*state.Record {
+	at := make([]*state.Record, len(orig))
+	r := 0
+	for i := range orig {
+		if r < len(recs) && recs[r].ID == orig[i].ID {
+			at[i] = &recs[r]
+			r++
+		}
+	}
+	if r == len(recs) {
+		return at
+	}
+	byID := make(map[string]*state.Record, len(recs))
+	for i := range recs {
+		byID[recs[i].ID] = &recs[i]
+	}
+	for i := range orig {
+		at[i] = byID[orig[i].ID]
+	}
+	return at
 }
 
 // fpUnit is the fingerprint (hex, as records hold it) of the settlement unit of count
@@ -348,12 +371,7 @@ type settlementUnit struct {
 // messages before it.
 func settlementUnits(req *mapping.Request, ps int) []settlementUnit {
 	n := len(req.Items)
-	results := make(map[int]*mapping.ToolResult, len(req.ToolResults))
-	for i := range req.ToolResults {
-		if k := req.ToolResults[i].ItemIndex; k >= 0 && k < n {
-			results[k] = &req.ToolResults[i]
-		}
-	}
+	results := resultsAt(req.ToolResults, n)
 	promptEnd := n
 	if ps >= 0 && ps < n {
 		promptEnd = ps
@@ -380,6 +398,19 @@ func settlementUnits(req *mapping.Request, ps int) []settlementUnit {
 		out = append(out, settlementUnit{start: ps, end: n})
 	}
 	return out
+}
+
+// resultsAt is the tool result of each of n items (nil where none; the last of results
+// naming an item where several do): an index by position, where a map cost a hash and an
+// allocation per tool result of the history on every request.
+func resultsAt(results []mapping.ToolResult, n int) []*mapping.ToolResult {
+	at := make([]*mapping.ToolResult, n)
+	for i := range results {
+		if k := results[i].ItemIndex; k >= 0 && k < n {
+			at[k] = &results[i]
+		}
+	}
+	return at
 }
 
 // fingerprint is the sha256 (hex) of an injective framing of msgs' canonical content (every

@@ -127,7 +127,7 @@ func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestO
 	}
 	x.s.storeOK(x.ctx)
 	if len(links) > 0 {
-		recs := make([]state.Record, 0, len(snap.Records))
+		recs := snap.Records[:0] // the store's list is this request's: filtered in place
 		for _, r := range snap.Records {
 			if r.Parent != "" && r.Count == 0 {
 				if x.parents == nil {

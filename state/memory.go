@@ -27,6 +27,7 @@ type Memory struct {
 	// hold: at most memoBytesLimit, the least recently loaded giving theirs up first.
 	memoLRU   *list.List // values are *memScope
 	memoBytes int
+	spare     []int // a positions list to build the next memo's in (the last replaced one)
 }
 
 type memScope struct {
@@ -171,7 +172,7 @@ func (sc *memScope) compact() {
 // applies (loadMemo).
 func (m *Memory) load(sc *memScope, ids []string) []Record {
 	out := make([]Record, 0, min(len(ids), len(sc.recs)))
-	var pos []int
+	pos := m.spare[:0]
 	k := 0 // ids[:k] repeat the memo's
 	mm := sc.memo
 	if mm != nil && mm.gen == sc.gen && len(sc.order)-mm.order <= maxMemoChanges {
@@ -194,7 +195,6 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 		}
 		slices.Sort(since)
 		since = slices.Compact(since)
-		pos = make([]int, 0, len(mm.pos)+len(ids)-k)
 		i := 0
 		for _, p := range since {
 			for ; i < len(mm.pos) && mm.pos[i] < p; i++ {
@@ -227,7 +227,7 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 		mm.idBytes = append(mm.idBytes, id...)
 		mm.idEnds = append(mm.idEnds, len(mm.idBytes))
 	}
-	mm.pos = append(mm.pos[:0], pos...)
+	mm.pos, m.spare = pos, mm.pos
 	mm.recs = append(mm.recs[:0], out...)
 	mm.order, mm.gen = len(sc.order), sc.gen
 	n := mm.size()

@@ -69,7 +69,8 @@ func (s *Snapshot) put(k Deferral, msgs []ahp.Message) {
 // across processes when shared.
 type Store interface {
 	// Load returns scope's records of the messages whose ids are in ids (the request's
-	// messages: what a request reads is bounded by what it carries) and takes the
+	// messages: what a request reads is bounded by what it carries), in the order of ids,
+	// one for each position whose id has a record (an id listed twice, twice), and takes the
 	// injections pending under each of take, in one round trip. The take is atomic: an
 	// injection is returned by exactly one Load (an injection
 	// with a later deliverAt is delivered once). Load counts as a use: the time bound of the

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,23 @@ func TestStoreContract(t *testing.T) {
 		snap, err = s.Load(ctx, a, []string{"m2", "m1"}, NextCall, NextTurn)
 		if err != nil || len(snap.NextTurn)+len(snap.NextCall) != 0 || len(snap.Records) != 2 {
 			t.Fatalf("third load %+v (%v)", snap, err)
+		}
+		// Records come in the order of ids, one per position (an id listed twice, twice):
+		// the proxy pairs them with its messages by walking both.
+		for _, ids := range [][]string{{"m2", "m0", "m1"}, {"m1", "m2", "m1", "m9", "m2"}} {
+			snap, err := s.Load(ctx, a, ids)
+			var got, want []string
+			for _, r := range snap.Records {
+				got = append(got, r.ID)
+			}
+			for _, id := range ids {
+				if id == "m1" || id == "m2" {
+					want = append(want, id)
+				}
+			}
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("load of %v: records of %v, want %v (%v)", ids, got, want, err)
+			}
 		}
 	})
 }
