@@ -68,11 +68,14 @@ type Request struct {
 	// Params is every top-level native field except the message-bearing ones, as an opaque
 	// object (model, max_tokens, tools, ...).
 	Params json.RawMessage
-	// Items is the canonical message list the model will see (system/developer first).
+	// Items is the canonical message list the model will see (system/developer first). It
+	// is read-only, the list and its parts alike: a codec may share it with the decodes it
+	// remembers and with later requests (the Anthropic codec's resumed decodes do). A
+	// caller that changes it replaces messages and parts in a copy of its own.
 	Items []ahp.Message
 	// Gaps lists content the canonical view could not carry (server-held history, ...).
 	Gaps []ahp.Gap
-	// ToolResults are the tool results present in Items, in order.
+	// ToolResults are the tool results present in Items, in order. Read-only, as Items.
 	ToolResults []ToolResult
 	// PromptStart is the index in Items where a trailing new user prompt begins, or -1 when
 	// the request does not end with a user prompt (for example it ends with tool results).

@@ -241,6 +241,7 @@ func (x *lifecycle) toolAfter(r mapping.ToolResult, now *[]ahp.Message) (request
 	action := enforcement.Forwarded
 	if st.Modified && st.Event != nil {
 		// modify(output): the result the model sees is the effective output.
+		x.ownItems()
 		x.items[idx] = toolMessage(orig, st.Event.Items)
 		x.changed = true
 		action = enforcement.Rewritten
@@ -313,7 +314,12 @@ func (x *lifecycle) modelRequestBefore() (requestOutcome, bool) {
 	if len(ev.Params) == 0 {
 		ev.Params = json.RawMessage(`{}`)
 	}
-	ev.Items = ahp.ShareMessages(x.items)
+	// The event shares the list (no message of it is written in place after this point,
+	// and the chain never writes an event's) and its parts (never written in place).
+	ev.Items = x.items[:len(x.items):len(x.items)]
+	if ev.Items == nil {
+		ev.Items = []ahp.Message{} // the event's list is never absent (an unmapped body has none)
+	}
 	if n := len(x.req.Gaps) + len(x.modelGaps); n > 0 {
 		ev.Gaps = append(append(make([]ahp.Gap, 0, n), x.req.Gaps...), x.modelGaps...)
 	}
@@ -367,6 +373,16 @@ func (x *lifecycle) modelRequestBefore() (requestOutcome, bool) {
 	}
 	x.audit(ev, st, DeliveryIntercept, action, "", "")
 	return requestOutcome{}, false
+}
+
+// ownItems makes the effective list this request's own before a message of it is
+// replaced in place: until then it may be the codec's list, which a codec may share with
+// other requests (mapping.Request.Items).
+func (x *lifecycle) ownItems() {
+	if !x.itemsOwned {
+		x.items = slices.Clone(x.items)
+		x.itemsOwned = true
+	}
 }
 
 // takeInjections appends a settlement's "now" injections to now and stores its

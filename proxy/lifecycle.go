@@ -73,6 +73,7 @@ type identities struct {
 type requestPart struct {
 	req         *mapping.Request
 	items       []ahp.Message         // effective request list
+	itemsOwned  bool                  // items is this request's own list; else it may be req.Items (ownItems)
 	changed     bool                  // items differ from req.Items: render with EncodeRequest
 	paramReds   []ahp.ParamsRedaction // settled redactions of the request's params (params_redact.go)
 	parents     map[string]string     // derived tool.before id → the event it stands for (store.go)
@@ -251,7 +252,9 @@ func (rt *route) newLifecycle(r *http.Request, tr mapping.Translator, subs subsc
 		// (Content-Encoding) is another buffer, and is left to the collector.
 		x.lease = newBodyLease(read)
 	}
-	x.items = append([]ahp.Message(nil), req.Items...)
+	// The codec's list, shared (mapping.Request.Items is read-only): changes replace it or
+	// go to a copy (ownItems); capped, so that an append copies.
+	x.items = req.Items[:len(req.Items):len(req.Items)]
 	x.session = sessionFor(r.Header, tr.Provider(), req)
 	x.turn = turnFor(x.session.ID, req.Items)
 	if req.Model == "" {

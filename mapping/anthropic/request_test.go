@@ -537,16 +537,17 @@ func TestEncodeRequestUnchanged(t *testing.T) {
 			}
 		}
 	}
-	// An edit made in the returned list (a part replaced: parts are shared, never written
-	// in place) is seen by change detection.
+	// An edit made in a copy of the returned list (a message's parts replaced: the list and
+	// its parts are shared, never written in place) is seen by change detection.
 	req := decode(t, conversation)
-	parts := slices.Clone(req.Items[1].Parts)
-	edited := "mutated in place"
+	items := slices.Clone(req.Items)
+	parts := slices.Clone(items[1].Parts)
+	edited := "edited in a copy"
 	parts[0].Text = &edited
-	req.Items[1].Parts = parts
-	out, err := tr.EncodeRequest(req, req.Items)
-	if err != nil || !strings.Contains(string(out), "mutated in place") {
-		t.Errorf("in-place edit lost: %s, %v", out, err)
+	items[1].Parts = parts
+	out, err := tr.EncodeRequest(req, items)
+	if err != nil || !strings.Contains(string(out), "edited in a copy") {
+		t.Errorf("edit lost: %s, %v", out, err)
 	}
 }
 

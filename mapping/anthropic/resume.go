@@ -3,6 +3,7 @@ package anthropic
 import (
 	"hash/maphash"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -73,8 +74,8 @@ type snapshot struct {
 	pieces []string
 	size   int // their length
 
-	// The requestState lists. items' parts are shared with every request that resumed
-	// this decode (ahp.ShareMessages: never written in place); the list itself is not.
+	// The requestState lists. items, the list and its parts, is shared with every request
+	// that resumed this decode (mapping.Request.Items is read-only).
 	items        []ahp.Message
 	origins      []itemOrigin
 	parts        []origin
@@ -106,9 +107,11 @@ type snapshot struct {
 	chunks int64 // bytes of the buffers its values point into (its own and its bases')
 	cost   int64 // chunks and its lists: what holding it keeps alive
 
-	// check is a deep copy of items made when the decode was remembered, under go test
-	// only: a later use that finds items changed names the rule that was broken.
-	check []ahp.Message
+	// check and checkResults are deep copies of items and results made when the decode
+	// was remembered, under go test only: a later use that finds either changed names the
+	// rule that was broken.
+	check        []ahp.Message
+	checkResults []mapping.ToolResult
 }
 
 // checkShared is set under go test: remembered decodes keep a copy to check theirs by.
@@ -117,8 +120,8 @@ var checkShared = testing.Testing()
 // checkUnwritten panics when a remembered decode's messages were written in place since
 // it was remembered (by a request that resumed it, which shares their parts).
 func (c *snapshot) checkUnwritten() {
-	if c.check != nil && !mapping.MessagesEqual(c.items, c.check) {
-		panic("anthropic: a remembered decode's messages were written in place; parts handed out are shared and must be replaced, not written (ahp.ShareMessages)")
+	if c.check != nil && (!mapping.MessagesEqual(c.items, c.check) || !reflect.DeepEqual(c.results, c.checkResults)) {
+		panic("anthropic: a remembered decode's messages were written in place; the list and parts handed out are shared and must be replaced in a copy, not written (mapping.Request.Items)")
 	}
 }
 
@@ -276,12 +279,12 @@ func resume(body []byte, s string, key uint64, c *snapshot, j, p, e, q int) *map
 	if len(st.messages) > j {
 		own += holdTexts(d.items[cut.items:])
 	}
-	st.items = d.items // this decode's own list (the caller gets a copy sharing its parts)
+	st.items = d.items // this decode's own list, which the caller and the snapshot share
 	st.pointInto(int(cut.parts))
 	req := &mapping.Request{
-		Items:       ahp.ShareMessages(d.items), // parts shared with the snapshots: see checkShared
+		Items:       d.items[:len(d.items):len(d.items)], // shared with the snapshot (read-only: mapping.Request), see checkShared
 		Gaps:        d.gaps,
-		ToolResults: ownInputs(d.results), // the inputs of remembered calls are shared
+		ToolResults: d.results[:len(d.results):len(d.results)], // shared with the snapshot, inputs too (read-only)
 		PromptStart: promptStart(d.items),
 		Original:    body,
 		Native:      st, // reads the body (st.array) until the request is over
@@ -408,6 +411,9 @@ func (d *requestDecoder) remember(key uint64, pieces []string, o outside, own in
 	}
 	if d.base == nil {
 		sn.results = ownInputs(d.results)
+	}
+	if checkShared {
+		sn.checkResults = ownInputs(sn.results)
 	}
 	sn.callList = d.callList[:len(d.callList):len(d.callList)]
 	c := d.base

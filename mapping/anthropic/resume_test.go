@@ -423,11 +423,11 @@ func TestResumeOnlyWhatIsShared(t *testing.T) {
 	}
 }
 
-// Requests resuming one decode at once, each changing what it was given (messages, their
-// part lists replaced or appended to, tool results, gaps), change nothing another request
-// sees: every later decode is still a fresh decode's. Parts are shared with the decode they
-// resumed and are never written in place (TestPartsWrittenInPlaceAreCaught). Run with
-// -race.
+// Requests resuming one decode at once, each changing its copy of what it was given
+// (messages, their part lists replaced or appended to, tool results, gaps), change nothing
+// another request sees: every later decode is still a fresh decode's. The list, its parts
+// and the tool results are shared with the decode they resumed and are never written in
+// place (mapping.Request.Items; TestSharedListsWrittenInPlaceAreCaught). Run with -race.
 func TestResumedDecodesShareNoList(t *testing.T) {
 	c := warmChat(t, 5, 10)
 	var resumed atomic.Int32
@@ -449,8 +449,9 @@ func TestResumedDecodesShareNoList(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			for i := range req.Items {
-				m := &req.Items[i]
+			items := slices.Clone(req.Items)
+			for i := range items {
+				m := &items[i]
 				parts := slices.Clone(m.Parts)
 				for j := range parts {
 					if parts[j].Text != nil {
@@ -464,14 +465,18 @@ func TestResumedDecodesShareNoList(t *testing.T) {
 				m.Parts = append(m.Parts, ahp.TextPart("y", "appended"))
 				m.ID, m.Role = "overwritten", "overwritten"
 			}
-			req.Items = append(req.Items[:1], ahp.Message{ID: "spliced"})
-			for i := range req.ToolResults {
-				req.ToolResults[i].ToolName = "overwritten"
-				if len(req.ToolResults[i].Input) > 0 {
-					req.ToolResults[i].Input[0] = ' '
+			_ = append(items[:1], ahp.Message{ID: "spliced"})
+			req.Items = append(req.Items, ahp.Message{ID: "appended"}) // capped: a copy
+			results := slices.Clone(req.ToolResults)
+			for i := range results {
+				results[i].ToolName = "overwritten"
+				if in := slices.Clone(results[i].Input); len(in) > 0 {
+					in[0] = ' '
+					results[i].Input = in
 				}
+				results[i].Input = append(req.ToolResults[i].Input, ' ') // capped: a copy
 			}
-			for i := range req.Gaps {
+			for i := range req.Gaps { // the caller's own list
 				req.Gaps[i].Reason = "overwritten"
 			}
 		}()
@@ -487,12 +492,36 @@ func TestResumedDecodesShareNoList(t *testing.T) {
 	sameDecode(t, c.body())
 }
 
-// A resumed decode's parts are its snapshot's: a text written in place through them would
-// reach every later request of the conversation. Under go test the snapshot keeps a copy
-// and the next request that resumes it panics, naming the rule. Control: replacing the
-// part instead resumes as before.
-func TestPartsWrittenInPlaceAreCaught(t *testing.T) {
-	for _, inPlace := range []bool{false, true} {
+// A resumed decode's list, parts and tool results are its snapshot's: a message, text or
+// tool input written in place through them would reach every later request of the
+// conversation. Under go test the snapshot keeps a copy and the next request that resumes
+// it panics, naming the rule. Control: the same edits made in copies resume as before.
+func TestSharedListsWrittenInPlaceAreCaught(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		panic bool
+		edit  func(req *mapping.Request, k int)
+	}{
+		{"a text written in place", true, func(req *mapping.Request, k int) {
+			*req.Items[k].Parts[0].Text = "written in place"
+		}},
+		{"a message of the list replaced in place", true, func(req *mapping.Request, k int) {
+			req.Items[k].Role = "written in place"
+		}},
+		{"a tool input written in place", true, func(req *mapping.Request, _ int) {
+			req.ToolResults[0].Input[0] = ' '
+		}},
+		{"the same edits in copies", false, func(req *mapping.Request, k int) {
+			items := slices.Clone(req.Items)
+			parts := slices.Clone(items[k].Parts)
+			s := "replaced"
+			parts[0].Text = &s
+			items[k].Parts, items[k].Role = parts, "replaced"
+			results := slices.Clone(req.ToolResults)
+			results[0].Input = append(slices.Clone(results[0].Input[1:]), ' ')
+			req.Items, req.ToolResults = items, results
+		}},
+	} {
 		c := warmChat(t, 6, 8)
 		c.grow(8)
 		req := decode(t, string(c.body())) // resumes, and is remembered
@@ -502,14 +531,10 @@ func TestPartsWrittenInPlaceAreCaught(t *testing.T) {
 				break
 			}
 		}
-		if inPlace {
-			*req.Items[k].Parts[0].Text = "written in place"
-		} else {
-			parts := slices.Clone(req.Items[k].Parts)
-			s := "replaced"
-			parts[0].Text = &s
-			req.Items[k].Parts = parts
+		if len(req.ToolResults) == 0 || len(req.ToolResults[0].Input) == 0 {
+			t.Fatal("the conversation has no tool result with an input to edit")
 		}
+		tc.edit(req, k)
 		c.grow(9)
 		body := c.body()
 		panicked := func() (p any) {
@@ -518,11 +543,11 @@ func TestPartsWrittenInPlaceAreCaught(t *testing.T) {
 			return nil
 		}()
 		anthropic.ForgetDecodes() // the written snapshot must not reach another test
-		if inPlace != (panicked != nil) {
-			t.Errorf("written in place %v: the next decode panicked with %v", inPlace, panicked)
+		if tc.panic != (panicked != nil) {
+			t.Errorf("%s: the next decode panicked with %v", tc.name, panicked)
 		}
 		if panicked != nil && !strings.Contains(fmt.Sprint(panicked), "written in place") {
-			t.Errorf("the panic does not name the rule: %v", panicked)
+			t.Errorf("%s: the panic does not name the rule: %v", tc.name, panicked)
 		}
 	}
 }
