@@ -331,6 +331,11 @@ type mark struct {
 
 // mark records the counts before the next native message (or after the last).
 func (d *requestDecoder) mark() {
+	if len(d.marks) == cap(d.marks) {
+		// Sized as the native messages are (one mark before each, one after the last):
+		// appending would double a resumed decode's copy of the history's marks.
+		d.marks = grow(d.marks, d.expect(len(d.marks), d.cut.msgs, bytesPerNative)+1)
+	}
 	d.marks = append(d.marks, mark{msgs: int32(len(d.st.messages)), items: int32(len(d.items)),
 		parts: int32(len(d.st.parts)), results: int32(len(d.results)), gaps: int32(len(d.gaps)),
 		calls: int32(len(d.callList)), residue: d.residue})
