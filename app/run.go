@@ -24,6 +24,7 @@ import (
 	"github.com/hookproxy/hookproxy/metrics"
 	"github.com/hookproxy/hookproxy/policies"
 	"github.com/hookproxy/hookproxy/proxy"
+	"github.com/hookproxy/hookproxy/state"
 	"github.com/hookproxy/hookproxy/tracing"
 )
 
@@ -172,7 +173,8 @@ func Run(ctx context.Context, opts Options) error {
 			hb, he := heldtexts.Stats()
 			rb, re, _, _ := anthropic.ResumeStats()
 			mb, me := listmemo.Stats()
-			return bytes + tb + lb + hb + rb + mb, entries + te + le + he + re + me, hits, misses
+			sb, se := state.LoadMemoStats()
+			return bytes + tb + lb + hb + rb + mb + sb, entries + te + le + he + re + me + se, hits, misses
 		})
 	}
 	rt := newRuntime(runtimeOptions{Logger: log, Metrics: m, Tracer: tracer, ConfigPath: opts.ConfigPath, Level: opts.Level,

@@ -3,8 +3,10 @@ package state
 import (
 	"container/list"
 	"context"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -27,7 +29,29 @@ type Memory struct {
 	// hold: at most memoBytesLimit, the least recently loaded giving theirs up first.
 	memoLRU   *list.List // values are *memScope
 	memoBytes int
-	spare     []int // a positions list to build the next memo's in (the last replaced one)
+	spare     []int      // a positions list to build the next memo's in (the last replaced one)
+	counted   *memoCount // this store's share of LoadMemoStats
+}
+
+// memoCount is one store's share of the process's load memo figures, released when the
+// store is garbage.
+type memoCount struct{ bytes, entries atomic.Int64 }
+
+var loadMemoStats memoCount
+
+// LoadMemoStats reports the memory the memory stores' load memos hold (bytes) and how
+// many scopes hold one (entries), for the metrics.
+func LoadMemoStats() (bytes, entries int64) {
+	return loadMemoStats.bytes.Load(), loadMemoStats.entries.Load()
+}
+
+// countMemo adds to the store's and the process's figures.
+func (m *Memory) countMemo(bytes, entries int) {
+	m.memoBytes += bytes
+	m.counted.bytes.Add(int64(bytes))
+	m.counted.entries.Add(int64(entries))
+	loadMemoStats.bytes.Add(int64(bytes))
+	loadMemoStats.entries.Add(int64(entries))
 }
 
 type memScope struct {
@@ -86,8 +110,13 @@ func NewMemory(maxSessions int, ttl time.Duration) *Memory {
 	if ttl <= 0 {
 		ttl = config.DefaultStateTTL
 	}
-	return &Memory{maxSessions: maxSessions, ttl: ttl, now: time.Now,
-		scopes: map[Scope]*list.Element{}, lru: list.New(), memoLRU: list.New()}
+	m := &Memory{maxSessions: maxSessions, ttl: ttl, now: time.Now,
+		scopes: map[Scope]*list.Element{}, lru: list.New(), memoLRU: list.New(), counted: &memoCount{}}
+	runtime.AddCleanup(m, func(c *memoCount) {
+		loadMemoStats.bytes.Add(-c.bytes.Load())
+		loadMemoStats.entries.Add(-c.entries.Load())
+	}, m.counted)
+	return m
 }
 
 // Load implements Store.
@@ -219,6 +248,7 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 	if mm == nil {
 		mm = &loadMemo{}
 		sc.memo, sc.memoEl = mm, m.memoLRU.PushFront(sc)
+		m.countMemo(0, 1)
 	} else {
 		m.memoLRU.MoveToFront(sc.memoEl)
 	}
@@ -231,7 +261,7 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 	mm.recs = append(mm.recs[:0], out...)
 	mm.order, mm.gen = len(sc.order), sc.gen
 	n := mm.size()
-	m.memoBytes += n - mm.bytes
+	m.countMemo(n-mm.bytes, 0)
 	mm.bytes = n
 	for m.memoBytes > memoBytesLimit {
 		m.dropMemo(m.memoLRU.Back().Value.(*memScope))
@@ -244,7 +274,7 @@ func (m *Memory) dropMemo(sc *memScope) {
 	if sc.memo == nil {
 		return
 	}
-	m.memoBytes -= sc.memo.bytes
+	m.countMemo(-sc.memo.bytes, -1)
 	m.memoLRU.Remove(sc.memoEl)
 	sc.memo, sc.memoEl = nil, nil
 }

@@ -116,6 +116,13 @@ func TestLoadMemosAreBounded(t *testing.T) {
 	if m.memoBytes != sum || sum > memoBytesLimit {
 		t.Fatalf("memos hold %d bytes, counted %d, limit %d", sum, m.memoBytes, memoBytesLimit)
 	}
+	// The metrics' figures hold this store's share (other stores of the package's tests
+	// may hold theirs).
+	if b, e := LoadMemoStats(); b < int64(sum) || e < int64(m.memoLRU.Len()) ||
+		m.counted.bytes.Load() != int64(sum) || m.counted.entries.Load() != int64(m.memoLRU.Len()) {
+		t.Fatalf("LoadMemoStats %d bytes %d entries; this store counted %d / %d, holds %d / %d",
+			b, e, m.counted.bytes.Load(), m.counted.entries.Load(), sum, m.memoLRU.Len())
+	}
 	if _, ok := m.scopes[Scope{Session: "0"}]; !ok || m.scopes[Scope{Session: "0"}].Value.(*memScope).memo != nil {
 		t.Fatal("the least recently loaded session should have given its memo up, and kept its records")
 	}
