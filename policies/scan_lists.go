@@ -17,10 +17,10 @@ import (
 // the history.
 //
 // Exact: the shared messages are compared field by field with the remembered list
-// (internal/listmemo, which keeps its own copy of a list; no hash is trusted), and the
-// filter is part of the key. A reused run charges the work meter what its scan charged, so
-// limits.maxPolicyScanBytes refuses the same requests; a scan the meter stopped is not
-// remembered. The memo belongs to the scanner's result cache: a configuration reload
+// (internal/listmemo, which keeps the read-only list it was given; no hash is trusted),
+// and the filter is part of the key. A reused run charges the work meter what its scan
+// charged, so limits.maxPolicyScanBytes refuses the same requests; a scan the meter
+// stopped is not remembered. The memo belongs to the scanner's result cache: a configuration reload
 // starts a new one.
 
 // scanListBytes bounds one scanner's memo of lists. A 160-turn coding session is about

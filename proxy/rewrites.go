@@ -221,7 +221,7 @@ func matchRecords(memo *listmemo.Memo[[]fpUnit], td *transport.TextDigests, orig
 	// it with the list it replaces and copies what is new); while the remembered list
 	// still holds all but a few of this one's sums, it stays.
 	if memo != nil && computed > 0 && (prev == nil || computed >= fpKeepAfter) {
-		// The memo keeps a copy of its own of orig (internal/listmemo).
+		// The memo keeps orig itself: a request's list is read-only (mapping.Request.Items).
 		memo.Keep(key, orig, shared, sums, int64(cap(sums))*int64(unsafe.Sizeof(fpUnit{}))+int64(len(sums))*2*sha256.Size, prev)
 	}
 	return recordMatch{items: items, index: index, known: known, applied: applied, matched: matched}

@@ -13,12 +13,12 @@
 // resumed decode hands out do, compare by address and length without reading the text).
 // A user may reuse for the shared run only what depends on nothing but those messages.
 //
-// The memo keeps its own copy of a list: its own messages, whose parts are those of the
-// list it was given (ahp.ShareMessages), since parts are never written in place. A caller's
-// later edits of its list (a message replaced, given new parts) cannot change what a
-// remembered one says, and the next request of the conversation, whose decode shares the
-// same parts, compares each message by the address of its parts. Under go test a kept list
-// also keeps a deep copy, and a list found written in place panics.
+// The memo keeps the list it is given, not a copy: the lists handed around a request are
+// read-only, the list and its parts (mapping.Request.Items; an edit goes to a copy), so
+// nothing changes what a remembered one says, and the next request of the conversation,
+// whose decode shares the same parts, compares each message by the address of its parts.
+// Under go test a kept list also keeps a deep copy, and a list found written in place
+// panics.
 //
 // Memory is bounded per memo (two generations as internal/twogen keeps them: what is in
 // use survives, what is not ages out) and reported for the metrics by Stats. A list keeps
@@ -100,7 +100,7 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 	m.mu.Unlock()
 	for _, c := range cands {
 		if c.check != nil && !slices.EqualFunc(c.items, c.check, func(a, b ahp.Message) bool { return contentEqual(&a, &b) }) {
-			panic("listmemo: a kept list was written in place; parts are shared and must be replaced, not written (ahp.ShareMessages)")
+			panic("listmemo: a kept list was written in place; kept lists and their parts are shared and must be replaced in a copy, not written (mapping.Request.Items)")
 		}
 		if n := CommonPrefix(items, c.items); n > shared {
 			e, shared = c, n
@@ -113,17 +113,18 @@ func (m *Memo[V]) Find(salt uint64, items []ahp.Message) (key uint64, e *Entry[V
 }
 
 // Keep remembers items with v under key, old and shared as Find returned them for items
-// (which the caller has not changed since). It keeps a list of its own sharing items'
-// parts, so the caller may replace messages or their parts in items afterwards. old (nil
-// for none) is dropped: a conversation keeps one list, its latest. extra is what v keeps
-// alive besides the list.
+// (which the caller has not changed since). It keeps items itself, not a copy: the lists
+// handed around a request are read-only, the list and its parts (mapping.Request.Items,
+// the chain's events), and neither the caller nor anyone else writes items afterwards
+// (under go test a kept list found changed panics). old (nil for none) is dropped: a
+// conversation keeps one list, its latest. extra is what v keeps alive besides the list.
 func (m *Memo[V]) Keep(key uint64, items []ahp.Message, shared int, v V, extra int64, old *Entry[V]) {
 	// items' parts, not old's, even where they are equal: the conversation's next request
 	// shares the memory of this one's (a resumed decode), and compares by address.
 	if old == nil {
 		shared = 0
 	}
-	own := ahp.ShareMessages(items)
+	own := items[:len(items):len(items)]
 	sums := make([]int64, 1, len(own)+1)
 	if shared > 0 {
 		sums = append(sums[:0], old.sums[:shared+1]...) // equal messages hold as much

@@ -122,14 +122,18 @@ func TestFindLongestSharedRun(t *testing.T) {
 	if bytes, entries := m.held.Load(), m.entries.Load(); entries != 1 || bytes != cost(kept) {
 		t.Fatalf("after replacing: %d entries, %d bytes; want 1, %d", entries, bytes, cost(kept))
 	}
-	// The memo kept a list of its own: the caller editing its list afterwards (a part
-	// replaced, a message changed) changes nothing kept.
-	parts := slices.Clone(b[5].Parts)
+	// The memo keeps the caller's list itself (lists are read-only): an edit goes to a
+	// copy (a part replaced, a message changed), which shares the messages before it.
+	c := slices.Clone(b)
+	parts := slices.Clone(c[5].Parts)
 	parts[0].Text = text("changed by the caller")
-	b[5].Parts = parts
-	b[6].ID = "changed"
-	if _, _, n := m.Find(1, b); n != 5 {
-		t.Fatalf("after the caller edited its list, the kept one shares %d messages with it, want 5", n)
+	c[5].Parts = parts
+	c[6].ID = "changed"
+	if _, _, n := m.Find(1, c); n != 5 {
+		t.Fatalf("the caller's edited copy shares %d messages with the kept list, want 5", n)
+	}
+	if _, _, n := m.Find(1, b); n != len(b) {
+		t.Fatalf("the kept list changed with the copy: it shares %d of %d messages with b", n, len(b))
 	}
 	// Another conversation (another first message) is not a candidate.
 	if _, e, _ := m.Find(1, conv(5, "B")); e != nil {
@@ -137,21 +141,27 @@ func TestFindLongestSharedRun(t *testing.T) {
 	}
 }
 
-// Parts are shared with the lists kept, so they must never be written in place. Under go
-// test a kept list checks itself at every Find: a text written in place through the
-// caller's list panics there, naming the rule. Control: a part replaced passes.
+// Kept lists are the callers' own lists and share their parts, so neither is ever written
+// in place. Under go test a kept list checks itself at every Find: a text, or a message of
+// the list, written in place through the caller's list panics there, naming the rule.
+// Control: the same edit made in a copy passes.
 func TestKeptListWrittenInPlacePanics(t *testing.T) {
-	for _, inPlace := range []bool{false, true} {
+	for _, edit := range []string{"a copy", "a text", "a message"} {
+		inPlace := edit != "a copy"
 		m := New[int](1 << 20)
 		a := conv(5, "A")
 		key, _, _ := m.Find(1, a)
 		m.Keep(key, a, 0, 5, 0, nil)
-		if inPlace {
+		switch edit {
+		case "a text":
 			*a[2].Parts[0].Text = "written in place"
-		} else {
-			parts := slices.Clone(a[2].Parts)
+		case "a message":
+			a[2].Role = "written in place"
+		default:
+			c := slices.Clone(a)
+			parts := slices.Clone(c[2].Parts)
 			parts[0].Text = text("replaced")
-			a[2].Parts = parts
+			c[2].Parts, c[2].Role = parts, "replaced"
 		}
 		panicked := func() (p any) {
 			defer func() { p = recover() }()
@@ -159,7 +169,7 @@ func TestKeptListWrittenInPlacePanics(t *testing.T) {
 			return nil
 		}()
 		if inPlace != (panicked != nil) {
-			t.Errorf("written in place %v: Find panicked with %v", inPlace, panicked)
+			t.Errorf("%s written: Find panicked with %v", edit, panicked)
 		}
 		if panicked != nil && !strings.Contains(fmt.Sprint(panicked), "written in place") {
 			t.Errorf("the panic does not name the rule: %v", panicked)
