@@ -113,7 +113,7 @@ func (x *lifecycle) requestBoundaries(ps int, deliveries []ahp.Message) requestO
 			x.rw.partial, x.rw.newFrom = true, newFrom
 		}
 		lastAnswer := lastRole(x.req.Items, ahp.RoleAssistant)
-		for _, u := range settlementUnits(x.req, ps) {
+		for u := range settlementUnits(x.req, ps) {
 			if u.start < newFrom && x.rw.knownRun(u.start, u.end) {
 				continue
 			}

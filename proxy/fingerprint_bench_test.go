@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/hookproxy/hookproxy/chain/transport"
@@ -26,7 +27,7 @@ func BenchmarkFingerprintAgentHistory(b *testing.B) {
 		b.Fatal(err)
 	}
 	fps := map[int]string{}
-	for _, u := range settlementUnits(first, -1) {
+	for u := range settlementUnits(first, -1) {
 		fps[u.start] = fingerprint(nil, first.Items[u.start:u.end])
 	}
 	testsupport.BenchThreadCPU(b, int64(len(body)), func() func() {
@@ -34,7 +35,7 @@ func BenchmarkFingerprintAgentHistory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		units := settlementUnits(req, -1)
+		units := slices.Collect(settlementUnits(req, -1))
 		td := transport.NewTextDigests()
 		return func() {
 			for _, u := range units {
@@ -81,7 +82,7 @@ func BenchmarkApplyRecordsAgentHistory(b *testing.B) {
 	}
 	first := decode(body)
 	var recs []state.Record
-	for _, u := range settlementUnits(first, -1) {
+	for u := range settlementUnits(first, -1) {
 		msgs := first.Items[u.start:u.end]
 		recs = append(recs, state.Record{ID: msgs[0].ID, Count: len(msgs), Fingerprint: fingerprint(nil, msgs), Unchanged: true})
 	}

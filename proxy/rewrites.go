@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"iter"
 	"sync"
 	"unsafe"
 
@@ -366,38 +367,43 @@ type settlementUnit struct {
 	result     *mapping.ToolResult // nil for a prompt
 }
 
-// settlementUnits lists the request's tool results and prompts in history order. ps is
+// settlementUnits yields the request's tool results and prompts in history order. ps is
 // the trailing prompt's start (-1 without one); earlier prompts are the runs of user
-// messages before it.
-func settlementUnits(req *mapping.Request, ps int) []settlementUnit {
-	n := len(req.Items)
-	results := resultsAt(req.ToolResults, n)
-	promptEnd := n
-	if ps >= 0 && ps < n {
-		promptEnd = ps
-	}
-	var out []settlementUnit
-	for i := 0; i < promptEnd; {
-		if tr := results[i]; tr != nil {
-			out = append(out, settlementUnit{start: i, end: i + 1, result: tr})
-			i++
-			continue
+// messages before it. The units are walked, not listed: most of a long history is known
+// and skipped, and a list of them was one more allocation the size of the history.
+func settlementUnits(req *mapping.Request, ps int) iter.Seq[settlementUnit] {
+	return func(yield func(settlementUnit) bool) {
+		n := len(req.Items)
+		results := resultsAt(req.ToolResults, n)
+		promptEnd := n
+		if ps >= 0 && ps < n {
+			promptEnd = ps
 		}
-		if req.Items[i].Role != ahp.RoleUser {
-			i++
-			continue
+		for i := 0; i < promptEnd; {
+			if tr := results[i]; tr != nil {
+				if !yield(settlementUnit{start: i, end: i + 1, result: tr}) {
+					return
+				}
+				i++
+				continue
+			}
+			if req.Items[i].Role != ahp.RoleUser {
+				i++
+				continue
+			}
+			j := i
+			for j < promptEnd && req.Items[j].Role == ahp.RoleUser && results[j] == nil {
+				j++
+			}
+			if !yield(settlementUnit{start: i, end: j}) {
+				return
+			}
+			i = j
 		}
-		j := i
-		for j < promptEnd && req.Items[j].Role == ahp.RoleUser && results[j] == nil {
-			j++
+		if ps >= 0 && ps < n {
+			yield(settlementUnit{start: ps, end: n})
 		}
-		out = append(out, settlementUnit{start: i, end: j})
-		i = j
 	}
-	if ps >= 0 && ps < n {
-		out = append(out, settlementUnit{start: ps, end: n})
-	}
-	return out
 }
 
 // resultsAt is the tool result of each of n items (nil where none; the last of results

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -126,10 +127,12 @@ func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestO
 		return state.Snapshot{}, nil
 	}
 	x.s.storeOK(x.ctx)
-	if len(links) > 0 {
-		recs := snap.Records[:0] // the store's list is this request's: filtered in place
+	if len(links) > 0 && slices.ContainsFunc(snap.Records, isLinkRecord) {
+		// The store's list is read-only (it may be shared): the link records are
+		// filtered into a copy.
+		recs := make([]state.Record, 0, len(snap.Records))
 		for _, r := range snap.Records {
-			if r.Parent != "" && r.Count == 0 {
+			if isLinkRecord(r) {
 				if x.parents == nil {
 					x.parents = make(map[string]string, len(links))
 				}
@@ -142,6 +145,9 @@ func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestO
 	}
 	return snap, nil
 }
+
+// isLinkRecord reports whether r is a link record (state.Record.Parent).
+func isLinkRecord(r state.Record) bool { return r.Parent != "" && r.Count == 0 }
 
 // parentOf is the event id a derived tool.before id stands for: the id itself, or the
 // original tool.before when a hook rewrote that call's input (links).

@@ -200,7 +200,7 @@ func (sc *memScope) compact() {
 // record), as a lookup of each id would: through the memo of the last Load where it
 // applies (loadMemo).
 func (m *Memory) load(sc *memScope, ids []string) []Record {
-	out := make([]Record, 0, min(len(ids), len(sc.recs)))
+	var out []Record
 	pos := m.spare[:0]
 	k := 0 // ids[:k] repeat the memo's
 	mm := sc.memo
@@ -225,6 +225,16 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 		slices.Sort(since)
 		since = slices.Compact(since)
 		i := 0
+		if n := len(mm.pos); (n == 0 || mm.pos[n-1] < k) && (len(since) == 0 || n == 0 || since[0] > mm.pos[n-1]) {
+			// This load keeps every record the memo's found, in order, and adds records
+			// only after them (an agent's next request: its new messages and those
+			// recorded since come last). The memo's list is extended in place: the
+			// callers it was handed to see only up to its length (capped), and loads of
+			// the scope are serialized by the store's lock.
+			out, pos, i = mm.recs, append(pos, mm.pos...), n
+		} else {
+			out = make([]Record, 0, min(len(ids), len(sc.recs)))
+		}
 		for _, p := range since {
 			for ; i < len(mm.pos) && mm.pos[i] < p; i++ {
 				out, pos = append(out, mm.recs[i]), append(pos, mm.pos[i])
@@ -239,6 +249,9 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 		for ; i < len(mm.pos) && mm.pos[i] < k; i++ {
 			out, pos = append(out, mm.recs[i]), append(pos, mm.pos[i])
 		}
+	}
+	if out == nil {
+		out = make([]Record, 0, min(len(ids), len(sc.recs)))
 	}
 	for p := k; p < len(ids); p++ {
 		if r, ok := sc.recs[ids[p]]; ok {
@@ -258,7 +271,7 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 		mm.idEnds = append(mm.idEnds, len(mm.idBytes))
 	}
 	mm.pos, m.spare = pos, mm.pos
-	mm.recs = append(mm.recs[:0], out...)
+	mm.recs = out // shared with the caller, which reads it only (Snapshot.Records)
 	mm.order, mm.gen = len(sc.order), sc.gen
 	n := mm.size()
 	m.countMemo(n-mm.bytes, 0)
@@ -266,7 +279,7 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 	for m.memoBytes > memoBytesLimit {
 		m.dropMemo(m.memoLRU.Back().Value.(*memScope))
 	}
-	return out
+	return out[:len(out):len(out)]
 }
 
 // dropMemo lets sc's load memo go.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -32,11 +33,18 @@ func lookupEach(m *Memory, scope Scope, ids []string) []Record {
 // returns what looking each id up returns.
 func TestLoadMemoAgreesWithLookingEachIdUp(t *testing.T) {
 	ctx := context.Background()
+	extended := 0 // Loads that extended the previous list in place
+	defer func() {
+		if extended == 0 {
+			t.Error("no Load extended the previous list in place: the test does not show that path")
+		}
+	}()
 	for seed := range uint64(6) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		m := NewMemory(0, 0)
 		scope := Scope{Tenant: "t", Session: fmt.Sprint("s", seed)}
 		var ids []string
+		var prev, prevCopy []Record // the last Load's list, and a copy of it
 		next := 0
 		newID := func() string { next++; return fmt.Sprintf("msg_%d_%04d", seed, next) }
 		for step := range 1500 {
@@ -82,6 +90,15 @@ func TestLoadMemoAgreesWithLookingEachIdUp(t *testing.T) {
 			if want := lookupEach(m, scope, ids); !reflect.DeepEqual(snap.Records, want) && len(snap.Records)+len(want) > 0 {
 				t.Fatalf("seed %d step %d: Load gave %d records, looking each id up %d", seed, step, len(snap.Records), len(want))
 			}
+			// A list handed out earlier is not changed by a later Load, which may extend
+			// the same memory past its length.
+			if !reflect.DeepEqual(prev, prevCopy) {
+				t.Fatalf("seed %d step %d: the list the previous Load returned changed", seed, step)
+			}
+			if len(prev) > 0 && len(snap.Records) > len(prev) && &snap.Records[0] == &prev[0] {
+				extended++
+			}
+			prev, prevCopy = snap.Records, slices.Clone(snap.Records)
 		}
 	}
 }

@@ -50,6 +50,8 @@ const (
 
 // Snapshot is what one request reads from the store.
 type Snapshot struct {
+	// Records is read-only, the list and each record's items: a store may share it with
+	// what it remembers (the memory store's load memo extends it for the next request).
 	Records  []Record
 	NextCall []ahp.Message // taken: no other request receives them
 	NextTurn []ahp.Message // taken, when asked for
