@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -96,10 +97,18 @@ func (rt *route) storeUnavailable() *httpError {
 func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestOutcome) {
 	// Records are keyed by the id of the first message they cover: only the request's own
 	// messages can have one that matters.
-	ids := make([]string, len(x.req.Items), len(x.req.Items)+len(x.req.ToolResults))
+	buf := idLists.Get().(*[]string)
+	ids := slices.Grow((*buf)[:0], len(x.req.Items)+len(x.req.ToolResults))
 	for i := range x.req.Items {
-		ids[i] = x.req.Items[i].ID
+		ids = append(ids, x.req.Items[i].ID)
 	}
+	defer func() {
+		// A store keeps nothing of ids (state.Store.Load): the list serves the next
+		// request, emptied so that it keeps no id alive.
+		clear(ids)
+		*buf = ids[:0]
+		idLists.Put(buf)
+	}()
 	// And the links of the tool.before ids its new tool results (those after the last
 	// assistant message) will name as parents. Older results are settled again only when
 	// forgotten, and then the link is likely gone too: their ids are not hashed on every
@@ -145,6 +154,10 @@ func (x *lifecycle) loadState(take ...state.Deferral) (state.Snapshot, *requestO
 	}
 	return snap, nil
 }
+
+// idLists are the id lists loadState hands the store, one per request in flight: a list
+// the length of the history, which would otherwise be allocated on every request.
+var idLists = sync.Pool{New: func() any { return new([]string) }}
 
 // isLinkRecord reports whether r is a link record (state.Record.Parent).
 func isLinkRecord(r state.Record) bool { return r.Parent != "" && r.Count == 0 }

@@ -72,11 +72,11 @@ func (s *Snapshot) put(k Deferral, msgs []ahp.Message) {
 type Store interface {
 	// Load returns scope's records of the messages whose ids are in ids (the request's
 	// messages: what a request reads is bounded by what it carries), in the order of ids,
-	// one for each position whose id has a record (an id listed twice, twice), and takes the
-	// injections pending under each of take, in one round trip. The take is atomic: an
-	// injection is returned by exactly one Load (an injection
-	// with a later deliverAt is delivered once). Load counts as a use: the time bound of the
-	// scope's state runs from its last use.
+	// one for each position whose id has a record (an id listed twice, twice), and takes
+	// the injections pending under each of take, in one round trip; it keeps nothing of
+	// ids once it returns. The take is atomic: an injection is returned by exactly one Load
+	// (an injection with a later deliverAt is delivered once). Load counts as a use: the
+	// time bound of the scope's state runs from its last use.
 	Load(ctx context.Context, scope Scope, ids []string, take ...Deferral) (Snapshot, error)
 	// Record stores recs; a record replaces any earlier one with the same ID (the latest
 	// settled decision about a message wins). A record too large for the store is not
