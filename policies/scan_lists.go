@@ -20,8 +20,8 @@ import (
 // (internal/listmemo, which keeps the read-only list it was given; no hash is trusted),
 // and the filter is part of the key. A reused run charges the work meter what its scan
 // charged, so limits.maxPolicyScanBytes refuses the same requests; a scan the meter
-// stopped is not remembered. The memo belongs to the scanner's result cache: a configuration reload
-// starts a new one.
+// stopped is not remembered. The memo belongs to the scanner's result cache: a
+// configuration reload starts a new one.
 
 // scanListBytes bounds one scanner's memo of lists. A 160-turn coding session is about
 // 0.5 MiB of messages, parts and texts (mostly memory the request decode memo holds

@@ -25,12 +25,11 @@ type Memory struct {
 	now         func() time.Time
 	scopes      map[Scope]*list.Element // values are *memScope
 	lru         *list.List              // most recently used first
-	// The scopes holding a loadMemo, most recently loaded first, and the bytes their memos
-	// hold: at most memoBytesLimit, the least recently loaded giving theirs up first.
-	memoLRU   *list.List // values are *memScope
-	memoBytes int
-	spare     []int      // a positions list to build the next memo's in (the last replaced one)
-	counted   *memoCount // this store's share of LoadMemoStats
+	// The scopes holding a loadMemo, most recently loaded first; their memos hold at most
+	// memoBytesLimit (counted.bytes), the least recently loaded giving theirs up first.
+	memoLRU *list.List // values are *memScope
+	spare   []int      // a positions list to build the next memo's in (the last replaced one)
+	counted *memoCount // this store's memo figures, its share of LoadMemoStats
 }
 
 // memoCount is one store's share of the process's load memo figures, released when the
@@ -47,7 +46,6 @@ func LoadMemoStats() (bytes, entries int64) {
 
 // countMemo adds to the store's and the process's figures.
 func (m *Memory) countMemo(bytes, entries int) {
-	m.memoBytes += bytes
 	m.counted.bytes.Add(int64(bytes))
 	m.counted.entries.Add(int64(entries))
 	loadMemoStats.bytes.Add(int64(bytes))
@@ -77,10 +75,10 @@ type loadMemo struct {
 	idBytes []byte
 	idEnds  []int
 	pos     []int    // the positions in ids that had a record, ascending
-	recs    []Record // their records (a copy: the caller's list is its own)
+	recs    []Record // their records: the list that Load returned (read-only, Snapshot.Records)
 	order   int      // len(order) then
 	gen     uint64
-	bytes   int // what it holds, counted in Memory.memoBytes
+	bytes   int // what it holds, as counted in Memory.counted
 }
 
 // size is what m's lists hold.
@@ -276,7 +274,7 @@ func (m *Memory) load(sc *memScope, ids []string) []Record {
 	n := mm.size()
 	m.countMemo(n-mm.bytes, 0)
 	mm.bytes = n
-	for m.memoBytes > memoBytesLimit {
+	for m.counted.bytes.Load() > memoBytesLimit {
 		m.dropMemo(m.memoLRU.Back().Value.(*memScope))
 	}
 	return out[:len(out):len(out)]

@@ -65,13 +65,13 @@ func (e *Event) Clone() *Event {
 
 // ShareMessages copies a message list but shares the messages' parts, each part list
 // capped so that an append cannot reach past it; never nil (an event's list is present even
-// when empty). The messages are the copy's own; their parts, texts and other values are
-// not, and are never written in place by anyone: an edit gives a message a new part list
-// (or a part a new text pointer). That rule is what lets a conversation's history be handed
-// from request to request without a copy of every part: a codec's remembered decode, the
-// proxy's working list, its events and the scan memos all share the same parts. The
-// Anthropic codec and internal/listmemo check it under go test (a remembered list written
-// in place panics at its next use).
+// when empty): a list of the caller's own over the same parts. Parts, texts and their other
+// values are never written in place by anyone: an edit gives a message a new part list (or
+// a part a new text pointer). A request's canonical list itself is read-only as well
+// (mapping.Request.Items), so a conversation's history is handed from request to request
+// without a copy: a codec's remembered decode, the proxy's working list, its events and the
+// scan memos share it. The Anthropic codec and internal/listmemo check this under go test
+// (a remembered list written in place panics at its next use).
 func ShareMessages(ms []Message) []Message {
 	out := make([]Message, len(ms))
 	for i, m := range ms {

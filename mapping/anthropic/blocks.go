@@ -35,10 +35,10 @@ const mediaOctetStream = "application/octet-stream"
 // origin ties a canonical part to the native block it was decoded from, so that encoding
 // can copy an unchanged block byte for byte or patch only the field that changed.
 type origin struct {
-	part *ahp.Part // as decoded, in the translator's private copy of the items
+	part *ahp.Part // as decoded, in the translator's own list of the items (requestState.items)
 	raw  string    // native block JSON; "" when the part stands for several blocks
 	typ  string    // native block type
-	// item and at place part in the private copy (request side), until it is pointed at.
+	// item and at place part in the translator's own list (request side), until it is pointed at.
 	item, at int32
 }
 

@@ -17,7 +17,9 @@ import (
 // requestState is Request.Native: what DecodeRequest saw, so EncodeRequest can tell what
 // changed and copy everything else byte for byte.
 type requestState struct {
-	items    []ahp.Message   // private copy of Request.Items as decoded
+	// items is Request.Items as decoded: a private copy after a fresh decode, the same
+	// read-only list after a resumed one.
+	items    []ahp.Message
 	origins  []itemOrigin    // parallel to items
 	parts    []origin        // every decoded part's native block, in decode order
 	messages []nativeMessage // the native messages array
